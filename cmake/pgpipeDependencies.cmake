@@ -1,0 +1,7 @@
+include(pgpipeFindDependencies)
+if(PGPIPE_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(PGPIPE_BUILD_BENCH)
+  find_package(benchmark REQUIRED)
+endif()

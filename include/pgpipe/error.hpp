@@ -1,0 +1,113 @@
+// Error model shared by every part of pgpipe.
+//
+// Two categories:
+//  - pgpipe::errc (client_category()): conditions the client detects itself.
+//  - SQLSTATE (sqlstate_category()): errors the server reported; the value
+//    encodes the five-character SQLSTATE, so `ec == make_sqlstate("22012")`
+//    and `sqlstate_of(ec) == "22012"` both work.
+// `diagnostics` keeps the server's fields apart from the client's message.
+// No message produced here ever contains a password: conninfo strings are
+// passed through redact_conninfo() before they are quoted.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace pgpipe {
+
+enum class errc {
+  // Pool and request lifecycle.
+  pool_timeout = 1,    ///< no connection capacity became free before the deadline
+  queue_full,          ///< max_queued requests were already waiting; rejected at once
+  closed,              ///< the pool/client is closing or closed
+  cancelled,           ///< the caller cancelled the operation
+  query_timeout,       ///< the per-query timeout fired (the query may have executed)
+  // Connection loss. Both compare equal to errc_condition::connection_lost.
+  not_sent,            ///< connection lost before the request was written: safe to retry
+  connection_lost,     ///< connection lost after the request was written: it may have executed
+  // Connecting.
+  bad_conninfo,        ///< the connection string cannot be parsed
+  server_unreachable,  ///< unknown host, connection refused, network unreachable, connect timeout
+  auth_failed,         ///< the server rejected the credentials
+  connect_failed,      ///< any other failure to establish a session
+  // Using results and parameters.
+  bad_params,          ///< pool_params (or another *_params) failed validation
+  invalid_argument,    ///< a query argument cannot be sent (e.g. NUL byte in text)
+  conversion_error,    ///< a field cannot be converted to the requested C++ type
+  null_value,          ///< a NULL field was read into a non-optional type
+  out_of_range,        ///< row or column index out of range
+  protocol_error,      ///< the server or libpq did something unexpected
+};
+
+/// Portable conditions: use these to classify an error_code from any category.
+enum class errc_condition {
+  connection_lost = 1,  ///< errc::not_sent or errc::connection_lost
+  timeout,              ///< errc::pool_timeout or errc::query_timeout
+  server_error,         ///< any SQLSTATE error
+  connect_error,        ///< errc::server_unreachable, auth_failed, bad_conninfo, connect_failed
+};
+
+const std::error_category& client_category() noexcept;
+const std::error_category& sqlstate_category() noexcept;
+const std::error_category& condition_category() noexcept;
+
+std::error_code make_error_code(errc e) noexcept;
+std::error_condition make_error_condition(errc_condition e) noexcept;
+
+/// An error_code in sqlstate_category() for a five-character SQLSTATE. Anything
+/// that is not five characters of [0-9A-Z] maps to "XX000" (internal_error).
+std::error_code make_sqlstate(std::string_view sqlstate) noexcept;
+/// The SQLSTATE of `ec`, or "" when ec is not in sqlstate_category().
+std::string sqlstate_of(const std::error_code& ec);
+
+/// True when the request may have reached the server: a caller must not
+/// blindly retry a non-idempotent statement after such an error.
+bool may_have_executed(const std::error_code& ec) noexcept;
+/// True for both connection-loss codes.
+bool is_connection_lost(const std::error_code& ec) noexcept;
+
+/// What the server said, kept apart from what the client says.
+struct diagnostics {
+  std::string severity;        ///< ERROR, FATAL, PANIC (non-localized)
+  std::string sqlstate;        ///< five characters, empty for client-side errors
+  std::string message;         ///< the server's primary message
+  std::string detail;
+  std::string hint;
+  std::string context;
+  std::string client_message;  ///< pgpipe's own explanation (never contains a password)
+
+  bool has_server_error() const noexcept { return !sqlstate.empty(); }
+  /// One line for logs: "ERROR 22012: division by zero (detail...)" or the client message.
+  std::string to_string() const;
+};
+
+/// Exception thrown by the blocking API; carries the same code and diagnostics
+/// that the async API reports.
+class error : public std::system_error {
+ public:
+  error(std::error_code ec, diagnostics diag);
+  error(std::error_code ec, const std::string& client_message);
+  const diagnostics& diag() const noexcept { return diag_; }
+
+ private:
+  diagnostics diag_;
+};
+
+/// The conninfo with every password replaced by "********". Handles both
+/// key=value strings (quoted or not) and postgresql:// URIs (userinfo and
+/// ?password= query parameters).
+std::string redact_conninfo(std::string_view conninfo);
+
+/// Replaces every occurrence of `secret` in `text` (used to scrub messages
+/// that libpq or the server produced before they reach the caller).
+std::string redact_secret(std::string text, std::string_view secret);
+
+}  // namespace pgpipe
+
+template <>
+struct std::is_error_code_enum<pgpipe::errc> : std::true_type {};
+template <>
+struct std::is_error_condition_enum<pgpipe::errc_condition> : std::true_type {};

@@ -1,0 +1,73 @@
+// Configuration shared by both drivers (async_client and blocking_pool).
+// A plain struct: set the fields you care about, leave the rest at their
+// documented defaults, then hand it to a driver, which validates it.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+namespace pgpipe {
+
+struct pool_params {
+  /// libpq connection string, key=value or postgresql:// URI. Passwords in it
+  /// are never echoed: any message that quotes it uses redact_conninfo().
+  std::string conninfo;
+
+  /// Most connections the pool ever has open or opening at once.
+  std::size_t max_size = 10;
+  /// Connections the pool opens eagerly and keeps even when idle.
+  std::size_t min_size = 0;
+
+  /// async driver only: requests in flight at once on one connection. The
+  /// blocking driver always uses 1 (one query per connection at a time).
+  std::size_t pipeline_depth = 128;
+
+  /// Requests that may wait for capacity; the next one fails at once with
+  /// errc::queue_full. Bounds memory when the database cannot keep up.
+  std::size_t max_queued = 10000;
+
+  /// Longest a request waits for pool capacity before errc::pool_timeout (or,
+  /// when no connection could be opened at all, the connect error).
+  std::chrono::milliseconds acquire_timeout{30'000};
+
+  /// Default per-query timeout, from submission to result; 0 disables it.
+  /// On a shared pipelined connection a query that times out is detached (its
+  /// result discarded), never cancelled with PQcancel.
+  std::chrono::milliseconds query_timeout{60'000};
+
+  /// Longest a connection attempt may take (TCP + TLS + authentication).
+  std::chrono::milliseconds connect_timeout{10'000};
+
+  /// Connections older than this are drained (no new work; work in flight
+  /// completes) and replaced. 0 disables rotation.
+  std::chrono::milliseconds max_lifetime{30 * 60'000};
+
+  /// Connections idle this long are closed, down to min_size. 0 disables.
+  std::chrono::milliseconds idle_timeout{10 * 60'000};
+
+  /// An idle connection unused for this long is checked (a trivial query)
+  /// before it is handed out again or while it sits idle. 0 disables.
+  std::chrono::milliseconds health_check_interval{30'000};
+
+  /// After a failed connect, wait this long before the next attempt, doubling
+  /// up to connect_backoff_max. Reset by a successful connect.
+  std::chrono::milliseconds connect_backoff_initial{50};
+  std::chrono::milliseconds connect_backoff_max{500};
+
+  /// async driver: a written request on a connection that has made no progress
+  /// for this long marks the connection broken (a hung server or network).
+  /// 0 disables. Must exceed the longest query you expect.
+  std::chrono::milliseconds stall_timeout{0};
+
+  /// async driver: cache named prepared statements per connection. Turn off
+  /// for PgBouncer in transaction pool mode (1.18 cannot track them): only the
+  /// unnamed statement is used.
+  bool prepared_statements = true;
+};
+
+/// Throws pgpipe::error(errc::bad_params) naming the first invalid field and
+/// why (e.g. "pool_params.min_size (12) exceeds max_size (10)").
+void validate(const pool_params& params);
+
+}  // namespace pgpipe

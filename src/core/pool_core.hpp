@@ -1,0 +1,131 @@
+// pool_core: the sans-IO connection pool shared by both drivers.
+//
+// It owns slot states (connecting -> idle <-> busy -> draining -> closed, plus
+// checking for health checks), the FIFO of waiters with deadlines, and the
+// policy in pool_params. It never touches a socket, a thread or a clock: the
+// driver feeds it events and the current time, then takes the actions it
+// queued (open/close/check a connection, grant or fail a waiter) and carries
+// them out. Not thread-safe: the driver serializes calls (a mutex or a strand).
+//
+// Capacity per slot unifies the drivers: blocking slots carry 1 request,
+// async slots carry up to pipeline_depth. A `shared` request takes one unit
+// on the least-loaded slot; an `exclusive` request (a lease) takes a whole
+// idle slot. An exclusive waiter at the head of the queue reserves the
+// least-loaded busy slot so that shared traffic cannot starve it.
+#pragma once
+
+#include <pgpipe/pool_params.hpp>
+#include <pgpipe/stats.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <system_error>
+#include <vector>
+
+namespace pgpipe::detail {
+
+using pool_clock = std::chrono::steady_clock;
+using time_point = pool_clock::time_point;
+using slot_id = std::uint64_t;    // never reused within one pool_core
+using waiter_id = std::uint64_t;  // never reused within one pool_core
+
+enum class request_kind { shared, exclusive };
+enum class slot_state { connecting, idle, busy, checking, draining };
+
+struct pool_action {
+  enum class kind {
+    open,   ///< start connecting `slot`; answer with on_open_succeeded/on_open_failed
+    close,  ///< close `slot`'s connection; the slot is already gone from the pool
+    check,  ///< run a health check on idle `slot`; answer with on_check_done
+    grant,  ///< `waiter` now holds capacity on `slot` (release it when done)
+    fail,   ///< `waiter` failed with `ec` (pool_timeout, closed, a connect error)
+  };
+  kind what;
+  slot_id slot = 0;
+  waiter_id waiter = 0;
+  std::error_code ec;
+};
+
+struct request_outcome {
+  enum class kind { granted, queued, rejected };
+  kind what;
+  slot_id slot = 0;      ///< granted
+  waiter_id waiter = 0;  ///< queued: a grant or fail action will name it later
+  std::error_code ec;    ///< rejected: errc::queue_full, errc::closed, or a permanent connect error
+};
+
+class pool_core {
+ public:
+  /// Validates params (throws pgpipe::error(errc::bad_params)).
+  /// capacity_per_slot: 1 for the blocking driver, pipeline_depth for async.
+  pool_core(const pool_params& params, std::size_t capacity_per_slot);
+
+  /// Opens min_size connections (subject to max_size).
+  void start(time_point now);
+
+  /// Ask for capacity. Granted at once when a slot has room; otherwise queued
+  /// until `deadline` (FIFO), or rejected at once when max_queued waiters are
+  /// already queued or the pool is closed. May queue open actions.
+  request_outcome request(time_point now, request_kind kind, time_point deadline);
+
+  /// Give back capacity taken by a grant. Releases for a slot that has since
+  /// been closed (broken, drained) are ignored. May grant waiters.
+  void release(time_point now, slot_id slot, request_kind kind);
+
+  /// Remove a queued waiter; returns false when it was no longer queued (it
+  /// was granted or failed already: the driver must then release/ignore).
+  bool cancel(waiter_id waiter);
+
+  void on_open_succeeded(time_point now, slot_id slot);
+  /// ec is the connect error. Permanent errors (auth_failed, bad_conninfo,
+  /// SQLSTATE 3D000/28xxx) fail queued waiters at once when no slot is usable;
+  /// transient ones (refused, unreachable, 53300) keep waiters until their
+  /// deadline. Either way the next attempt waits for the back-off.
+  void on_open_failed(time_point now, slot_id slot, std::error_code ec);
+  /// The connection died. The slot leaves the pool at once (close action),
+  /// its outstanding grants are forgotten, and a replacement is opened when
+  /// there is demand or fewer than min_size remain.
+  void on_broken(time_point now, slot_id slot);
+  void on_check_done(time_point now, slot_id slot, bool healthy);
+
+  /// Advance time: expire waiters (in deadline order), drain connections past
+  /// max_lifetime, close idle ones past idle_timeout, schedule health checks,
+  /// retry connects whose back-off elapsed.
+  void on_tick(time_point now);
+  /// When on_tick should next run, if anything is pending.
+  std::optional<time_point> next_timer() const;
+
+  /// Stop: waiters fail with errc::closed, idle slots close, busy slots drain
+  /// (work in flight completes); new requests are rejected with errc::closed.
+  void close(time_point now);
+  bool is_closed() const noexcept;
+  /// True once closed and every slot is gone.
+  bool is_drained() const noexcept;
+
+  /// Actions queued since the last call, in the order they must be applied.
+  std::vector<pool_action> take_actions();
+
+  /// Fills the connection/request fields of pool_stats (connecting, idle,
+  /// busy, draining, checking, in_flight, queued, connects, disconnects,
+  /// errors.pool_timeout, errors.queue_full, errors.connect).
+  void fill_stats(pool_stats& out) const;
+
+  /// Diagnostics for tests and the driver: current back-off and slot count.
+  std::chrono::milliseconds current_backoff() const noexcept;
+  std::size_t slot_count() const noexcept;  ///< open or opening
+  std::optional<slot_state> state_of(slot_id slot) const;
+  std::size_t load_of(slot_id slot) const;  ///< units in use on slot
+
+ private:
+  struct impl;
+  // Implementation detail kept out of the header so drivers compile fast.
+  std::unique_ptr<impl> impl_;
+ public:
+  ~pool_core();
+  pool_core(pool_core&&) noexcept;
+  pool_core& operator=(pool_core&&) noexcept;
+};
+
+}  // namespace pgpipe::detail
