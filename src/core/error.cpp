@@ -1,0 +1,282 @@
+// Error categories, diagnostics and password redaction.
+#include <pgpipe/error.hpp>
+
+#include <array>
+#include <cctype>
+#include <cstdint>
+
+namespace pgpipe {
+namespace {
+
+class client_category_impl final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "pgpipe"; }
+  std::string message(int ev) const override {
+    switch (static_cast<errc>(ev)) {
+      case errc::pool_timeout: return "no connection became available before the acquire timeout";
+      case errc::queue_full: return "too many requests are already waiting for a connection (max_queued)";
+      case errc::closed: return "the pool is closed";
+      case errc::cancelled: return "the operation was cancelled";
+      case errc::query_timeout: return "the query timed out (it may have executed)";
+      case errc::not_sent: return "the connection was lost before the request was sent (safe to retry)";
+      case errc::connection_lost: return "the connection was lost after the request was sent (it may have executed)";
+      case errc::bad_conninfo: return "the connection string is invalid";
+      case errc::server_unreachable: return "the server is unreachable";
+      case errc::auth_failed: return "authentication failed";
+      case errc::connect_failed: return "could not connect to the server";
+      case errc::bad_params: return "invalid parameters";
+      case errc::invalid_argument: return "invalid query argument";
+      case errc::conversion_error: return "the field cannot be converted to the requested type";
+      case errc::null_value: return "the field is NULL";
+      case errc::out_of_range: return "row or column index out of range";
+      case errc::protocol_error: return "protocol error";
+    }
+    return "unknown pgpipe error " + std::to_string(ev);
+  }
+  std::error_condition default_error_condition(int ev) const noexcept override {
+    switch (static_cast<errc>(ev)) {
+      case errc::not_sent:
+      case errc::connection_lost: return errc_condition::connection_lost;
+      case errc::pool_timeout:
+      case errc::query_timeout: return errc_condition::timeout;
+      case errc::bad_conninfo:
+      case errc::server_unreachable:
+      case errc::auth_failed:
+      case errc::connect_failed: return errc_condition::connect_error;
+      default: return {ev, *this};
+    }
+  }
+};
+
+// SQLSTATE codes are five characters of [0-9A-Z]: base-36 packs them into an int.
+constexpr int base36(char c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'Z') return c - 'A' + 10;
+  return -1;
+}
+
+std::string decode_sqlstate(int ev) {
+  std::string s(5, '0');
+  for (int i = 4; i >= 0; --i) {
+    int d = ev % 36;
+    ev /= 36;
+    s[static_cast<std::size_t>(i)] = static_cast<char>(d < 10 ? '0' + d : 'A' + d - 10);
+  }
+  return s;
+}
+
+struct sqlstate_name {
+  const char* code;
+  const char* name;
+};
+// The conditions a client meets most; the rest print as their code alone.
+constexpr std::array<sqlstate_name, 31> known_sqlstates{{
+    {"08000", "connection_exception"},
+    {"08001", "sqlclient_unable_to_establish_sqlconnection"},
+    {"08006", "connection_failure"},
+    {"08P01", "protocol_violation"},
+    {"0A000", "feature_not_supported"},
+    {"21000", "cardinality_violation"},
+    {"22001", "string_data_right_truncation"},
+    {"22003", "numeric_value_out_of_range"},
+    {"22012", "division_by_zero"},
+    {"22021", "character_not_in_repertoire"},
+    {"22P02", "invalid_text_representation"},
+    {"23502", "not_null_violation"},
+    {"23503", "foreign_key_violation"},
+    {"23505", "unique_violation"},
+    {"25P02", "in_failed_sql_transaction"},
+    {"28000", "invalid_authorization_specification"},
+    {"28P01", "invalid_password"},
+    {"3D000", "invalid_catalog_name"},
+    {"40001", "serialization_failure"},
+    {"40P01", "deadlock_detected"},
+    {"42601", "syntax_error"},
+    {"42703", "undefined_column"},
+    {"42P01", "undefined_table"},
+    {"42883", "undefined_function"},
+    {"53300", "too_many_connections"},
+    {"55P03", "lock_not_available"},
+    {"57014", "query_canceled"},
+    {"57P01", "admin_shutdown"},
+    {"57P02", "crash_shutdown"},
+    {"57P03", "cannot_connect_now"},
+    {"XX000", "internal_error"},
+}};
+
+class sqlstate_category_impl final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "sqlstate"; }
+  std::string message(int ev) const override {
+    std::string code = decode_sqlstate(ev);
+    for (const auto& k : known_sqlstates)
+      if (code == k.code) return "SQLSTATE " + code + " (" + k.name + ")";
+    return "SQLSTATE " + code;
+  }
+  std::error_condition default_error_condition(int ev) const noexcept override {
+    (void)ev;
+    return errc_condition::server_error;
+  }
+};
+
+class condition_category_impl final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "pgpipe.condition"; }
+  std::string message(int ev) const override {
+    switch (static_cast<errc_condition>(ev)) {
+      case errc_condition::connection_lost: return "connection lost";
+      case errc_condition::timeout: return "timeout";
+      case errc_condition::server_error: return "server error";
+      case errc_condition::connect_error: return "could not connect";
+    }
+    return "unknown condition";
+  }
+};
+
+}  // namespace
+
+const std::error_category& client_category() noexcept {
+  static const client_category_impl c;
+  return c;
+}
+const std::error_category& sqlstate_category() noexcept {
+  static const sqlstate_category_impl c;
+  return c;
+}
+const std::error_category& condition_category() noexcept {
+  static const condition_category_impl c;
+  return c;
+}
+
+std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), client_category()}; }
+std::error_condition make_error_condition(errc_condition e) noexcept {
+  return {static_cast<int>(e), condition_category()};
+}
+
+std::error_code make_sqlstate(std::string_view sqlstate) noexcept {
+  auto encode = [](std::string_view s) {
+    int v = 0;
+    for (char c : s) v = v * 36 + base36(c);
+    return v;
+  };
+  bool valid = sqlstate.size() == 5;
+  for (char c : sqlstate) valid = valid && base36(c) >= 0;
+  return {encode(valid ? sqlstate : std::string_view("XX000")), sqlstate_category()};
+}
+
+std::string sqlstate_of(const std::error_code& ec) {
+  if (ec.category() != sqlstate_category()) return {};
+  return decode_sqlstate(ec.value());
+}
+
+bool may_have_executed(const std::error_code& ec) noexcept {
+  return ec == errc::connection_lost || ec == errc::query_timeout;
+}
+
+bool is_connection_lost(const std::error_code& ec) noexcept {
+  return ec == errc_condition::connection_lost;
+}
+
+std::string diagnostics::to_string() const {
+  if (!has_server_error()) return client_message;
+  std::string out = (severity.empty() ? std::string("ERROR") : severity) + " " + sqlstate + ": " + message;
+  if (!detail.empty()) out += " (detail: " + detail + ")";
+  if (!hint.empty()) out += " (hint: " + hint + ")";
+  if (!client_message.empty()) out = client_message + ": " + out;
+  return out;
+}
+
+namespace {
+std::string what_for(const std::error_code& ec, const diagnostics& d) {
+  std::string text = d.to_string();
+  return text.empty() ? ec.message() : text;
+}
+}  // namespace
+
+error::error(std::error_code ec, diagnostics diag)
+    : std::system_error(ec, what_for(ec, diag)), diag_(std::move(diag)) {}
+
+error::error(std::error_code ec, const std::string& client_message)
+    : error(ec, diagnostics{.severity = {}, .sqlstate = {}, .message = {}, .detail = {}, .hint = {},
+                            .context = {}, .client_message = client_message}) {}
+
+namespace {
+
+constexpr std::string_view mask = "********";
+
+bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
+
+// key=value form, as libpq parses it: values are bare words or single-quoted
+// with backslash escapes.
+std::string redact_keyword_value(std::string_view in) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < in.size()) {
+    // Copy whitespace.
+    while (i < in.size() && is_space(in[i])) out += in[i++];
+    std::size_t key_start = i;
+    while (i < in.size() && in[i] != '=' && !is_space(in[i])) ++i;
+    std::string_view key = in.substr(key_start, i - key_start);
+    out.append(key);
+    while (i < in.size() && is_space(in[i])) out += in[i++];
+    if (i >= in.size() || in[i] != '=') continue;
+    out += in[i++];
+    while (i < in.size() && is_space(in[i])) out += in[i++];
+    std::size_t value_start = i;
+    if (i < in.size() && in[i] == '\'') {
+      ++i;
+      while (i < in.size() && in[i] != '\'') i += (in[i] == '\\' && i + 1 < in.size()) ? 2 : 1;
+      if (i < in.size()) ++i;
+    } else {
+      while (i < in.size() && !is_space(in[i])) i += (in[i] == '\\' && i + 1 < in.size()) ? 2 : 1;
+    }
+    if (key == "password")
+      out.append(mask);
+    else
+      out.append(in.substr(value_start, i - value_start));
+  }
+  return out;
+}
+
+// postgresql://user:secret@host/db?password=secret&...
+std::string redact_uri(std::string_view in) {
+  std::string out(in);
+  std::size_t scheme_end = out.find("://");
+  std::size_t authority = scheme_end + 3;
+  std::size_t path = out.find_first_of("/?", authority);
+  std::size_t at = out.rfind('@', path == std::string::npos ? std::string::npos : path);
+  if (at != std::string::npos && at >= authority) {
+    std::size_t colon = out.find(':', authority);
+    if (colon != std::string::npos && colon < at) out.replace(colon + 1, at - colon - 1, mask);
+  }
+  std::size_t query = out.find('?', authority);
+  while (query != std::string::npos) {
+    std::size_t key = query + 1;
+    std::size_t eq = out.find('=', key);
+    std::size_t amp = out.find('&', key);
+    if (eq != std::string::npos && (amp == std::string::npos || eq < amp) &&
+        out.compare(key, eq - key, "password") == 0) {
+      std::size_t end = amp == std::string::npos ? out.size() : amp;
+      out.replace(eq + 1, end - eq - 1, mask);
+      amp = out.find('&', eq + 1);
+    }
+    query = amp;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string redact_conninfo(std::string_view conninfo) {
+  if (conninfo.starts_with("postgresql://") || conninfo.starts_with("postgres://")) return redact_uri(conninfo);
+  return redact_keyword_value(conninfo);
+}
+
+std::string redact_secret(std::string text, std::string_view secret) {
+  if (secret.empty()) return text;
+  for (std::size_t pos = text.find(secret); pos != std::string::npos; pos = text.find(secret, pos + mask.size()))
+    text.replace(pos, secret.size(), mask);
+  return text;
+}
+
+}  // namespace pgpipe
