@@ -1,0 +1,432 @@
+#include "devcluster/devcluster.hpp"
+
+#include "devcluster/initdb_template.hpp"
+#include "devcluster/server_process.hpp"
+
+#include <libpq-fe.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace pgpipe::devcluster {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr auto start_timeout = 60s;
+constexpr auto immediate_grace = 10s;
+constexpr auto stop_grace = 60s;
+constexpr int bind_retries = 8;
+
+// conninfo value quoting: single quotes, with ' and \ escaped.
+std::string quote_value(std::string_view v) {
+  bool plain = !v.empty();
+  for (char c : v) {
+    if (c == ' ' || c == '\'' || c == '\\' || c == '\t' || c == '\n') plain = false;
+  }
+  if (plain) return std::string(v);
+  std::string out = "'";
+  for (char c : v) {
+    if (c == '\'' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  out.push_back('\'');
+  return out;
+}
+
+// postgresql.conf string literal.
+std::string conf_literal(std::string_view v) {
+  std::string out = "'";
+  for (char c : v) {
+    if (c == '\'') out.push_back('\'');
+    out.push_back(c);
+  }
+  out.push_back('\'');
+  return out;
+}
+
+std::string default_hba() {
+  return "# devcluster: scram-sha-256 everywhere\n"
+         "local   all          all                     scram-sha-256\n"
+         "host    all          all    127.0.0.1/32     scram-sha-256\n"
+         "host    all          all    ::1/128          scram-sha-256\n"
+         "local   replication  all                     scram-sha-256\n"
+         "host    replication  all    127.0.0.1/32     scram-sha-256\n"
+         "host    replication  all    ::1/128          scram-sha-256\n";
+}
+
+struct pg_conn_deleter {
+  void operator()(PGconn* c) const noexcept { PQfinish(c); }
+};
+struct pg_result_deleter {
+  void operator()(PGresult* r) const noexcept { PQclear(r); }
+};
+using conn_ptr = std::unique_ptr<PGconn, pg_conn_deleter>;
+using result_ptr = std::unique_ptr<PGresult, pg_result_deleter>;
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+conn_ptr connect_or_throw(const std::string& conninfo) {
+  conn_ptr conn(PQconnectdb(conninfo.c_str()));
+  if (!conn) throw std::runtime_error("devcluster: out of memory connecting");
+  if (PQstatus(conn.get()) != CONNECTION_OK) {
+    // libpq's messages never echo the password.
+    throw std::runtime_error("devcluster: connect failed: " + trim(PQerrorMessage(conn.get())));
+  }
+  return conn;
+}
+
+std::vector<std::vector<std::string>> run_query(PGconn* conn, std::string_view sql,
+                                                const std::vector<std::string>& params) {
+  std::string text(sql);
+  std::vector<const char*> values;
+  for (auto& p : params) values.push_back(p.c_str());
+  // PQexec allows several statements (returns the last result); with
+  // parameters the extended protocol is needed.
+  PGresult* raw = params.empty() ? PQexec(conn, text.c_str())
+                                 : PQexecParams(conn, text.c_str(), static_cast<int>(values.size()), nullptr,
+                                                values.data(), nullptr, nullptr, 0);
+  result_ptr res(raw);
+  auto status = res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
+  if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+    std::string msg = res ? PQresultErrorMessage(res.get()) : "";
+    if (msg.empty()) msg = PQerrorMessage(conn);
+    std::string state;
+    if (res) {
+      if (const char* s = PQresultErrorField(res.get(), PG_DIAG_SQLSTATE)) state = s;
+    }
+    throw std::runtime_error("devcluster: query failed: " + trim(msg) + (state.empty() ? "" : " (SQLSTATE " + state + ")"));
+  }
+  std::vector<std::vector<std::string>> rows;
+  const int nrows = PQntuples(res.get());
+  const int ncols = PQnfields(res.get());
+  rows.reserve(static_cast<std::size_t>(nrows));
+  for (int r = 0; r < nrows; ++r) {
+    std::vector<std::string> row;
+    row.reserve(static_cast<std::size_t>(ncols));
+    for (int c = 0; c < ncols; ++c) {
+      row.emplace_back(PQgetisnull(res.get(), r, c) ? "" : PQgetvalue(res.get(), r, c));
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace
+
+struct cluster::state {
+  cluster_params params;
+  std::string bindir;
+  std::string base;
+  std::string data;
+  std::string sock;
+  std::string log;
+  std::string password;
+  int port = 0;
+  bool port_fixed = false;  // after the first successful start, restart keeps it
+  // Template copies still carry the template's password until first start.
+  std::optional<std::string> pending_password_from;
+  background_process postmaster;
+
+  std::string tcp_conninfo(std::string_view dbname, bool with_password) const {
+    std::string s = "host=127.0.0.1 port=" + std::to_string(port) + " user=" + quote_value(params.superuser);
+    if (with_password) s += " password=" + quote_value(password);
+    s += " dbname=" + quote_value(dbname);
+    return s;
+  }
+
+  std::vector<std::vector<std::string>> query(std::string_view sql, std::string_view dbname,
+                                              const std::vector<std::string>& params_ = {}) const {
+    auto conn = connect_or_throw(tcp_conninfo(dbname, true) + " application_name=devcluster");
+    return run_query(conn.get(), sql, params_);
+  }
+
+  void write_config() {
+    std::string conf = "\n# --- devcluster settings ---\n";
+    conf += "listen_addresses = '127.0.0.1'\n";
+    conf += "unix_socket_directories = " + conf_literal(sock) + "\n";
+    conf += "max_connections = " + std::to_string(params.max_connections) + "\n";
+    conf += "shared_buffers = " + conf_literal(params.shared_buffers) + "\n";
+    // Throwaway data: durability buys nothing and costs start/test time.
+    conf += "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n";
+    conf += "password_encryption = 'scram-sha-256'\n";
+    conf += "huge_pages = off\n";
+    conf += "logging_collector = off\n";
+    conf += "log_line_prefix = '%m [%p] %q%a '\n";
+    for (const auto& [key, value] : params.settings) conf += key + " = " + conf_literal(value) + "\n";
+    std::ofstream out(data + "/postgresql.conf", std::ios::app);
+    out << conf;
+    if (!out.flush()) throw std::runtime_error("devcluster: cannot write postgresql.conf");
+  }
+
+  void spawn_postmaster() {
+    postmaster = background_process({bindir + "/postgres", "-D", data, "-p", std::to_string(port)}, base, log);
+  }
+
+  // Wait until the postmaster accepts TCP connections. Returns false when it
+  // exited because the port was taken (caller retries with another port).
+  bool wait_ready(std::size_t log_offset) {
+    const std::string ping = tcp_conninfo("postgres", false) + " connect_timeout=2 sslmode=disable";
+    const auto deadline = std::chrono::steady_clock::now() + start_timeout;
+    for (;;) {
+      if (auto status = postmaster.wait_for_exit(0ms)) {
+        std::string tail = log_since(log_offset);
+        if (!port_fixed && (tail.find("could not bind") != std::string::npos ||
+                            tail.find("Address already in use") != std::string::npos)) {
+          return false;
+        }
+        throw std::runtime_error("devcluster: server failed to start (data " + data + "); log tail:\n" + tail);
+      }
+      if (PQping(ping.c_str()) == PQPING_OK) return true;
+      if (std::chrono::steady_clock::now() > deadline) {
+        postmaster.stop(SIGQUIT, immediate_grace);
+        throw std::runtime_error("devcluster: server did not accept connections within 60 s; log tail:\n" +
+                                 log_since(log_offset));
+      }
+      // No event says "ready for connections" over TCP: re-ping shortly, but
+      // wake at once if the postmaster dies.
+      postmaster.wait_for_exit(10ms);
+    }
+  }
+
+  std::size_t log_size() const {
+    struct stat st {};
+    return stat(log.c_str(), &st) == 0 ? static_cast<std::size_t>(st.st_size) : 0;
+  }
+
+  std::string log_since(std::size_t offset) const {
+    std::string tail = file_tail(log, 8000);
+    std::size_t size = log_size();
+    if (size > offset && size - offset < tail.size()) tail = tail.substr(tail.size() - (size - offset));
+    return tail;
+  }
+
+  void replace_template_password() {
+    if (!pending_password_from) return;
+    // Over the private Unix socket with the template's password; send a
+    // client-side SCRAM verifier so the new password never travels or logs.
+    auto conn = connect_or_throw("host=" + quote_value(sock) + " port=" + std::to_string(port) +
+                                 " user=" + quote_value(params.superuser) + " password=" +
+                                 quote_value(*pending_password_from) + " dbname=postgres");
+    char* verifier = PQencryptPasswordConn(conn.get(), password.c_str(), params.superuser.c_str(), "scram-sha-256");
+    if (verifier == nullptr) throw std::runtime_error("devcluster: cannot compute the SCRAM verifier");
+    std::string v(verifier);
+    PQfreemem(verifier);
+    char* ident = PQescapeIdentifier(conn.get(), params.superuser.c_str(), params.superuser.size());
+    std::string quoted_user(ident ? ident : "");
+    PQfreemem(ident);
+    char* lit = PQescapeLiteral(conn.get(), v.c_str(), v.size());
+    std::string quoted_verifier(lit ? lit : "");
+    PQfreemem(lit);
+    run_query(conn.get(), "ALTER ROLE " + quoted_user + " PASSWORD " + quoted_verifier, {});
+    pending_password_from.reset();
+  }
+};
+
+cluster::cluster(cluster_params params) : s_(std::make_unique<state>()) {
+  s_->params = std::move(params);
+  s_->bindir = bindir();
+  s_->password = generate_password();
+  s_->base = make_temp_dir("pgpipe-devcluster-");
+  try {
+    s_->data = s_->base + "/data";
+    s_->sock = s_->base + "/sock";
+    s_->log = s_->base + "/server.log";
+    if (mkdir(s_->sock.c_str(), 0700) != 0) throw std::runtime_error("devcluster: mkdir socket dir failed");
+    chown_to_server_user(s_->sock);
+
+    if (auto tmpl = cached_initdb_template(s_->bindir, s_->params.superuser)) {
+      auto r = run_as_server_user({"/bin/cp", "-a", tmpl->data_dir, s_->data}, s_->base);
+      if (r.exit_code != 0) throw std::runtime_error("devcluster: copying the template failed: " + r.output);
+      s_->pending_password_from = tmpl->password;
+    } else {
+      run_initdb(s_->bindir, s_->data, s_->params.superuser, s_->password);
+    }
+    s_->write_config();
+    write_hba(s_->params.hba.value_or(default_hba()));
+    if (s_->params.start) start();
+  } catch (...) {
+    s_->postmaster.stop(SIGQUIT, immediate_grace);
+    remove_tree(s_->base);
+    throw;
+  }
+}
+
+cluster::~cluster() {
+  if (!s_) return;
+  s_->postmaster.stop(SIGQUIT, immediate_grace);
+  if (const char* keep = std::getenv("PGPIPE_DEVCLUSTER_KEEP"); !(keep && *keep && std::string(keep) != "0")) {
+    remove_tree(s_->base);
+  }
+}
+
+std::string cluster::conninfo(std::string_view dbname) const { return s_->tcp_conninfo(dbname, true); }
+
+std::string cluster::conninfo_without_password(std::string_view dbname) const {
+  return s_->tcp_conninfo(dbname, false);
+}
+
+std::string cluster::socket_conninfo(std::string_view dbname) const {
+  return "host=" + quote_value(s_->sock) + " port=" + std::to_string(s_->port) + " user=" +
+         quote_value(s_->params.superuser) + " password=" + quote_value(s_->password) +
+         " dbname=" + quote_value(dbname);
+}
+
+const std::string& cluster::user() const noexcept { return s_->params.superuser; }
+const std::string& cluster::password() const noexcept { return s_->password; }
+int cluster::port() const noexcept { return s_->port; }
+const std::string& cluster::socket_dir() const noexcept { return s_->sock; }
+const std::string& cluster::data_dir() const noexcept { return s_->data; }
+const std::string& cluster::base_dir() const noexcept { return s_->base; }
+
+void cluster::start() {
+  if (running()) return;
+  for (int attempt = 0;; ++attempt) {
+    if (!s_->port_fixed) s_->port = find_free_port();
+    const std::size_t offset = s_->log_size();
+    s_->spawn_postmaster();
+    if (s_->wait_ready(offset)) break;
+    if (attempt + 1 >= bind_retries) {
+      throw std::runtime_error("devcluster: no free port after " + std::to_string(bind_retries) +
+                               " attempts; log tail:\n" + s_->log_since(offset));
+    }
+  }
+  s_->port_fixed = true;
+  try {
+    s_->replace_template_password();
+  } catch (...) {
+    s_->postmaster.stop(SIGQUIT, immediate_grace);
+    throw;
+  }
+}
+
+void cluster::stop(stop_mode mode) {
+  int signo = mode == stop_mode::smart ? SIGTERM : mode == stop_mode::fast ? SIGINT : SIGQUIT;
+  s_->postmaster.stop(signo, mode == stop_mode::immediate ? immediate_grace : stop_grace);
+}
+
+void cluster::restart(stop_mode mode) {
+  stop(mode);
+  start();
+}
+
+bool cluster::running() const noexcept { return s_->postmaster.running(); }
+
+void cluster::reload() {
+  if (!running()) return;
+  // pg_conf_load_time() changes once the postmaster has re-read the files;
+  // a new connection is forked from the postmaster, so it sees the new value
+  // and the new pg_hba.conf together.
+  const char* sql = "SELECT extract(epoch from pg_conf_load_time())::text";
+  std::optional<std::string> before;
+  try {
+    before = query_value(sql);
+  } catch (const std::exception&) {
+    // Already locked out by the current hba: cannot observe, fall through.
+  }
+  s_->postmaster.signal(SIGHUP);
+  if (!before) return;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  for (;;) {
+    try {
+      if (query_value(sql) != *before) return;
+    } catch (const std::exception&) {
+      // The new hba refuses us: it was applied.
+      return;
+    }
+    if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("devcluster: reload not observed in 10 s");
+    // No event announces a finished reload; poll with a deadline.
+    s_->postmaster.wait_for_exit(5ms);
+  }
+}
+
+void cluster::write_hba(const std::string& contents) {
+  write_file_for_server(s_->data + "/pg_hba.conf", contents, 0600);
+}
+
+void cluster::append_conf(const std::string& lines) {
+  std::ofstream out(s_->data + "/postgresql.conf", std::ios::app);
+  out << '\n' << lines << '\n';
+  if (!out.flush()) throw std::runtime_error("devcluster: cannot append to postgresql.conf");
+}
+
+void cluster::write_data_file(const std::string& name, const std::string& contents, unsigned mode) {
+  write_file_for_server(s_->data + "/" + name, contents, mode);
+}
+
+std::vector<std::vector<std::string>> cluster::query(std::string_view sql, std::string_view dbname) const {
+  return s_->query(sql, dbname);
+}
+
+std::string cluster::query_value(std::string_view sql, std::string_view dbname) const {
+  auto rows = s_->query(sql, dbname);
+  if (rows.empty() || rows[0].empty()) return {};
+  return rows[0][0];
+}
+
+void cluster::exec(std::string_view sql, std::string_view dbname) const { s_->query(sql, dbname); }
+
+pid_t cluster::postmaster_pid() const {
+  if (!s_->postmaster.running()) throw std::runtime_error("devcluster: server is not running");
+  return s_->postmaster.pid();
+}
+
+std::vector<pid_t> cluster::backend_pids(std::string_view application_name) const {
+  std::string sql =
+      "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()";
+  std::vector<std::string> params;
+  if (!application_name.empty()) {
+    sql += " AND application_name = $1";
+    params.emplace_back(application_name);
+  }
+  sql += " ORDER BY backend_start";
+  std::vector<pid_t> pids;
+  for (const auto& row : s_->query(sql, "postgres", params)) pids.push_back(static_cast<pid_t>(std::stol(row.at(0))));
+  return pids;
+}
+
+bool cluster::terminate_backend(pid_t pid) const {
+  return s_->query("SELECT pg_terminate_backend($1::int)", "postgres", {std::to_string(pid)}).at(0).at(0) == "t";
+}
+
+void cluster::signal_backend(pid_t pid, int signo) const {
+  if (pid <= 0) throw std::invalid_argument("devcluster: bad pid");
+  if (::kill(pid, signo) != 0) {
+    throw std::runtime_error("devcluster: kill(" + std::to_string(pid) + ", " + std::to_string(signo) +
+                             "): " + std::strerror(errno));
+  }
+}
+
+int cluster::connection_count(std::string_view dbname) const {
+  std::string sql =
+      "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()";
+  std::vector<std::string> params;
+  if (!dbname.empty()) {
+    sql += " AND datname = $1";
+    params.emplace_back(dbname);
+  }
+  return std::stoi(s_->query(sql, "postgres", params).at(0).at(0));
+}
+
+std::string cluster::bindir() {
+  if (const char* env = std::getenv("PGPIPE_PG_BINDIR"); env && *env) return env;
+  for (const char* v : {"15", "16", "17", "14", "13"}) {
+    std::string dir = std::string("/usr/lib/postgresql/") + v + "/bin";
+    if (access((dir + "/postgres").c_str(), X_OK) == 0) return dir;
+  }
+  throw std::runtime_error(
+      "devcluster: no PostgreSQL server found under /usr/lib/postgresql/*/bin (install postgresql-15 or set "
+      "PGPIPE_PG_BINDIR)");
+}
+
+}  // namespace pgpipe::devcluster
