@@ -53,7 +53,7 @@ struct request_outcome {
   kind what;
   slot_id slot = 0;      ///< granted
   waiter_id waiter = 0;  ///< queued: a grant or fail action will name it later
-  std::error_code ec;    ///< rejected: errc::queue_full, errc::closed, or a permanent connect error
+  std::error_code ec;    ///< rejected: errc::queue_full or errc::closed
 };
 
 class pool_core {
@@ -67,7 +67,12 @@ class pool_core {
 
   /// Ask for capacity. Granted at once when a slot has room; otherwise queued
   /// until `deadline` (FIFO), or rejected at once when max_queued waiters are
-  /// already queued or the pool is closed. May queue open actions.
+  /// already queued or the pool is closed. May queue open actions. A queued
+  /// request may already have its grant (or fail) among the queued actions.
+  /// Requests arriving while the server rejects connects permanently (bad
+  /// password) are queued, not rejected: the next attempt (after the back-off)
+  /// may succeed; if it fails permanently too they fail with its error then.
+  /// An exclusive grant counts as capacity_per_slot units in load_of().
   request_outcome request(time_point now, request_kind kind, time_point deadline);
 
   /// Give back capacity taken by a grant. Releases for a slot that has since
@@ -76,8 +81,11 @@ class pool_core {
 
   /// Remove a queued waiter; returns false when it was no longer queued (it
   /// was granted or failed already: the driver must then release/ignore).
+  /// Queues no actions.
   bool cancel(waiter_id waiter);
 
+  /// Answers to an open action. After on_open_failed there is no connection
+  /// to close: the driver disposes of the failed attempt itself (no close action).
   void on_open_succeeded(time_point now, slot_id slot);
   /// ec is the connect error. Permanent errors (auth_failed, bad_conninfo,
   /// SQLSTATE 3D000/28xxx) fail queued waiters at once when no slot is usable;
@@ -99,6 +107,7 @@ class pool_core {
 
   /// Stop: waiters fail with errc::closed, idle slots close, busy slots drain
   /// (work in flight completes); new requests are rejected with errc::closed.
+  /// Connecting and checking slots close when their answer arrives.
   void close(time_point now);
   bool is_closed() const noexcept;
   /// True once closed and every slot is gone.

@@ -1,0 +1,104 @@
+// Prometheus text exposition (format 0.0.4) of a pool_stats snapshot.
+#include <pgpipe/stats.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace pgpipe {
+namespace {
+
+class writer {
+ public:
+  explicit writer(std::string_view prefix) : prefix_(prefix) {}
+
+  // Each metric family gets its HELP and TYPE once, before its samples, as
+  // the format requires.
+  void family(std::string_view name, std::string_view type, std::string_view help) {
+    out_ += "# HELP ";
+    name_into(name);
+    out_ += ' ';
+    out_ += help;
+    out_ += "\n# TYPE ";
+    name_into(name);
+    out_ += ' ';
+    out_ += type;
+    out_ += '\n';
+  }
+  void sample(std::string_view name, std::string_view labels, std::string_view value) {
+    name_into(name);
+    if (!labels.empty()) {
+      out_ += '{';
+      out_ += labels;
+      out_ += '}';
+    }
+    out_ += ' ';
+    out_ += value;
+    out_ += '\n';
+  }
+  void sample(std::string_view name, std::string_view labels, std::uint64_t v) {
+    sample(name, labels, std::to_string(v));
+  }
+  void seconds(std::string_view name, std::string_view labels, std::chrono::microseconds us) {
+    // Exact decimal from integer microseconds: no locale, no float rounding.
+    const auto count = us.count();
+    const bool negative = count < 0;
+    const auto abs = static_cast<std::uint64_t>(negative ? -count : count);
+    std::string frac = std::to_string(abs % 1'000'000);
+    frac.insert(0, 6 - frac.size(), '0');
+    sample(name, labels, (negative ? "-" : "") + std::to_string(abs / 1'000'000) + "." + frac);
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  void name_into(std::string_view name) {
+    out_ += prefix_;
+    out_ += '_';
+    out_ += name;
+  }
+  std::string_view prefix_;
+  std::string out_;
+};
+
+}  // namespace
+
+std::string to_prometheus(const pool_stats& s, std::string_view prefix) {
+  writer w(prefix);
+  w.family("connections", "gauge", "Connections by state.");
+  w.sample("connections", "state=\"connecting\"", s.connecting);
+  w.sample("connections", "state=\"idle\"", s.idle);
+  w.sample("connections", "state=\"busy\"", s.busy);
+  w.sample("connections", "state=\"draining\"", s.draining);
+  w.sample("connections", "state=\"checking\"", s.checking);
+
+  w.family("requests_in_flight", "gauge", "Requests granted a connection and not yet complete.");
+  w.sample("requests_in_flight", "", s.in_flight);
+  w.family("requests_queued", "gauge", "Requests waiting for connection capacity.");
+  w.sample("requests_queued", "", s.queued);
+  w.family("requests_completed_total", "counter", "Requests completed (successfully or not).");
+  w.sample("requests_completed_total", "", s.completed);
+
+  w.family("errors_total", "counter", "Failed requests and connection attempts by kind.");
+  w.sample("errors_total", "kind=\"pool_timeout\"", s.errors.pool_timeout);
+  w.sample("errors_total", "kind=\"queue_full\"", s.errors.queue_full);
+  w.sample("errors_total", "kind=\"connection_lost\"", s.errors.connection_lost);
+  w.sample("errors_total", "kind=\"query_timeout\"", s.errors.query_timeout);
+  w.sample("errors_total", "kind=\"cancelled\"", s.errors.cancelled);
+  w.sample("errors_total", "kind=\"server\"", s.errors.server);
+  w.sample("errors_total", "kind=\"connect\"", s.errors.connect);
+  w.sample("errors_total", "kind=\"other\"", s.errors.other);
+
+  w.family("connects_total", "counter", "Connections established.");
+  w.sample("connects_total", "", s.connects);
+  w.family("disconnects_total", "counter", "Connections closed (drained, idle, broken or failed checks).");
+  w.sample("disconnects_total", "", s.disconnects);
+
+  w.family("loop_lag_seconds", "gauge", "How late posted work ran on the event loops.");
+  w.seconds("loop_lag_seconds", "stat=\"last\"", s.loop_lag_last);
+  w.seconds("loop_lag_seconds", "stat=\"max\"", s.loop_lag_max);
+
+  w.family("threads", "gauge", "Threads the driver runs (event loops or workers).");
+  w.sample("threads", "", s.threads);
+  return w.take();
+}
+
+}  // namespace pgpipe
