@@ -1,0 +1,56 @@
+// PostgreSQL SCRAM-SHA-256 verifiers ("secrets" in PostgreSQL's words):
+//   SCRAM-SHA-256$<iterations>:<base64 salt>$<base64 StoredKey>:<base64 ServerKey>
+// the form pg_authid.rolpassword holds and ALTER ROLE ... PASSWORD accepts.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pgpipe/scram/errors.hpp"
+
+namespace pgpipe::scram {
+
+/// PostgreSQL's default (scram_iterations in 16+, fixed in 15).
+inline constexpr int default_iterations = 4096;
+/// PostgreSQL's salt length (SCRAM_DEFAULT_SALT_LEN).
+inline constexpr std::size_t default_salt_length = 16;
+/// SHA-256 output length: StoredKey, ServerKey, proofs and signatures.
+inline constexpr std::size_t key_length = 32;
+
+struct verifier {
+  int iterations = 0;
+  std::vector<unsigned char> salt;
+  std::array<unsigned char, key_length> stored_key{};
+  std::array<unsigned char, key_length> server_key{};
+
+  /// The text form PostgreSQL stores and accepts.
+  std::string to_string() const;
+  friend bool operator==(const verifier&, const verifier&) = default;
+};
+
+/// Builds a verifier as PostgreSQL does (SASLprep, then PBKDF2-HMAC-SHA-256)
+/// with a fresh random salt of default_salt_length bytes from RAND_bytes.
+/// Errors: bad_argument (iterations < 1, NUL in password), password_too_long,
+/// crypto_failure. Thread-safe; cost grows linearly with `iterations`.
+result<verifier> make_verifier(std::string_view password, int iterations = default_iterations);
+
+/// The same with a given, non-empty salt (deterministic: used for tests and
+/// for reproducing a stored verifier).
+result<verifier> make_verifier(std::string_view password, int iterations,
+                               std::span<const unsigned char> salt);
+
+/// Parses the text form. Each malformation has its own code and a message
+/// naming the part at fault: verifier_bad_prefix, verifier_bad_format,
+/// verifier_bad_iterations, verifier_bad_salt, verifier_bad_stored_key,
+/// verifier_bad_server_key. The message quotes no key material. Thread-safe.
+result<verifier> parse_verifier(std::string_view text);
+
+/// True when `password` matches `v`; the key comparison is constant-time
+/// (CRYPTO_memcmp). Errors as make_verifier. Thread-safe.
+result<bool> verify_password(std::string_view password, const verifier& v);
+
+}  // namespace pgpipe::scram
