@@ -1,0 +1,245 @@
+// pgpipe::async_client: the pipelined asynchronous driver.
+//
+// A few event loops (threads each running a boost::asio::io_context, or the
+// caller's own io_context) multiplex many in-flight queries over a small pool
+// of libpq connections in pipeline mode. Threads do not grow with the pool or
+// with concurrency: one connection carries up to pool_params::pipeline_depth
+// queries at once, each with its own Sync, so one caller's error never
+// touches another caller's query.
+//
+// Every operation takes any Asio completion token (a callback,
+// asio::use_awaitable, asio::use_future, asio::deferred...):
+//   client.async_query("select $1::int8", 42, [](std::error_code ec, pgpipe::result r) {...});
+//   auto [ec, r] = co_await client.async_query("select 1", asio::as_tuple(asio::use_awaitable));
+//   auto [ec, r] = co_await client.async_query("select 1", asio::use_awaitable);  // same: the
+//       // signature starts with std::error_code, so use_awaitable/use_future yield a
+//       // std::tuple<std::error_code, result> and keep the diagnostics.
+//
+// Executors: a handler runs on its associated executor when it has one (a
+// coroutine's executor, a strand bound with bind_executor); otherwise on the
+// event loop of the connection that ran the query (or, for an operation that
+// fails before reaching a connection, any of the client's loops). Handlers are
+// never invoked from inside the initiating function.
+//
+// Thread-safety: every member function of async_client may be called from any
+// thread at the same time. A lease is like a connection: use one lease from
+// one thread (or strand) at a time; its queries run in the order started.
+#pragma once
+
+#include <pgpipe/detail/async_glue.hpp>
+#include <pgpipe/error.hpp>
+#include <pgpipe/pool_params.hpp>
+#include <pgpipe/result.hpp>
+#include <pgpipe/stats.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string_view>
+#include <system_error>
+#include <thread>
+#include <variant>
+
+namespace pgpipe {
+
+enum class log_level { debug, info, warning, error };
+
+/// Receives the driver's log lines (connects, disconnects with their reason,
+/// blocked event loops). Called from the driver's threads, possibly several
+/// at once: it must be thread-safe and quick. Never receives a password.
+using logger_fn = std::function<void(log_level, std::string_view)>;
+
+struct async_client_options {
+  /// Event loops (threads) the client owns; 0 means 1. Ignored by the
+  /// constructor that takes the caller's io_context.
+  std::size_t loops = std::max(1u, std::thread::hardware_concurrency());
+  /// See logger_fn. Empty: the library logs nothing (it never prints).
+  logger_fn logger;
+  /// Every loop runs a probe this often to measure its lag (stats()).
+  std::chrono::milliseconds loop_probe_interval{100};
+  /// A loop whose probe has not run for this long is reported to the logger
+  /// as blocked (a handler doing blocking work), once per episode, by a
+  /// watchdog thread, like Vert.x's blocked-thread checker. 0 disables it.
+  std::chrono::milliseconds blocked_loop_threshold{1000};
+};
+
+namespace detail {
+class client_impl;
+class lease_impl;
+}  // namespace detail
+
+/// An exclusive connection taken from the pool, for transactions and session
+/// state. Move-only. Destroying it (or calling release()) returns the
+/// connection: an open or failed transaction is rolled back first, a broken
+/// connection is replaced. Queries started on a lease run in order on its
+/// connection, still pipelined (several may be in flight).
+class lease {
+ public:
+  using executor_type = boost::asio::any_io_executor;
+
+  lease() noexcept = default;
+  lease(lease&&) noexcept = default;
+  lease& operator=(lease&& other) noexcept;
+  lease(const lease&) = delete;
+  lease& operator=(const lease&) = delete;
+  ~lease();
+
+  bool valid() const noexcept { return impl_ != nullptr; }
+  explicit operator bool() const noexcept { return valid(); }
+
+  /// Same contract as async_client::async_query, on this lease's connection,
+  /// with one difference for cancellation: a written query is cancelled on the
+  /// server with PQcancel (in a separate thread, never on the event loop,
+  /// bounded by connect_timeout); its handler gets errc::cancelled once the
+  /// server has answered or the bound has passed. Queries on an empty or
+  /// released lease fail with errc::closed.
+  template <class... ArgsAndToken>
+  auto async_query(std::string_view sql, ArgsAndToken&&... args_and_token) {
+    return detail::initiate_query_args(target(), query_options{}, sql,
+                                       std::forward<ArgsAndToken>(args_and_token)...);
+  }
+  template <class... ArgsAndToken>
+  auto async_query(const query_options& opts, std::string_view sql, ArgsAndToken&&... args_and_token) {
+    return detail::initiate_query_args(target(), opts, sql, std::forward<ArgsAndToken>(args_and_token)...);
+  }
+
+  /// Returns the connection to the pool now (what the destructor does):
+  /// queries still in flight complete normally, then ROLLBACK is sent if a
+  /// transaction is open, then the connection is released.
+  void release() noexcept;
+
+  /// The executor of the loop that owns the connection (invalid lease: empty).
+  executor_type get_executor() const noexcept;
+
+ private:
+  friend class detail::client_impl;
+  explicit lease(std::shared_ptr<detail::lease_impl> impl) noexcept : impl_(std::move(impl)) {}
+  std::shared_ptr<detail::query_target> target() const noexcept;
+  std::shared_ptr<detail::lease_impl> impl_;
+};
+
+class async_client {
+ public:
+  using executor_type = boost::asio::any_io_executor;
+
+  /// Owns `loops` event-loop threads (0 means 1). Validates params (throws
+  /// pgpipe::error(errc::bad_params)); opens min_size connections in the
+  /// background; never blocks on the network.
+  explicit async_client(pool_params params, std::size_t loops = std::max(1u, std::thread::hardware_concurrency()));
+  async_client(pool_params params, async_client_options options);
+  /// Runs on the caller's io_context (which the caller runs, on one or more
+  /// threads); the client owns no loop thread (only the watchdog, if enabled).
+  async_client(pool_params params, boost::asio::io_context& io, async_client_options options = {});
+
+  /// close(), then waits for work in flight to finish and joins the loops.
+  /// Must not be called from one of the client's own loop threads (it then
+  /// detaches the threads instead of deadlocking, and the last handler out
+  /// tears down).
+  ~async_client();
+  async_client(async_client&&) noexcept = default;
+  async_client& operator=(async_client&&) noexcept = default;
+  async_client(const async_client&) = delete;
+  async_client& operator=(const async_client&) = delete;
+
+  /// Runs `sql` with the given parameters (text format) on the least-loaded
+  /// connection, pipelined with other callers' queries.
+  ///   sql: one statement; $1, $2... refer to the parameters.
+  ///   args: integers, floating point, bool, std::string, std::string_view,
+  ///         const char* (nullptr is NULL), std::optional<T> (nullopt is NULL),
+  ///         std::nullopt, or any type with a pgpipe::param_traits.
+  ///   token: completion token for void(std::error_code, pgpipe::result).
+  /// Prepared statements: with pool_params::prepared_statements the statement
+  /// is prepared on first use per connection (Parse pipelined with the first
+  /// Execute, no extra round trip) and cached by SQL text; otherwise the
+  /// unnamed statement is used.
+  /// Errors (the result's diag() has the details):
+  ///   SQLSTATE codes (sqlstate_category) for errors the server reported;
+  ///   errc::invalid_argument (a text parameter with a NUL byte; nothing sent);
+  ///   errc::queue_full (max_queued already waiting), errc::pool_timeout (no
+  ///   capacity within acquire_timeout), or the connect error when no
+  ///   connection could be opened; errc::query_timeout (query_timeout or
+  ///   query_options::timeout passed: the query may have executed);
+  ///   errc::not_sent (connection lost before the query was written: safe to
+  ///   retry), errc::connection_lost (lost after: it may have executed);
+  ///   errc::cancelled; errc::closed (client closing or closed).
+  /// Cancellation (per-operation slot, e.g. asio::bind_cancellation_slot):
+  ///   a query still waiting for capacity or not yet written is removed
+  ///   (terminal, partial and total cancellation); a written query is detached
+  ///   (terminal and partial only): the handler gets errc::cancelled at once and
+  ///   the server's answer is discarded when it arrives. PQcancel is never used
+  ///   on a shared connection (it could hit a neighbour's query).
+  template <class... ArgsAndToken>
+  auto async_query(std::string_view sql, ArgsAndToken&&... args_and_token) {
+    return detail::initiate_query_args(target(), query_options{}, sql,
+                                       std::forward<ArgsAndToken>(args_and_token)...);
+  }
+  /// As above, with per-call options (a timeout overriding the pool's).
+  template <class... ArgsAndToken>
+  auto async_query(const query_options& opts, std::string_view sql, ArgsAndToken&&... args_and_token) {
+    return detail::initiate_query_args(target(), opts, sql, std::forward<ArgsAndToken>(args_and_token)...);
+  }
+
+  /// Takes a whole connection exclusively: token for void(std::error_code, lease).
+  /// Waits up to acquire_timeout for an idle connection; while an exclusive
+  /// request heads the queue, shared work cannot starve it.
+  /// Errors: errc::pool_timeout, errc::queue_full, errc::closed, connect errors.
+  /// Cancellation: while waiting (all types): errc::cancelled.
+  /// Executor: as async_query (the lease's loop when the handler has none).
+  template <class CompletionToken>
+  auto async_acquire(CompletionToken&& token) {
+    return boost::asio::async_initiate<CompletionToken, void(std::error_code, lease)>(
+        [](auto handler, std::shared_ptr<detail::client_impl> impl) {
+          using H = decltype(handler);
+          auto slot = boost::asio::get_associated_cancellation_slot(handler);
+          submit_acquire(impl, std::make_unique<detail::completion_impl<lease, H>>(std::move(handler)), slot);
+        },
+        token, impl_);
+  }
+
+  /// Stops taking work: new operations fail with errc::closed, queued ones
+  /// fail with errc::closed, work in flight completes, idle connections close,
+  /// busy ones close when their work is done. Returns at once. Idempotent.
+  void close();
+
+  /// close(), and completes (void(std::error_code), always success) once every
+  /// connection has closed, leases included. Not cancellable.
+  template <class CompletionToken>
+  auto async_close(CompletionToken&& token) {
+    return boost::asio::async_initiate<CompletionToken, void(std::error_code)>(
+        [](auto handler, std::shared_ptr<detail::client_impl> impl) {
+          using H = decltype(handler);
+          submit_close(impl, std::make_unique<detail::completion_impl<std::monostate, H>>(std::move(handler)));
+        },
+        token, impl_);
+  }
+
+  /// A snapshot: connections by state, requests in flight and queued,
+  /// completions, errors by kind, connects/disconnects, loop lag and threads.
+  /// Render with pgpipe::to_prometheus(). Thread-safe, cheap (one short lock).
+  pool_stats stats() const;
+
+  /// Replaces the logger (see logger_fn); thread-safe.
+  void set_logger(logger_fn logger);
+
+  /// The first event loop's executor.
+  executor_type get_executor() const noexcept;
+  /// Number of event loops (1 with a caller's io_context).
+  std::size_t loop_count() const noexcept;
+
+ private:
+  static void submit_acquire(const std::shared_ptr<detail::client_impl>& impl,
+                             std::unique_ptr<detail::completion<lease>> done, boost::asio::cancellation_slot slot);
+  static void submit_close(const std::shared_ptr<detail::client_impl>& impl,
+                           std::unique_ptr<detail::completion<std::monostate>> done);
+  std::shared_ptr<detail::query_target> target() const noexcept;
+
+  std::shared_ptr<detail::client_impl> impl_;
+};
+
+}  // namespace pgpipe

@@ -1,0 +1,179 @@
+// Glue between the header-only completion-token world of Asio and the
+// compiled async driver: handlers are type-erased here, at initiation, so
+// that everything behind query_target is ordinary compiled code.
+// Users must not touch this header's contents.
+#pragma once
+
+#include <pgpipe/detail/text_convert.hpp>
+#include <pgpipe/result.hpp>
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/system_executor.hpp>
+
+#include <cassert>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+namespace pgpipe {
+
+/// Per-call options for async_query.
+struct query_options {
+  /// Overrides pool_params::query_timeout for this call; 0 disables the
+  /// timeout. std::nullopt keeps the pool default.
+  std::optional<std::chrono::milliseconds> timeout;
+};
+
+namespace detail {
+
+/// A type-erased completion handler taking (std::error_code, T). For
+/// T = std::monostate the handler takes only the error_code.
+template <class T>
+class completion {
+ public:
+  virtual ~completion() = default;
+  /// Runs the handler exactly once on its associated executor, or on
+  /// `fallback` when it has none. must_post forbids running it inline
+  /// (required when completing from inside the initiating function).
+  virtual void complete(const boost::asio::any_io_executor& fallback, bool must_post, std::error_code ec,
+                        T value) = 0;
+};
+
+template <class T, class Handler>
+class completion_impl final : public completion<T> {
+  using assoc_executor = boost::asio::associated_executor_t<Handler>;
+  // A handler with no executor of its own runs on the driver's loop; one that
+  // has one (a coroutine, a strand) keeps that executor's context alive until
+  // it runs, as Asio's composed operations do.
+  static constexpr bool has_own_executor = !std::is_same_v<assoc_executor, boost::asio::system_executor>;
+  using work_guard = std::conditional_t<has_own_executor, boost::asio::executor_work_guard<assoc_executor>,
+                                        std::monostate>;
+
+ public:
+  explicit completion_impl(Handler h) : h_(std::move(h)), work_(make_work(h_)) {}
+  ~completion_impl() override {
+#ifndef NDEBUG
+    // Every operation completes exactly once: a request destroyed without
+    // running its handler is a driver bug.
+    assert(done_ && "pgpipe: an operation was destroyed without completing");
+#endif
+  }
+
+  void complete(const boost::asio::any_io_executor& fallback, bool must_post, std::error_code ec,
+                T value) override {
+#ifndef NDEBUG
+    assert(!done_ && "pgpipe: an operation completed twice");
+    done_ = true;
+#endif
+    // Read the executor before the handler moves into the function object.
+    auto ex = pick_executor(fallback);
+    auto fn = [h = std::move(h_), work = std::move(work_), ec, v = std::move(value)]() mutable {
+      // Detach the cancellation hook before the handler runs (Asio's rule), on
+      // the handler's own executor where signals are emitted.
+      auto slot = boost::asio::get_associated_cancellation_slot(h);
+      if (slot.is_connected()) slot.clear();
+      (void)work;
+      if constexpr (std::is_same_v<T, std::monostate>) {
+        std::move(h)(ec);
+      } else {
+        std::move(h)(ec, std::move(v));
+      }
+    };
+    if (must_post) {
+      boost::asio::post(ex, std::move(fn));
+    } else {
+      boost::asio::dispatch(ex, std::move(fn));
+    }
+  }
+
+ private:
+  static work_guard make_work(const Handler& h) {
+    if constexpr (has_own_executor) {
+      return work_guard(boost::asio::get_associated_executor(h));
+    } else {
+      return {};
+    }
+  }
+  auto pick_executor(const boost::asio::any_io_executor& fallback) const {
+    if constexpr (has_own_executor) {
+      return boost::asio::get_associated_executor(h_);
+    } else {
+      return fallback;
+    }
+  }
+
+  Handler h_;
+  work_guard work_;
+#ifndef NDEBUG
+  bool done_ = false;
+#endif
+};
+
+/// What a query asks for; built in the caller's thread, owned by the driver.
+struct query_spec {
+  std::string sql;
+  encoded_params params;
+  std::optional<std::chrono::milliseconds> timeout;
+};
+
+/// Something queries can be sent to: the pool (async_client) or one leased
+/// connection (lease). Implementations never complete inline.
+class query_target {
+ public:
+  virtual ~query_target() = default;
+  virtual void submit_query(query_spec spec, std::unique_ptr<completion<result>> done,
+                            boost::asio::cancellation_slot slot) = 0;
+};
+
+/// A target for operations started on a moved-from or empty object: completes
+/// with errc::closed (on the system executor when the handler has none).
+std::shared_ptr<query_target> null_query_target();
+
+template <class Token>
+auto initiate_query(std::shared_ptr<query_target> target, query_spec spec, Token&& token) {
+  return boost::asio::async_initiate<Token, void(std::error_code, result)>(
+      [](auto handler, std::shared_ptr<query_target> t, query_spec s) {
+        using H = decltype(handler);
+        auto slot = boost::asio::get_associated_cancellation_slot(handler);
+        t->submit_query(std::move(s), std::make_unique<completion_impl<result, H>>(std::move(handler)), slot);
+      },
+      token, std::move(target), std::move(spec));
+}
+
+// async_query(sql, args..., token): the last argument is the token, the ones
+// before it are the query parameters.
+template <class Tuple, std::size_t... I>
+auto initiate_query_split(std::shared_ptr<query_target> target, const query_options& opts, std::string_view sql,
+                          Tuple&& t, std::index_sequence<I...>) {
+  constexpr std::size_t n = sizeof...(I);
+  query_spec spec{std::string(sql), encode_params(std::get<I>(t)...), opts.timeout};
+  return initiate_query(std::move(target), std::move(spec),
+                        std::forward<std::tuple_element_t<n, std::remove_reference_t<Tuple>>>(std::get<n>(t)));
+}
+
+template <class... ArgsAndToken>
+auto initiate_query_args(std::shared_ptr<query_target> target, const query_options& opts, std::string_view sql,
+                         ArgsAndToken&&... args_and_token) {
+  static_assert(sizeof...(ArgsAndToken) >= 1, "async_query: the last argument must be a completion token");
+  if (!target) target = null_query_target();
+  return initiate_query_split(std::move(target), opts, sql,
+                              std::forward_as_tuple(std::forward<ArgsAndToken>(args_and_token)...),
+                              std::make_index_sequence<sizeof...(ArgsAndToken) - 1>{});
+}
+
+}  // namespace detail
+}  // namespace pgpipe

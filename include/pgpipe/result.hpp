@@ -1,0 +1,224 @@
+// pgpipe::result: the outcome of one query on the async driver.
+//
+// A result owns its PGresult (move-only, freed with PQclear); row and field
+// are cheap views into it and must not outlive it. Values arrive in text
+// format and are converted on demand with get<T>():
+//   integers (range-checked), floating point, bool ('t'/'f'),
+//   std::string_view (a view into the result), std::string, and
+//   std::optional<T> (SQL NULL -> std::nullopt).
+// Conversions throw pgpipe::error with errc::conversion_error (junk text or
+// overflow) or errc::null_value (NULL into a non-optional type); the
+// overloads taking std::error_code& report instead of throwing.
+//
+// Thread-safety: a result is a value; distinct results may be used from
+// distinct threads, a single one is safe to read concurrently (const only).
+#pragma once
+
+#include <pgpipe/detail/text_convert.hpp>
+#include <pgpipe/error.hpp>
+
+#include <libpq-fe.h>
+
+#include <cstddef>
+#include <charconv>
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace pgpipe {
+
+class result;
+class row;
+
+/// One value of one row. A view: valid while its result lives.
+class field {
+ public:
+  field(const PGresult* res, int row, int col) noexcept : res_(res), row_(row), col_(col) {}
+
+  bool is_null() const noexcept { return PQgetisnull(res_, row_, col_) != 0; }
+  /// The text as the server sent it ("" for NULL; check is_null()).
+  std::string_view text() const noexcept {
+    return {PQgetvalue(res_, row_, col_), static_cast<std::size_t>(PQgetlength(res_, row_, col_))};
+  }
+  /// The column's name and type OID.
+  std::string_view name() const noexcept { return PQfname(res_, col_); }
+  Oid type() const noexcept { return PQftype(res_, col_); }
+
+  /// Converts the value; throws pgpipe::error (conversion_error, null_value).
+  template <class T>
+  T get() const {
+    std::error_code ec;
+    T v = get<T>(ec);
+    if (ec) throw error(ec, describe(ec));
+    return v;
+  }
+  /// Converts the value; on failure sets ec and returns T{}.
+  template <class T>
+  T get(std::error_code& ec) const {
+    T v{};
+    std::optional<std::string_view> t;
+    if (!is_null()) t = text();
+    ec = detail::decode_field(t, v);
+    if (ec) return T{};
+    return v;
+  }
+
+ private:
+  std::string describe(const std::error_code& ec) const {
+    std::string m = "column " + std::to_string(col_) + " (\"" + std::string(name()) + "\") of row " +
+                    std::to_string(row_) + ": " + ec.message();
+    // A short sample of the offending text helps; values are data, not secrets.
+    if (!is_null() && ec == errc::conversion_error) {
+      auto t = text().substr(0, 40);
+      m += " (text \"" + std::string(t) + (text().size() > 40 ? "...\")" : "\")");
+    }
+    return m;
+  }
+
+  const PGresult* res_;
+  int row_;
+  int col_;
+};
+
+/// One row of a result. A view: valid while its result lives.
+class row {
+ public:
+  row(const PGresult* res, int idx) noexcept : res_(res), idx_(idx) {}
+
+  std::size_t size() const noexcept { return static_cast<std::size_t>(PQnfields(res_)); }
+  /// Column by position; unchecked (like std::vector::operator[]).
+  field operator[](std::size_t col) const noexcept { return field(res_, idx_, static_cast<int>(col)); }
+  /// Column by position or by name; throws pgpipe::error(errc::out_of_range).
+  field at(std::size_t col) const {
+    if (col >= size()) throw error(errc::out_of_range, "column " + std::to_string(col) + " out of range");
+    return (*this)[col];
+  }
+  field at(std::string_view name) const {
+    std::string n(name);
+    int c = PQfnumber(res_, n.c_str());
+    if (c < 0) throw error(errc::out_of_range, "no column named \"" + n + "\"");
+    return field(res_, idx_, c);
+  }
+  template <class T>
+  T get(std::size_t col) const {
+    return at(col).template get<T>();
+  }
+  template <class T>
+  T get(std::string_view name) const {
+    return at(name).template get<T>();
+  }
+  std::size_t index() const noexcept { return static_cast<std::size_t>(idx_); }
+
+ private:
+  const PGresult* res_;
+  int idx_;
+};
+
+namespace detail {
+struct pgresult_deleter {
+  void operator()(PGresult* r) const noexcept { PQclear(r); }
+};
+}  // namespace detail
+
+/// The outcome of one query: rows for a SELECT, a command tag and affected
+/// row count for a command, or (with an error code) diagnostics.
+class result {
+ public:
+  result() = default;
+  explicit result(PGresult* res) noexcept : res_(res) {}
+  result(PGresult* res, diagnostics diag) noexcept : res_(res), diag_(std::move(diag)) {}
+  explicit result(diagnostics diag) noexcept : diag_(std::move(diag)) {}
+  result(result&&) noexcept = default;
+  result& operator=(result&&) noexcept = default;
+  result(const result&) = delete;
+  result& operator=(const result&) = delete;
+
+  /// False for the empty result handed out with most errors.
+  bool has_value() const noexcept { return res_ != nullptr; }
+  explicit operator bool() const noexcept { return has_value(); }
+
+  /// Rows and columns (0 when there is no PGresult).
+  std::size_t size() const noexcept { return res_ ? static_cast<std::size_t>(PQntuples(res_.get())) : 0; }
+  bool empty() const noexcept { return size() == 0; }
+  std::size_t columns() const noexcept { return res_ ? static_cast<std::size_t>(PQnfields(res_.get())) : 0; }
+  std::string_view column_name(std::size_t col) const noexcept {
+    const char* n = res_ ? PQfname(res_.get(), static_cast<int>(col)) : nullptr;
+    return n ? std::string_view(n) : std::string_view();
+  }
+
+  /// Row by position; operator[] is unchecked, at() throws errc::out_of_range.
+  pgpipe::row operator[](std::size_t r) const noexcept { return pgpipe::row(res_.get(), static_cast<int>(r)); }
+  pgpipe::row at(std::size_t r) const {
+    if (r >= size()) throw error(errc::out_of_range, "row " + std::to_string(r) + " out of range");
+    return (*this)[r];
+  }
+
+  /// Shorthand for at(r).at(col).get<T>(): `r.value<std::int64_t>()` reads a
+  /// single-value result.
+  template <class T>
+  T value(std::size_t r = 0, std::size_t col = 0) const {
+    return at(r).at(col).template get<T>();
+  }
+
+  /// Rows a command affected (INSERT/UPDATE/DELETE/SELECT/MOVE/FETCH/COPY),
+  /// from PQcmdTuples; 0 when the command reports none.
+  std::uint64_t affected_rows() const noexcept {
+    if (!res_) return 0;
+    std::string_view s = PQcmdTuples(res_.get());
+    std::uint64_t n = 0;
+    auto r = std::from_chars(s.data(), s.data() + s.size(), n);
+    return r.ec == std::errc{} ? n : 0;
+  }
+  /// The command tag, e.g. "INSERT 0 1", "SELECT 3", "BEGIN".
+  std::string_view command_tag() const noexcept { return res_ ? PQcmdStatus(res_.get()) : ""; }
+
+  /// The server's error fields and pgpipe's message when the query failed.
+  const diagnostics& diag() const noexcept { return diag_; }
+  diagnostics& diag() noexcept { return diag_; }
+
+  /// The underlying libpq result (still owned by this object).
+  const PGresult* native_handle() const noexcept { return res_.get(); }
+  /// Gives up ownership of the PGresult (the caller must PQclear it).
+  PGresult* release() noexcept { return res_.release(); }
+
+  class iterator {
+   public:
+    using iterator_category = std::random_access_iterator_tag;
+    using value_type = pgpipe::row;
+    using difference_type = std::ptrdiff_t;
+    using reference = pgpipe::row;
+    using pointer = void;
+    iterator() = default;
+    iterator(const PGresult* r, int i) noexcept : res_(r), i_(i) {}
+    pgpipe::row operator*() const noexcept { return pgpipe::row(res_, i_); }
+    iterator& operator++() noexcept { ++i_; return *this; }
+    iterator operator++(int) noexcept { auto t = *this; ++i_; return t; }
+    iterator& operator--() noexcept { --i_; return *this; }
+    iterator operator--(int) noexcept { auto t = *this; --i_; return t; }
+    iterator& operator+=(difference_type n) noexcept { i_ += static_cast<int>(n); return *this; }
+    iterator& operator-=(difference_type n) noexcept { i_ -= static_cast<int>(n); return *this; }
+    friend iterator operator+(iterator a, difference_type n) noexcept { return a += n; }
+    friend iterator operator+(difference_type n, iterator a) noexcept { return a += n; }
+    friend iterator operator-(iterator a, difference_type n) noexcept { return a -= n; }
+    friend difference_type operator-(const iterator& a, const iterator& b) noexcept { return a.i_ - b.i_; }
+    pgpipe::row operator[](difference_type n) const noexcept { return pgpipe::row(res_, i_ + static_cast<int>(n)); }
+    friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.i_ == b.i_; }
+    friend auto operator<=>(const iterator& a, const iterator& b) noexcept { return a.i_ <=> b.i_; }
+
+   private:
+    const PGresult* res_ = nullptr;
+    int i_ = 0;
+  };
+  iterator begin() const noexcept { return iterator(res_.get(), 0); }
+  iterator end() const noexcept { return iterator(res_.get(), static_cast<int>(size())); }
+
+ private:
+  std::unique_ptr<PGresult, detail::pgresult_deleter> res_;
+  diagnostics diag_;
+};
+
+}  // namespace pgpipe
