@@ -157,8 +157,11 @@ struct cluster::state {
     conf += "unix_socket_directories = " + conf_literal(sock) + "\n";
     conf += "max_connections = " + std::to_string(params.max_connections) + "\n";
     conf += "shared_buffers = " + conf_literal(params.shared_buffers) + "\n";
-    // Throwaway data: durability buys nothing and costs start/test time.
-    conf += "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n";
+    // Throwaway data: surviving an OS crash buys nothing and fsync costs
+    // test time. synchronous_commit stays on: with fsync off a commit only
+    // costs a write(2), and it keeps committed rows across stop(immediate),
+    // which tests use to simulate a crash (off would lose the last ~200 ms).
+    conf += "fsync = off\nsynchronous_commit = on\nfull_page_writes = off\n";
     conf += "password_encryption = 'scram-sha-256'\n";
     conf += "huge_pages = off\n";
     conf += "logging_collector = off\n";
@@ -228,6 +231,9 @@ struct cluster::state {
     char* lit = PQescapeLiteral(conn.get(), v.c_str(), v.size());
     std::string quoted_verifier(lit ? lit : "");
     PQfreemem(lit);
+    // Durable before start() returns, whatever synchronous_commit the
+    // caller configured: an immediate stop must not bring back the old one.
+    run_query(conn.get(), "SET synchronous_commit = on", {});
     run_query(conn.get(), "ALTER ROLE " + quoted_user + " PASSWORD " + quoted_verifier, {});
     pending_password_from.reset();
   }
