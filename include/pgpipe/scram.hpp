@@ -9,5 +9,6 @@
 #include "pgpipe/scram/base64.hpp"
 #include "pgpipe/scram/client.hpp"
 #include "pgpipe/scram/errors.hpp"
+#include "pgpipe/scram/probe.hpp"
 #include "pgpipe/scram/saslprep.hpp"
 #include "pgpipe/scram/verifier.hpp"

@@ -1,0 +1,93 @@
+// Ask a PostgreSQL server how it authenticates a user, and optionally try a
+// password, speaking the protocol directly (no libpq connection): TCP or
+// Unix socket, SSLRequest and TLS through OpenSSL, StartupMessage v3.0, the
+// authentication messages, SCRAM through pgpipe::scram::client.
+//
+// The probe never sends a password the server would see in clear text (or
+// as an MD5 hash that replays like one) unless allow_cleartext is set: a
+// probe pointed at the wrong server, or at one downgraded to "password",
+// must not leak the secret it was given to test.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pgpipe/scram/client.hpp"
+
+namespace pgpipe::scram {
+
+struct probe_params {
+  /// libpq syntax (key=value or postgresql:// URI), parsed with
+  /// PQconninfoParse; unset keys fall back to libpq's defaults and PG*
+  /// environment variables (PQconndefaults). Used: host (first of a list),
+  /// hostaddr, port, user, dbname, sslmode, sslrootcert, channel_binding,
+  /// connect_timeout, password.
+  std::string conninfo;
+  /// Overrides the conninfo's password. No password at all: the probe
+  /// reports what the server asks for and stops before answering.
+  std::optional<std::string> password;
+  /// Bound on connecting and on each wait for the server; nullopt:
+  /// connect_timeout from the conninfo when set, else 10 s.
+  std::optional<std::chrono::milliseconds> timeout;
+  /// Answer a cleartext or MD5 password request (off: see above).
+  bool allow_cleartext = false;
+  int iteration_cap = default_iteration_cap;
+};
+
+enum class auth_method {
+  unknown,    ///< the probe stopped before the server asked for anything
+  trust,      ///< AuthenticationOk without a question (trust, peer-less local...)
+  cleartext,  ///< AuthenticationCleartextPassword (hba "password", or LDAP/RADIUS/PAM)
+  md5,        ///< AuthenticationMD5Password
+  sasl,       ///< AuthenticationSASL (SCRAM-SHA-256 and maybe -PLUS)
+  gss,        ///< GSSAPI / SSPI / Kerberos: not supported by the probe
+};
+
+enum class probe_outcome {
+  authenticated,        ///< AuthenticationOk after our answer (or trust)
+  method_reported,      ///< no password given: the method was found, nothing sent
+  cleartext_not_sent,   ///< password given but the server wants cleartext/MD5 and allow_cleartext is off
+  rejected,             ///< the server refused (ErrorResponse: see sqlstate, server_message)
+  client_error,         ///< the probe failed: bad conninfo, network, TLS, protocol, SCRAM check
+};
+
+struct probe_report {
+  // Where the probe went (never the password).
+  std::string host, port, user, dbname, sslmode;
+  bool tls = false;             ///< the session ran over TLS
+  std::string tls_version;      ///< e.g. "TLSv1.3"
+  std::string tls_cipher;
+
+  auth_method method = auth_method::unknown;
+  std::vector<std::string> mechanisms;  ///< AuthenticationSASL list, in server order
+  std::string mechanism_used;           ///< mechanism our SASLInitialResponse chose
+  std::string channel_binding;          ///< "tls-server-end-point", "supported-not-used" (y), "none" (n)
+  int iterations = 0;                   ///< from server-first-message
+  std::size_t salt_length = 0;          ///< decoded salt bytes
+
+  bool password_given = false;
+  bool server_signature_verified = false;  ///< SCRAM: v= matched
+  probe_outcome outcome = probe_outcome::client_error;
+
+  std::string sqlstate;        ///< from an ErrorResponse
+  std::string server_message;  ///< its message (and detail)
+  std::string session_error;   ///< ErrorResponse after AuthenticationOk (e.g. 3D000 unknown database)
+  std::string client_message;  ///< what went wrong on our side (never contains the password)
+
+  /// 0 for authenticated and method_reported, 1 rejected, 3 client_error,
+  /// 4 cleartext_not_sent (the pgpipe-scram exit code).
+  int exit_code() const noexcept;
+};
+
+const char* to_string(auth_method m) noexcept;
+const char* to_string(probe_outcome o) noexcept;
+
+/// Runs the probe. Blocks the calling thread for at most a few timeouts;
+/// thread-safe (no shared state). Never throws for a server or network
+/// problem: everything goes into the report. The password is wiped from
+/// the probe's own buffers when it returns.
+probe_report probe(const probe_params& params);
+
+}  // namespace pgpipe::scram

@@ -1,0 +1,567 @@
+#include "pgpipe/scram/probe.hpp"
+
+#include <arpa/inet.h>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <libpq-fe.h>
+#include <map>
+#include <memory>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+
+#include "scram/crypto.hpp"
+#include "scram/probe_transport.hpp"
+
+namespace pgpipe::scram {
+namespace {
+
+constexpr std::int32_t protocol_3_0 = 196608;
+constexpr std::int32_t ssl_request_code = 80877103;
+// Authentication exchanges are tiny; a longer message means we are not
+// talking to PostgreSQL (or it is misbehaving).
+constexpr std::size_t max_message = 64 * 1024;
+
+// ---- conninfo --------------------------------------------------------------
+
+struct target {
+  std::string host, hostaddr, port, user, dbname, sslmode, sslrootcert, channel_binding, connect_timeout, password;
+};
+
+std::string first_of_list(const std::string& s) { return s.substr(0, s.find(',')); }
+
+std::string resolve(const std::string& conninfo, target& t) {
+  char* err = nullptr;
+  std::unique_ptr<PQconninfoOption, decltype(&PQconninfoFree)> opts(PQconninfoParse(conninfo.c_str(), &err),
+                                                                    &PQconninfoFree);
+  if (!opts) {
+    // libpq's parse errors quote keywords and syntax, never values.
+    std::string msg = err ? err : "out of memory";
+    if (err) PQfreemem(err);
+    while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+    return "invalid connection string: " + msg;
+  }
+  std::map<std::string, std::string> values;
+  for (auto* o = opts.get(); o->keyword != nullptr; ++o) {
+    if (o->val != nullptr && *o->val != '\0') values[o->keyword] = o->val;
+  }
+  // Unset keys: libpq's defaults and PG* environment variables.
+  std::unique_ptr<PQconninfoOption, decltype(&PQconninfoFree)> defaults(PQconndefaults(), &PQconninfoFree);
+  for (auto* o = defaults.get(); o && o->keyword != nullptr; ++o) {
+    if (o->val != nullptr && *o->val != '\0' && std::string(o->keyword) != "password") {
+      values.emplace(o->keyword, o->val);
+    }
+  }
+  auto get = [&](const char* k, const char* def = "") {
+    auto it = values.find(k);
+    return it == values.end() ? std::string(def) : it->second;
+  };
+  t.host = first_of_list(get("host"));
+  t.hostaddr = first_of_list(get("hostaddr"));
+  t.port = first_of_list(get("port", "5432"));
+  if (t.port.empty()) t.port = "5432";
+  if (t.host.empty() && t.hostaddr.empty()) t.host = "/var/run/postgresql";  // Debian's DEFAULT_PGSOCKET_DIR
+  t.user = get("user");
+  t.dbname = get("dbname");
+  if (t.dbname.empty()) t.dbname = t.user;
+  t.sslmode = get("sslmode", "prefer");
+  t.sslrootcert = get("sslrootcert");
+  t.channel_binding = get("channel_binding", "prefer");
+  t.connect_timeout = get("connect_timeout");
+  auto pw = opts.get();
+  for (; pw->keyword != nullptr; ++pw) {
+    if (std::string(pw->keyword) == "password" && pw->val != nullptr) t.password = pw->val;
+  }
+  // Wipe libpq's copy of the password before it is freed.
+  for (auto* o = opts.get(); o->keyword != nullptr; ++o) {
+    if (std::string(o->keyword) == "password" && o->val != nullptr) detail::cleanse(o->val, std::strlen(o->val));
+  }
+  if (t.user.empty()) return "no user name: set user= in the connection string or PGUSER";
+  static const char* modes[] = {"disable", "allow", "prefer", "require", "verify-ca", "verify-full"};
+  bool mode_ok = false;
+  for (const char* m : modes) mode_ok = mode_ok || t.sslmode == m;
+  if (!mode_ok) return "invalid sslmode \"" + t.sslmode + "\"";
+  if (t.channel_binding != "disable" && t.channel_binding != "prefer" && t.channel_binding != "require") {
+    return "invalid channel_binding \"" + t.channel_binding + "\"";
+  }
+  return {};
+}
+
+// ---- wire format -----------------------------------------------------------
+
+void put_i32(std::string& out, std::int32_t v) {
+  const std::uint32_t n = htonl(static_cast<std::uint32_t>(v));
+  out.append(reinterpret_cast<const char*>(&n), 4);
+}
+
+std::int32_t get_i32(std::string_view s, std::size_t at) {
+  std::uint32_t n = 0;
+  std::memcpy(&n, s.data() + at, 4);
+  return static_cast<std::int32_t>(ntohl(n));
+}
+
+// Frontend message: type byte, then length (self-inclusive), then body.
+std::string message(char type, const std::string& body) {
+  std::string out(1, type);
+  put_i32(out, static_cast<std::int32_t>(body.size() + 4));
+  out += body;
+  return out;
+}
+
+struct backend_message {
+  char type = 0;
+  std::string body;
+};
+
+std::string read_message(detail::transport& io, backend_message& m) {
+  std::string header;
+  if (auto e = io.read_exact(5, header); !e.empty()) return e;
+  m.type = header[0];
+  const std::int32_t len = get_i32(header, 1);
+  if (len < 4 || static_cast<std::size_t>(len) > max_message) {
+    return "invalid message length " + std::to_string(len) + " for message type '" + std::string(1, m.type) +
+           "': not a PostgreSQL server?";
+  }
+  return io.read_exact(static_cast<std::size_t>(len) - 4, m.body);
+}
+
+void parse_error_fields(const std::string& body, std::string& sqlstate, std::string& text) {
+  std::string severity, nonlocalized, msg, detail;
+  std::size_t i = 0;
+  while (i < body.size() && body[i] != '\0') {
+    const char field = body[i++];
+    const auto end = body.find('\0', i);
+    const std::string value = body.substr(i, end == std::string::npos ? std::string::npos : end - i);
+    i = end == std::string::npos ? body.size() : end + 1;
+    switch (field) {
+      case 'S': severity = value; break;
+      case 'V': nonlocalized = value; break;
+      case 'C': sqlstate = value; break;
+      case 'M': msg = value; break;
+      case 'D': detail = value; break;
+      default: break;
+    }
+  }
+  text = (nonlocalized.empty() ? severity : nonlocalized);
+  text += text.empty() ? msg : ": " + msg;
+  if (!detail.empty()) text += " (" + detail + ")";
+}
+
+std::string hex(const unsigned char* p, std::size_t n) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < n; ++i) {
+    out += digits[p[i] >> 4];
+    out += digits[p[i] & 15];
+  }
+  return out;
+}
+
+std::string md5_hex(const std::string& data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), digest, &len, EVP_md5(), nullptr);
+  return hex(digest, len);
+}
+
+// ---- the exchange ----------------------------------------------------------
+
+class prober {
+ public:
+  prober(const probe_params& p, probe_report& r) : p_(p), r_(r) {}
+  ~prober() { detail::cleanse(password_.data(), password_.size()); }
+  void run();
+
+ private:
+  void fail(std::string message) {
+    r_.outcome = probe_outcome::client_error;
+    r_.client_message = std::move(message);
+  }
+  bool send(const std::string& bytes) {
+    if (auto e = io_->write_all(bytes); !e.empty()) {
+      fail("sending to the server: " + e);
+      return false;
+    }
+    return true;
+  }
+  bool negotiate_tls();
+  bool start_sasl(const std::string& body);
+  bool continue_sasl(const std::string& body);
+  bool finish_sasl(const std::string& body);
+  void after_auth_ok();
+
+  const probe_params& p_;
+  probe_report& r_;
+  target t_;
+  std::string password_;
+  std::unique_ptr<detail::transport> io_;
+  std::unique_ptr<client> scram_;
+};
+
+bool prober::negotiate_tls() {
+  const std::string& mode = t_.sslmode;
+  if (mode == "disable" || mode == "allow") return true;  // allow: plaintext first, as libpq
+  std::string req;
+  put_i32(req, 8);
+  put_i32(req, ssl_request_code);
+  if (!send(req)) return false;
+  std::string answer;
+  if (auto e = io_->read_exact(1, answer); !e.empty()) {
+    fail("waiting for the answer to SSLRequest: " + e);
+    return false;
+  }
+  if (answer[0] == 'N') {
+    if (mode == "prefer") return true;
+    fail("server does not support TLS, but sslmode=" + mode + " requires it");
+    return false;
+  }
+  if (answer[0] != 'S') {
+    fail("unexpected answer to SSLRequest (byte 0x" + hex(reinterpret_cast<const unsigned char*>(answer.data()), 1) +
+         "): not a PostgreSQL server?");
+    return false;
+  }
+  // CVE-2021-23222: bytes after 'S' would be read as if they came over TLS.
+  if (io_->plain_data_pending()) {
+    fail("server sent unencrypted data after accepting SSLRequest");
+    return false;
+  }
+  detail::tls_options o;
+  o.sslmode = mode;
+  o.host = t_.host;
+  o.root_cert = t_.sslrootcert;
+  if (o.root_cert.empty()) {
+    if (const char* home = std::getenv("HOME")) o.root_cert = std::string(home) + "/.postgresql/root.crt";
+  }
+  struct stat st {};
+  const bool root_exists = !o.root_cert.empty() && ::stat(o.root_cert.c_str(), &st) == 0;
+  o.verify_host = mode == "verify-full";
+  // libpq: require (and prefer) verify the chain when a root file exists.
+  o.verify_chain = mode == "verify-ca" || mode == "verify-full" || root_exists;
+  if (!root_exists && o.verify_chain) {
+    fail("sslmode=" + mode + " needs a root certificate, and \"" + o.root_cert + "\" does not exist");
+    return false;
+  }
+  if (!root_exists) o.root_cert.clear();
+  if (auto e = io_->start_tls(o); !e.empty()) {
+    fail(e);
+    return false;
+  }
+  r_.tls = true;
+  r_.tls_version = io_->tls_version();
+  r_.tls_cipher = io_->tls_cipher();
+  return true;
+}
+
+bool prober::start_sasl(const std::string& body) {
+  r_.method = auth_method::sasl;
+  std::size_t i = 0;
+  while (i < body.size() && body[i] != '\0') {
+    const auto end = body.find('\0', i);
+    if (end == std::string::npos) break;
+    r_.mechanisms.push_back(body.substr(i, end - i));
+    i = end + 1;
+  }
+  auto offered = [&](const char* m) {
+    for (const auto& x : r_.mechanisms) {
+      if (x == m) return true;
+    }
+    return false;
+  };
+  client_params cp;
+  cp.iteration_cap = p_.iteration_cap;
+  if (r_.tls && offered("SCRAM-SHA-256-PLUS") && t_.channel_binding != "disable") {
+    auto hash = tls_server_end_point_hash(io_->peer_certificate_der());
+    if (hash) {
+      cp.binding = channel_binding_mode::tls_server_end_point;
+      cp.channel_binding_data = std::move(*hash);
+    } else if (t_.channel_binding == "require") {
+      fail(hash.error().message);
+      return false;
+    } else {
+      cp.binding = channel_binding_mode::supported_not_used;
+    }
+  } else if (offered("SCRAM-SHA-256")) {
+    cp.binding = r_.tls && t_.channel_binding != "disable" ? channel_binding_mode::supported_not_used
+                                                           : channel_binding_mode::none;
+  } else {
+    fail("none of the server's SASL mechanisms is SCRAM-SHA-256 or SCRAM-SHA-256-PLUS");
+    return false;
+  }
+  if (t_.channel_binding == "require" && cp.binding != channel_binding_mode::tls_server_end_point) {
+    fail(r_.tls ? "channel_binding=require, but the server does not offer SCRAM-SHA-256-PLUS"
+                : "channel_binding=require needs TLS (sslmode=require or stronger)");
+    return false;
+  }
+  r_.channel_binding = cp.binding == channel_binding_mode::tls_server_end_point ? "tls-server-end-point"
+                       : cp.binding == channel_binding_mode::supported_not_used ? "supported-not-used"
+                                                                                : "none";
+  // Without a password the exchange still runs to server-first, which
+  // carries the iteration count and salt; the proof is never sent.
+  scram_ = std::make_unique<client>(password_, cp);
+  r_.mechanism_used = scram_->mechanism();
+  auto first = scram_->client_first();
+  if (!first) {
+    fail("SCRAM: " + first.error().message);
+    return false;
+  }
+  std::string msg = r_.mechanism_used;
+  msg += '\0';
+  put_i32(msg, static_cast<std::int32_t>(first->size()));
+  msg += *first;
+  return send(message('p', msg));
+}
+
+bool prober::continue_sasl(const std::string& body) {
+  if (!scram_) {
+    fail("server sent AuthenticationSASLContinue before AuthenticationSASL");
+    return false;
+  }
+  auto final_msg = scram_->client_final(body);
+  if (!final_msg) {
+    fail("SCRAM: " + final_msg.error().message);
+    return false;
+  }
+  r_.iterations = scram_->iterations();
+  r_.salt_length = scram_->salt_length();
+  if (!r_.password_given) {
+    r_.outcome = probe_outcome::method_reported;
+    return false;  // stop here: no proof without a password
+  }
+  return send(message('p', *final_msg));
+}
+
+bool prober::finish_sasl(const std::string& body) {
+  if (!scram_) {
+    fail("server sent AuthenticationSASLFinal before AuthenticationSASL");
+    return false;
+  }
+  auto ok = scram_->verify_server_final(body);
+  if (!ok) {
+    fail("SCRAM: " + ok.error().message);
+    return false;
+  }
+  r_.server_signature_verified = true;
+  return true;
+}
+
+void prober::after_auth_ok() {
+  if (r_.method == auth_method::unknown) r_.method = auth_method::trust;
+  r_.outcome = probe_outcome::authenticated;
+  // Read to ReadyForQuery so an error that follows authentication (unknown
+  // database, too many connections) is reported too, then say goodbye.
+  for (;;) {
+    backend_message m;
+    if (auto e = read_message(*io_, m); !e.empty()) {
+      r_.session_error = "after authentication: " + e;
+      return;
+    }
+    if (m.type == 'Z') break;
+    if (m.type == 'E') {
+      std::string code, text;
+      parse_error_fields(m.body, code, text);
+      r_.session_error = code + " " + text;
+      return;
+    }
+  }
+  std::string terminate = message('X', "");
+  (void)io_->write_all(terminate);
+}
+
+void prober::run() {
+  if (auto e = resolve(p_.conninfo, t_); !e.empty()) {
+    fail(e);
+    return;
+  }
+  r_.host = t_.hostaddr.empty() ? t_.host : t_.host.empty() ? t_.hostaddr : t_.host + " (" + t_.hostaddr + ")";
+  r_.port = t_.port;
+  r_.user = t_.user;
+  r_.dbname = t_.dbname;
+  r_.sslmode = t_.sslmode;
+  if (p_.password) {
+    password_ = *p_.password;
+  } else {
+    password_ = t_.password;
+  }
+  detail::cleanse(t_.password.data(), t_.password.size());
+  r_.password_given = !password_.empty();
+
+  std::chrono::milliseconds timeout{10000};
+  if (p_.timeout) {
+    timeout = *p_.timeout;
+  } else if (!t_.connect_timeout.empty()) {
+    const int secs = std::atoi(t_.connect_timeout.c_str());
+    if (secs > 0) timeout = std::chrono::seconds(std::max(secs, 2));  // libpq's minimum is 2 s
+  }
+  io_ = std::make_unique<detail::transport>(timeout);
+  const bool unix_socket = t_.hostaddr.empty() && !t_.host.empty() && t_.host.front() == '/';
+  if (unix_socket) {
+    if (t_.sslmode == "require" || t_.sslmode == "verify-ca" || t_.sslmode == "verify-full") {
+      fail("sslmode=" + t_.sslmode + " is impossible over a Unix socket");
+      return;
+    }
+    t_.sslmode = "disable";  // libpq never negotiates TLS on a Unix socket
+    r_.sslmode = t_.sslmode + " (Unix socket)";
+  }
+  const std::string err = unix_socket ? io_->connect_unix(t_.host, t_.port) : io_->connect_tcp(t_.host, t_.hostaddr, t_.port);
+  if (!err.empty()) {
+    fail(err);
+    return;
+  }
+  if (!negotiate_tls()) return;
+
+  std::string startup;
+  put_i32(startup, protocol_3_0);
+  for (const auto& [k, v] : {std::pair<std::string, std::string>{"user", t_.user},
+                             {"database", t_.dbname},
+                             {"application_name", "pgpipe-scram"}}) {
+    startup += k;
+    startup += '\0';
+    startup += v;
+    startup += '\0';
+  }
+  startup += '\0';
+  std::string packet;
+  put_i32(packet, static_cast<std::int32_t>(startup.size() + 4));
+  packet += startup;
+  if (!send(packet)) return;
+
+  for (;;) {
+    backend_message m;
+    if (auto e = read_message(*io_, m); !e.empty()) {
+      fail(e);
+      return;
+    }
+    switch (m.type) {
+      case 'E': {
+        parse_error_fields(m.body, r_.sqlstate, r_.server_message);
+        r_.outcome = probe_outcome::rejected;
+        return;
+      }
+      case 'N':  // NoticeResponse
+      case 'v':  // NegotiateProtocolVersion: only lists options it ignored
+        continue;
+      case 'R':
+        break;
+      default:
+        fail(std::string("unexpected message type '") + m.type + "' during authentication");
+        return;
+    }
+    if (m.body.size() < 4) {
+      fail("authentication request too short");
+      return;
+    }
+    const std::int32_t code = get_i32(m.body, 0);
+    const std::string rest = m.body.substr(4);
+    switch (code) {
+      case 0:
+        after_auth_ok();
+        io_->close();
+        return;
+      case 3:
+      case 5: {
+        r_.method = code == 3 ? auth_method::cleartext : auth_method::md5;
+        if (!r_.password_given) {
+          r_.outcome = probe_outcome::method_reported;
+          return;
+        }
+        if (!p_.allow_cleartext) {
+          r_.outcome = probe_outcome::cleartext_not_sent;
+          r_.client_message = std::string("the server asks for the password ") +
+                              (code == 3 ? "in clear text" : "as an MD5 hash") +
+                              "; not sent (pass --allow-cleartext to send it)";
+          return;
+        }
+        std::string answer;
+        if (code == 3) {
+          answer = password_;
+        } else {
+          if (rest.size() < 4) {
+            fail("AuthenticationMD5Password without a salt");
+            return;
+          }
+          std::string inner = password_ + t_.user;
+          answer = "md5" + md5_hex(md5_hex(inner) + rest.substr(0, 4));
+          detail::cleanse(inner.data(), inner.size());
+        }
+        answer += '\0';
+        std::string msg = message('p', answer);
+        const bool ok = send(msg);
+        detail::cleanse(answer.data(), answer.size());
+        detail::cleanse(msg.data(), msg.size());
+        if (!ok) return;
+        continue;
+      }
+      case 10:
+        if (!start_sasl(rest)) return;
+        continue;
+      case 11:
+        if (!continue_sasl(rest)) return;
+        continue;
+      case 12:
+        if (!finish_sasl(rest)) return;
+        continue;
+      case 2:
+      case 7:
+      case 8:
+      case 9:
+        r_.method = auth_method::gss;
+        if (!r_.password_given) {
+          r_.outcome = probe_outcome::method_reported;
+        } else {
+          fail("the server asks for GSSAPI/SSPI/Kerberos, which the probe does not speak");
+        }
+        return;
+      default:
+        fail("unknown authentication request code " + std::to_string(code));
+        return;
+    }
+  }
+}
+
+}  // namespace
+
+int probe_report::exit_code() const noexcept {
+  switch (outcome) {
+    case probe_outcome::authenticated:
+    case probe_outcome::method_reported:
+      return 0;
+    case probe_outcome::rejected:
+      return 1;
+    case probe_outcome::client_error:
+      return 3;
+    case probe_outcome::cleartext_not_sent:
+      return 4;
+  }
+  return 3;
+}
+
+const char* to_string(auth_method m) noexcept {
+  switch (m) {
+    case auth_method::unknown: return "unknown";
+    case auth_method::trust: return "trust";
+    case auth_method::cleartext: return "cleartext";
+    case auth_method::md5: return "md5";
+    case auth_method::sasl: return "sasl";
+    case auth_method::gss: return "gss";
+  }
+  return "unknown";
+}
+
+const char* to_string(probe_outcome o) noexcept {
+  switch (o) {
+    case probe_outcome::authenticated: return "authenticated";
+    case probe_outcome::method_reported: return "method_reported";
+    case probe_outcome::cleartext_not_sent: return "cleartext_not_sent";
+    case probe_outcome::rejected: return "rejected";
+    case probe_outcome::client_error: return "client_error";
+  }
+  return "client_error";
+}
+
+probe_report probe(const probe_params& params) {
+  probe_report report;
+  prober(params, report).run();
+  return report;
+}
+
+}  // namespace pgpipe::scram
