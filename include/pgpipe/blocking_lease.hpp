@@ -1,0 +1,112 @@
+// blocking_lease: exclusive use of one pooled libpqxx connection (RAII).
+//
+// A lease is what blocking_pool::acquire() hands out: for its lifetime the
+// calling thread owns one server connection and runs libpqxx code on it
+// (`pqxx::work tx{*lease};`). Destroying the lease gives the connection back:
+//  - left inside a transaction block (a `BEGIN` run through a
+//    pqxx::nontransaction, say), it is rolled back before anyone else sees it;
+//  - broken (the server went away, libpqxx reported broken_connection), or in
+//    a state that cannot be cleaned up (a pqxx transaction object still open,
+//    a query still running), it is discarded and the pool opens a replacement.
+// A pqxx::work destroyed without commit() already rolls itself back: declare
+// transaction objects *after* the lease so that they die first.
+#pragma once
+
+#include <pgpipe/error.hpp>
+
+#include <cstdint>
+#include <exception>
+#include <memory>
+
+namespace pqxx {
+class connection_base;
+}
+
+namespace pgpipe {
+
+class blocking_pool;
+
+class blocking_lease;
+
+namespace detail {
+struct blocking_pool_impl;
+class pooled_connection;
+
+/// Translates the exception being handled (call from a catch block) into a
+/// pgpipe::error and throws it: pqxx::sql_error becomes its SQLSTATE code with
+/// the server's fields parsed into diagnostics; pqxx::broken_connection and
+/// pqxx::in_doubt_error become errc::connection_lost (the statement may have
+/// executed) and mark `lease` broken; pqxx::conversion_error becomes
+/// errc::conversion_error; pqxx::usage_error/argument_error become
+/// errc::invalid_argument. pgpipe::error and any exception that does not come
+/// from libpqxx are rethrown unchanged. `lease` may be null; when it is not,
+/// the error is counted in its pool's stats().
+[[noreturn]] void rethrow_translated(blocking_lease* lease);
+
+/// The same translation, as a value: the code and diagnostics of `ex`
+/// (a pqxx, pgpipe or std::system_error exception). Any other exception maps
+/// to std::errc::state_not_recoverable with its what() as client_message.
+std::error_code translate_exception(std::exception_ptr ex, diagnostics* diag) noexcept;
+}  // namespace detail
+
+/// Move-only handle on one connection of a blocking_pool.
+///
+/// Thread-safety: a lease (and its connection) is used by one thread at a
+/// time, like a pqxx::connection. It may be moved to and destroyed on another
+/// thread. It may outlive its blocking_pool: the connection is then closed
+/// when the lease ends.
+///
+/// The connection type is pqxx::connection_base&, the type every libpqxx 6.4
+/// transaction class takes (pqxx::connection is one of its subclasses; pooled
+/// connections are another, which lets the pool see libpq's transaction
+/// status and honour pool_params::connect_timeout).
+class blocking_lease {
+ public:
+  blocking_lease() noexcept = default;
+  blocking_lease(blocking_lease&& other) noexcept;
+  blocking_lease& operator=(blocking_lease&& other) noexcept;
+  blocking_lease(const blocking_lease&) = delete;
+  blocking_lease& operator=(const blocking_lease&) = delete;
+  /// Returns the connection (see release()). Never throws.
+  ~blocking_lease();
+
+  /// The leased connection. Precondition: the lease is valid (operator bool).
+  pqxx::connection_base& operator*() const noexcept;
+  pqxx::connection_base* operator->() const noexcept;
+  pqxx::connection_base& connection() const noexcept { return **this; }
+
+  /// False for a default-constructed, moved-from or released lease.
+  explicit operator bool() const noexcept { return conn_ != nullptr; }
+
+  /// Gives the connection back now (what the destructor does): rolls back an
+  /// open transaction block, discards the connection when it is broken or
+  /// cannot be cleaned. Blocks for at most one ROLLBACK round trip. Never
+  /// throws; the lease is empty afterwards.
+  void release() noexcept;
+
+  /// Gives the connection back and tells the pool to close it rather than
+  /// reuse it (for example after changing session state you do not want the
+  /// next borrower to inherit). The pool opens a replacement on demand.
+  void discard() noexcept;
+
+  /// Marks the connection as broken without giving it back yet; the pool
+  /// discards it on release. Used by the error translation when libpqxx
+  /// reports a lost connection.
+  void mark_broken() noexcept { broken_ = true; }
+
+ private:
+  friend class blocking_pool;
+  friend struct detail::blocking_pool_impl;
+  friend void detail::rethrow_translated(blocking_lease* lease);
+  /// Counts a failed statement in the pool's stats().
+  void note_error(const std::error_code& ec) noexcept;
+  blocking_lease(std::shared_ptr<detail::blocking_pool_impl> pool, std::uint64_t slot,
+                 detail::pooled_connection* conn) noexcept;
+
+  std::shared_ptr<detail::blocking_pool_impl> pool_;
+  std::uint64_t slot_ = 0;
+  detail::pooled_connection* conn_ = nullptr;
+  bool broken_ = false;
+};
+
+}  // namespace pgpipe

@@ -1,0 +1,140 @@
+// blocking_pool: a pool of libpqxx 6.4 connections, one thread per query.
+//
+// The classic model (JDBC/HikariCP): a caller borrows a connection, runs its
+// statements on its own thread, and gives the connection back. To serve N
+// concurrent callers you need N threads; that cost is the point of the
+// comparison with the async driver, so the pool does not hide it.
+//
+// The pool runs on the shared sans-IO pool_core (slots of capacity 1,
+// exclusive requests), so pool_params mean the same here as in async_client:
+// max_size, min_size, max_queued, acquire_timeout, max_lifetime,
+// idle_timeout, health_check_interval, connect back-off.
+//
+// Threads the pool owns (counted in stats().threads): one housekeeping thread
+// that drives pool_core's deadlines, and connector threads that open, check
+// and close connections off the pool's lock (started on demand, at most one
+// per connection being opened at once, gone after a few idle seconds). A slow
+// connect never delays handing out an idle connection.
+//
+//   pgpipe::blocking_pool pool{{.conninfo = "host=... dbname=...", .max_size = 8}};
+//   pqxx::result r = pool.exec("select ten from san_pham where ma = $1", key);
+//   pool.transaction([&](pqxx::work& tx) { tx.exec_params("insert ...", 1); });
+//   auto lease = pool.acquire();
+//   pqxx::nontransaction tx{*lease};
+#pragma once
+
+#include <pgpipe/blocking_lease.hpp>
+#include <pgpipe/error.hpp>
+#include <pgpipe/pool_params.hpp>
+#include <pgpipe/stats.hpp>
+
+#include <pqxx/pqxx>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace pgpipe {
+
+class blocking_pool {
+ public:
+  /// Validates `params` (pgpipe::error with errc::bad_params) and the
+  /// connection string (errc::bad_conninfo), starts the pool's threads and
+  /// begins opening min_size connections in the background (it does not wait
+  /// for them: a server that is down shows up in acquire(), not here).
+  explicit blocking_pool(pool_params params);
+  /// close(), then waits for the pool's own threads (an in-progress connect
+  /// finishes or times out first, bounded by connect_timeout). Outstanding
+  /// leases stay usable; their connections close when they end.
+  ~blocking_pool();
+  blocking_pool(const blocking_pool&) = delete;
+  blocking_pool& operator=(const blocking_pool&) = delete;
+
+  /// Borrows a connection, waiting at most pool_params::acquire_timeout.
+  /// Thread-safe. Blocks the calling thread. Waiters are served first come,
+  /// first served. Throws pgpipe::error:
+  ///  - errc::pool_timeout: every connection stayed busy until the deadline;
+  ///  - errc::server_unreachable, auth_failed, bad_conninfo, connect_failed
+  ///    (or a SQLSTATE such as 3D000, 53300): no connection could be opened;
+  ///    diag() carries the server's/libpq's message, password removed;
+  ///  - errc::queue_full: max_queued callers were already waiting;
+  ///  - errc::closed: close() was called.
+  /// An idle connection whose server side died while it sat in the pool (a
+  /// terminated backend, a restarted server) is detected before it is handed
+  /// out and replaced, within the same deadline.
+  blocking_lease acquire();
+  /// The same with an explicit timeout instead of acquire_timeout.
+  blocking_lease acquire(std::chrono::milliseconds timeout);
+
+  /// Runs one statement in autocommit mode (pqxx::nontransaction::exec_params)
+  /// on a borrowed connection and returns its rows. `args` are passed as
+  /// parameters $1, $2... converted by libpqxx (std::optional for NULL).
+  /// Thread-safe; blocks. Throws what acquire() throws, or pgpipe::error with
+  /// the statement's SQLSTATE and the server's diagnostics, or
+  /// errc::connection_lost when the connection died during the statement (it
+  /// may have executed).
+  template <typename... Args>
+  pqxx::result exec(std::string_view sql, Args&&... args);
+
+  /// Runs fn(pqxx::work&) in a transaction on a borrowed connection: commits
+  /// when fn returns, rolls back when it throws, and returns fn's result.
+  /// Exceptions from fn that come from libpqxx are translated to
+  /// pgpipe::error (as exec does); any other exception is rethrown unchanged
+  /// after the rollback. A failure of COMMIT itself is errc::connection_lost
+  /// (pqxx::in_doubt_error: it may have committed) or the SQLSTATE (e.g.
+  /// 40001 serialization failure). Thread-safe; blocks.
+  template <typename Fn>
+  auto transaction(Fn&& fn) -> std::invoke_result_t<Fn&, pqxx::work&>;
+
+  /// Stops the pool: queued acquires fail with errc::closed, new ones too;
+  /// idle connections close; leased ones close when their lease ends.
+  /// Returns without waiting. Idempotent; thread-safe.
+  void close();
+
+  /// A snapshot, the same shape as async_client::stats(). `threads` counts
+  /// the pool's own threads (housekeeping + connector), not the callers';
+  /// loop lag is always zero. Thread-safe.
+  pool_stats stats() const;
+
+  const pool_params& params() const noexcept;
+
+ private:
+  std::shared_ptr<detail::blocking_pool_impl> impl_;
+};
+
+template <typename... Args>
+pqxx::result blocking_pool::exec(std::string_view sql, Args&&... args) {
+  blocking_lease lease = acquire();
+  try {
+    pqxx::nontransaction tx{*lease};
+    return tx.exec_params(std::string{sql}, std::forward<Args>(args)...);
+  } catch (...) {
+    detail::rethrow_translated(&lease);
+  }
+}
+
+template <typename Fn>
+auto blocking_pool::transaction(Fn&& fn) -> std::invoke_result_t<Fn&, pqxx::work&> {
+  using result_type = std::invoke_result_t<Fn&, pqxx::work&>;
+  blocking_lease lease = acquire();
+  try {
+    // The work object dies before the catch block runs: an exception from fn
+    // rolls the transaction back (pqxx::work's destructor aborts).
+    pqxx::work tx{*lease};
+    if constexpr (std::is_void_v<result_type>) {
+      fn(tx);
+      tx.commit();
+    } else {
+      result_type out = fn(tx);
+      tx.commit();
+      return out;
+    }
+  } catch (...) {
+    detail::rethrow_translated(&lease);
+  }
+}
+
+}  // namespace pgpipe

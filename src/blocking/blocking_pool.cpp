@@ -1,0 +1,529 @@
+// blocking_pool: drives the sans-IO pool_core with a mutex, condition
+// variables and a few threads of its own.
+//
+// Locking: one mutex guards pool_core and the driver's bookkeeping. Nothing
+// that can block on the network runs under it: connects, health checks and
+// the ROLLBACK of a returned lease run on connector threads or on the
+// caller's thread with the mutex released; closing a connection (PQfinish)
+// happens after the mutex is released ("graveyard").
+#include <pgpipe/blocking_pool.hpp>
+
+#include "blocking/pooled_connection.hpp"
+#include "core/pool_core.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace pgpipe::detail {
+
+namespace {
+// Connector threads that found no work for this long exit: the pool needs
+// them in bursts (start-up, replacing connections), and idle threads would
+// blur the thread count the blocking driver is measured by.
+constexpr std::chrono::seconds connector_idle_exit{5};
+
+bool is_connect_error(const std::error_code& ec) {
+  return ec == errc_condition::connect_error || ec.category() == sqlstate_category();
+}
+}  // namespace
+
+struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
+  struct slot_entry {
+    std::unique_ptr<pooled_connection> conn;  // null while connecting
+    bool leased = false;
+    bool checking = false;
+    bool close_pending = false;  // pool_core closed it while a lease/check/connect had it
+  };
+
+  struct waiter {
+    std::condition_variable cv;
+    bool done = false;
+    slot_id slot = 0;
+    std::error_code ec;
+  };
+
+  enum class io_kind { open, check };
+  struct io_task {
+    io_kind what;
+    slot_id slot;
+  };
+
+  explicit blocking_pool_impl(pool_params p)
+      : params(std::move(p)),
+        settings(make_connect_settings(params.conninfo, params.connect_timeout)),
+        core(params, 1) {}
+
+  const pool_params params;
+  const connect_settings settings;
+
+  mutable std::mutex mu;
+  pool_core core;
+  std::unordered_map<slot_id, slot_entry> slots;
+  std::unordered_map<waiter_id, waiter*> waiters;
+  // Connections to close once the mutex is released (PQfinish does I/O).
+  std::vector<std::unique_ptr<pooled_connection>> graveyard;
+
+  std::deque<io_task> io_queue;
+  std::condition_variable io_cv;
+  std::vector<std::thread> io_threads;
+  std::vector<std::thread::id> io_finished;
+  std::size_t io_running = 0;
+  std::size_t io_idle = 0;
+
+  std::thread housekeeper;
+  std::condition_variable hk_cv;
+  std::optional<time_point> hk_wake;  // when the housekeeper will wake; empty = never
+  bool stopping = false;
+
+  std::error_code last_connect_ec;
+  diagnostics last_connect_diag;
+
+  std::atomic<std::uint64_t> completed{0};
+  std::atomic<std::uint64_t> connection_lost{0};
+  std::atomic<std::uint64_t> server_errors{0};
+  std::atomic<std::uint64_t> other_errors{0};
+
+  void start() {
+    std::unique_lock lk(mu);
+    core.start(pool_clock::now());
+    apply_actions();
+    housekeeper = std::thread([this] { housekeeping_loop(); });
+    bury(lk);
+  }
+
+  // Releases the mutex, then closes the connections that pool_core dropped.
+  void bury(std::unique_lock<std::mutex>& lk) {
+    std::vector<std::unique_ptr<pooled_connection>> dead;
+    dead.swap(graveyard);
+    lk.unlock();
+    dead.clear();
+  }
+
+  // Carries out what pool_core asked for. Called with the mutex held after
+  // every call into pool_core.
+  void apply_actions() {
+    for (;;) {
+      auto actions = core.take_actions();
+      if (actions.empty()) break;
+      for (auto& a : actions) {
+        switch (a.what) {
+          case pool_action::kind::open: {
+            auto& e = slots[a.slot];
+            e.close_pending = false;
+            io_queue.push_back({io_kind::open, a.slot});
+            break;
+          }
+          case pool_action::kind::check: {
+            auto it = slots.find(a.slot);
+            if (it == slots.end() || !it->second.conn) break;
+            it->second.checking = true;
+            io_queue.push_back({io_kind::check, a.slot});
+            break;
+          }
+          case pool_action::kind::close: {
+            auto it = slots.find(a.slot);
+            if (it == slots.end()) break;
+            auto& e = it->second;
+            if (e.leased || e.checking || !e.conn) {
+              e.close_pending = true;  // whoever holds it closes it when done
+            } else {
+              graveyard.push_back(std::move(e.conn));
+              slots.erase(it);
+            }
+            break;
+          }
+          case pool_action::kind::grant: {
+            auto w = waiters.find(a.waiter);
+            if (w == waiters.end()) {
+              // Nobody waits under that id (cannot happen while waiters
+              // register under the same lock as request()): give it back
+              // rather than leak the capacity.
+              core.release(pool_clock::now(), a.slot, request_kind::exclusive);
+              break;
+            }
+            slots[a.slot].leased = true;
+            w->second->slot = a.slot;
+            w->second->done = true;
+            w->second->cv.notify_one();
+            waiters.erase(w);
+            break;
+          }
+          case pool_action::kind::fail: {
+            auto w = waiters.find(a.waiter);
+            if (w == waiters.end()) break;
+            w->second->ec = a.ec;
+            w->second->done = true;
+            w->second->cv.notify_one();
+            waiters.erase(w);
+            break;
+          }
+        }
+      }
+    }
+    start_connectors();
+    // Wake the housekeeper when pool_core now wants a tick earlier than the
+    // housekeeper planned to wake.
+    if (auto t = core.next_timer(); t && (!hk_wake || *t < *hk_wake)) hk_cv.notify_one();
+  }
+
+  void start_connectors() {
+    if (stopping || io_queue.empty()) return;
+    if (!io_finished.empty()) {
+      // Reap connector threads that exited after idling (they released the
+      // mutex and are returning, so these joins are short).
+      for (auto it = io_threads.begin(); it != io_threads.end();) {
+        if (std::find(io_finished.begin(), io_finished.end(), it->get_id()) != io_finished.end()) {
+          it->join();
+          it = io_threads.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      io_finished.clear();
+    }
+    // One thread per task waiting for one, so connects run in parallel as far
+    // as pool_core asks (it bounds opens by max_size). A thread counts as
+    // idle from its creation until it takes a task, so two calls in a row do
+    // not both start threads for the same queued tasks.
+    if (io_idle > 0) io_cv.notify_all();
+    while (io_idle < io_queue.size()) {
+      ++io_running;
+      ++io_idle;
+      io_threads.emplace_back([this] { connector_loop(); });
+    }
+  }
+
+  // Runs with io_idle counting this thread whenever it holds no task.
+  void connector_loop() {
+    std::unique_lock lk(mu);
+    for (;;) {
+      if (stopping) break;
+      if (!io_queue.empty()) {
+        io_task t = io_queue.front();
+        io_queue.pop_front();
+        --io_idle;
+        if (t.what == io_kind::open) {
+          run_open(lk, t.slot);
+        } else {
+          run_check(lk, t.slot);
+        }
+        ++io_idle;
+        continue;
+      }
+      if (!io_cv.wait_for(lk, connector_idle_exit, [&] { return stopping || !io_queue.empty(); })) break;
+    }
+    --io_idle;
+    --io_running;
+    io_finished.push_back(std::this_thread::get_id());
+  }
+
+  // Called and returns with the mutex held; connects with it released.
+  void run_open(std::unique_lock<std::mutex>& lk, slot_id slot) {
+    lk.unlock();
+    std::unique_ptr<pooled_connection> conn;
+    std::error_code ec;
+    diagnostics diag;
+    try {
+      conn = std::make_unique<pooled_connection>(settings);
+    } catch (const error& e) {
+      ec = e.code();
+      diag = e.diag();
+    } catch (const std::exception& e) {
+      ec = errc::connect_failed;
+      diag.client_message = redact_secret(std::string("could not connect: ") + e.what(), settings.password);
+    }
+    lk.lock();
+    const auto now = pool_clock::now();
+    auto it = slots.find(slot);
+    if (it == slots.end() || it->second.close_pending) {
+      // pool_core closed the slot while it was connecting.
+      if (it != slots.end()) slots.erase(it);
+      if (conn) graveyard.push_back(std::move(conn));
+      bury(lk);
+      lk.lock();
+      return;
+    }
+    if (conn) {
+      it->second.conn = std::move(conn);
+      core.on_open_succeeded(now, slot);
+    } else {
+      last_connect_ec = ec;
+      last_connect_diag = std::move(diag);
+      slots.erase(it);  // pool_core forgets a failed slot (no close action follows)
+      core.on_open_failed(now, slot, ec);
+    }
+    apply_actions();
+    bury(lk);
+    lk.lock();
+  }
+
+  void run_check(std::unique_lock<std::mutex>& lk, slot_id slot) {
+    auto it = slots.find(slot);
+    if (it == slots.end() || !it->second.conn) return;
+    pooled_connection* conn = it->second.conn.get();
+    lk.unlock();
+    const bool healthy = conn->health_check();
+    lk.lock();
+    it = slots.find(slot);
+    if (it == slots.end()) return;
+    it->second.checking = false;
+    if (it->second.close_pending) {
+      graveyard.push_back(std::move(it->second.conn));
+      slots.erase(it);
+    } else {
+      core.on_check_done(pool_clock::now(), slot, healthy);
+    }
+    apply_actions();
+    bury(lk);
+    lk.lock();
+  }
+
+  void housekeeping_loop() {
+    std::unique_lock lk(mu);
+    while (!stopping) {
+      hk_wake = core.next_timer();
+      if (hk_wake) {
+        hk_cv.wait_until(lk, *hk_wake);
+      } else {
+        hk_cv.wait(lk);
+      }
+      if (stopping) break;
+      const auto now = pool_clock::now();
+      if (auto t = core.next_timer(); t && *t <= now) {
+        core.on_tick(now);
+        apply_actions();
+        bury(lk);
+        lk.lock();
+      }
+    }
+    hk_wake.reset();
+  }
+
+  error make_error(const std::error_code& ec, std::chrono::milliseconds timeout) const {
+    if (is_connect_error(ec) && last_connect_ec == ec) return error(ec, last_connect_diag);
+    std::string msg;
+    if (ec == errc::pool_timeout) {
+      pool_stats s;
+      core.fill_stats(s);
+      msg = "no connection became free within " + std::to_string(timeout.count()) + " ms (max_size " +
+            std::to_string(params.max_size) + ": " + std::to_string(s.busy) + " busy, " +
+            std::to_string(s.idle) + " idle, " + std::to_string(s.connecting) + " connecting, " +
+            std::to_string(s.queued) + " queued)";
+      if (last_connect_ec) msg += "; last connect attempt: " + last_connect_diag.to_string();
+    } else if (ec == errc::queue_full) {
+      msg = "max_queued (" + std::to_string(params.max_queued) + ") callers are already waiting";
+    } else if (ec == errc::closed) {
+      msg = "the pool is closed";
+    } else {
+      msg = ec.message();
+    }
+    return error(ec, msg);
+  }
+
+  blocking_lease acquire(std::chrono::milliseconds timeout) {
+    const auto deadline = pool_clock::now() + timeout;
+    for (;;) {
+      std::unique_lock lk(mu);
+      const auto outcome = core.request(pool_clock::now(), request_kind::exclusive, deadline);
+      slot_id slot = 0;
+      if (outcome.what == request_outcome::kind::granted) {
+        slot = outcome.slot;
+        slots[slot].leased = true;
+        apply_actions();
+      } else if (outcome.what == request_outcome::kind::rejected) {
+        apply_actions();
+        error e = make_error(outcome.ec, timeout);
+        bury(lk);
+        throw e;
+      } else {
+        waiter w;
+        waiters.emplace(outcome.waiter, &w);
+        apply_actions();
+        // pool_core grants or fails every queued waiter: at its deadline at
+        // the latest, driven by the housekeeper's tick.
+        w.cv.wait(lk, [&] { return w.done; });
+        if (w.ec) {
+          error e = make_error(w.ec, timeout);
+          bury(lk);
+          throw e;
+        }
+        slot = w.slot;
+      }
+      auto& entry = slots[slot];
+      pooled_connection* conn = entry.conn.get();
+      bury(lk);
+      if (conn != nullptr && conn->looks_alive()) {
+        return blocking_lease(shared_from_this(), slot, conn);
+      }
+      // The server side of this idle connection went away while it sat in
+      // the pool (terminated backend, server restart). Nothing ran on it, so
+      // replacing it is invisible to the caller: report it and ask again
+      // within the same deadline.
+      lk.lock();
+      give_back_locked(slot, /*reuse=*/false);
+      bury(lk);
+    }
+  }
+
+  void give_back_locked(slot_id slot, bool reuse) {
+    const auto now = pool_clock::now();
+    auto it = slots.find(slot);
+    if (it == slots.end()) return;
+    it->second.leased = false;
+    if (it->second.close_pending) {
+      graveyard.push_back(std::move(it->second.conn));
+      slots.erase(it);
+    } else if (reuse) {
+      core.release(now, slot, request_kind::exclusive);
+    } else {
+      core.on_broken(now, slot);
+    }
+    apply_actions();
+  }
+
+  void give_back(slot_id slot, pooled_connection* conn, bool broken) noexcept {
+    // The ROLLBACK of a transaction left open runs here, on the caller's
+    // thread, before the connection is visible to anyone else.
+    const bool reuse = !broken && conn->reset_for_reuse();
+    std::unique_lock lk(mu);
+    completed.fetch_add(1, std::memory_order_relaxed);
+    give_back_locked(slot, reuse);
+    bury(lk);
+  }
+
+  void close() {
+    std::unique_lock lk(mu);
+    core.close(pool_clock::now());
+    apply_actions();
+    bury(lk);
+  }
+
+  void shutdown() {
+    std::unique_lock lk(mu);
+    core.close(pool_clock::now());
+    apply_actions();
+    stopping = true;
+    hk_cv.notify_all();
+    io_cv.notify_all();
+    bury(lk);
+    if (housekeeper.joinable()) housekeeper.join();
+    // Connector threads finish the task in hand (a connect is bounded by
+    // connect_timeout); queued opens are dropped with the pool.
+    lk.lock();
+    std::vector<std::thread> threads;
+    threads.swap(io_threads);
+    lk.unlock();
+    for (auto& t : threads) t.join();
+    lk.lock();
+    io_queue.clear();
+    // Idle connections left (pool_core closed them, but a connect that
+    // completed during shutdown may have parked one): close all but the
+    // leased ones, which close when their lease ends.
+    for (auto it = slots.begin(); it != slots.end();) {
+      if (!it->second.leased && it->second.conn) {
+        graveyard.push_back(std::move(it->second.conn));
+        it = slots.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    bury(lk);
+  }
+
+  pool_stats stats() const {
+    pool_stats s;
+    std::lock_guard lk(mu);
+    core.fill_stats(s);
+    s.completed = completed.load(std::memory_order_relaxed);
+    s.errors.connection_lost += connection_lost.load(std::memory_order_relaxed);
+    s.errors.server += server_errors.load(std::memory_order_relaxed);
+    s.errors.other += other_errors.load(std::memory_order_relaxed);
+    s.threads = (stopping ? 0 : 1) + io_running;  // the housekeeper, then connectors
+    return s;
+  }
+};
+
+}  // namespace pgpipe::detail
+
+namespace pgpipe {
+
+// ---- blocking_lease -------------------------------------------------------
+
+blocking_lease::blocking_lease(std::shared_ptr<detail::blocking_pool_impl> pool, std::uint64_t slot,
+                               detail::pooled_connection* conn) noexcept
+    : pool_(std::move(pool)), slot_(slot), conn_(conn) {}
+
+blocking_lease::blocking_lease(blocking_lease&& other) noexcept
+    : pool_(std::move(other.pool_)),
+      slot_(other.slot_),
+      conn_(std::exchange(other.conn_, nullptr)),
+      broken_(std::exchange(other.broken_, false)) {}
+
+blocking_lease& blocking_lease::operator=(blocking_lease&& other) noexcept {
+  if (this != &other) {
+    release();
+    pool_ = std::move(other.pool_);
+    slot_ = other.slot_;
+    conn_ = std::exchange(other.conn_, nullptr);
+    broken_ = std::exchange(other.broken_, false);
+  }
+  return *this;
+}
+
+blocking_lease::~blocking_lease() { release(); }
+
+pqxx::connection_base& blocking_lease::operator*() const noexcept { return *conn_; }
+pqxx::connection_base* blocking_lease::operator->() const noexcept { return conn_; }
+
+void blocking_lease::release() noexcept {
+  if (conn_ == nullptr) return;
+  auto pool = std::move(pool_);
+  auto* conn = std::exchange(conn_, nullptr);
+  const bool broken = std::exchange(broken_, false) || !conn->is_open();
+  pool->give_back(slot_, conn, broken);
+}
+
+void blocking_lease::discard() noexcept {
+  if (conn_ == nullptr) return;
+  broken_ = true;
+  release();
+}
+
+void blocking_lease::note_error(const std::error_code& ec) noexcept {
+  if (!pool_) return;
+  if (is_connection_lost(ec)) {
+    pool_->connection_lost.fetch_add(1, std::memory_order_relaxed);
+  } else if (ec.category() == sqlstate_category()) {
+    pool_->server_errors.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    pool_->other_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+// ---- blocking_pool --------------------------------------------------------
+
+blocking_pool::blocking_pool(pool_params params)
+    : impl_(std::make_shared<detail::blocking_pool_impl>(std::move(params))) {
+  impl_->start();
+}
+
+blocking_pool::~blocking_pool() { impl_->shutdown(); }
+
+blocking_lease blocking_pool::acquire() { return impl_->acquire(impl_->params.acquire_timeout); }
+
+blocking_lease blocking_pool::acquire(std::chrono::milliseconds timeout) { return impl_->acquire(timeout); }
+
+void blocking_pool::close() { impl_->close(); }
+
+pool_stats blocking_pool::stats() const { return impl_->stats(); }
+
+const pool_params& blocking_pool::params() const noexcept { return impl_->params; }
+
+}  // namespace pgpipe

@@ -1,0 +1,224 @@
+#include "blocking/pooled_connection.hpp"
+
+#include <pqxx/nontransaction>
+
+#include <poll.h>
+
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <string_view>
+
+namespace pgpipe::detail {
+namespace {
+
+bool contains(std::string_view haystack, std::string_view needle) {
+  return haystack.find(needle) != std::string_view::npos;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+// libpq prints a server error received while connecting as
+// "connection to server at ... failed: FATAL:  <message>" (severity and
+// message, no SQLSTATE: libpq 15 keeps no PGresult for it). Pull the server
+// part out so diagnostics keep the server's words apart from ours.
+void parse_server_part(const std::string& msg, diagnostics& diag) {
+  for (std::string_view severity : {"FATAL:  ", "ERROR:  ", "PANIC:  "}) {
+    auto pos = msg.find(severity);
+    if (pos == std::string::npos) continue;
+    diag.severity = std::string(severity.substr(0, severity.size() - 3));
+    auto rest = msg.substr(pos + severity.size());
+    auto nl = rest.find('\n');
+    diag.message = trim(rest.substr(0, nl));
+    return;
+  }
+}
+
+struct sqlstate_hint {
+  std::string_view text;
+  std::string_view sqlstate;
+};
+
+// Server messages whose SQLSTATE a pool needs (pool_core treats 3D000 and
+// 28xxx as permanent, 53300 and 57P03 as transient) but which libpq 15 reports
+// only as text. English messages: lc_messages of a non-English server defeats
+// this, and the error falls back to connect_failed.
+constexpr std::array<sqlstate_hint, 6> server_hints{{
+    {"does not exist", "3D000"},  // database "x" does not exist (role: see auth below)
+    {"too many clients", "53300"},
+    {"remaining connection slots are reserved", "53300"},
+    {"the database system is starting up", "57P03"},
+    {"the database system is shutting down", "57P03"},
+    {"the database system is in recovery mode", "57P03"},
+}};
+
+}  // namespace
+
+connect_settings make_connect_settings(const std::string& conninfo, std::chrono::milliseconds connect_timeout) {
+  char* errmsg = nullptr;
+  PQconninfoOption* opts = PQconninfoParse(conninfo.c_str(), &errmsg);
+  if (opts == nullptr) {
+    std::string why = errmsg != nullptr ? trim(errmsg) : std::string("out of memory");
+    if (errmsg != nullptr) PQfreemem(errmsg);
+    // libpq's parse errors quote option names, never values; redact anyway.
+    throw error(errc::bad_conninfo, "invalid connection string (" + redact_conninfo(conninfo) + "): " + why);
+  }
+  connect_settings out;
+  out.conninfo = conninfo;
+  out.connect_timeout = connect_timeout;
+  for (PQconninfoOption* o = opts; o->keyword != nullptr; ++o) {
+    if (std::string_view(o->keyword) == "password" && o->val != nullptr) out.password = o->val;
+  }
+  PQconninfoFree(opts);
+  return out;
+}
+
+std::error_code classify_connect_error(const std::string& libpq_message, bool needs_password,
+                                       const std::string& password, diagnostics& diag) {
+  std::string msg = trim(password.empty() ? libpq_message : redact_secret(libpq_message, password));
+  parse_server_part(msg, diag);
+  diag.client_message = "could not connect: " + msg;
+
+  std::error_code ec;
+  if (contains(msg, "password authentication failed") || contains(msg, "no password supplied") ||
+      contains(msg, "SCRAM authentication") || contains(msg, "no pg_hba.conf entry") ||
+      contains(msg, "authentication failed") || needs_password ||
+      (contains(msg, "role \"") && contains(msg, "does not exist"))) {
+    ec = errc::auth_failed;
+    diag.sqlstate = contains(msg, "password authentication failed") ? "28P01" : diag.message.empty() ? "" : "28000";
+  } else if (contains(msg, "invalid connection option") || contains(msg, "missing \"=\"") ||
+             contains(msg, "invalid URI") || contains(msg, "unterminated quoted string") ||
+             contains(msg, "invalid integer value") || contains(msg, "invalid port number") ||
+             contains(msg, "invalid sslmode") || contains(msg, "invalid value for parameter")) {
+    ec = errc::bad_conninfo;
+  } else if (!diag.message.empty()) {
+    // The server answered: look for the conditions the pool treats specially.
+    ec = errc::connect_failed;
+    for (const auto& h : server_hints) {
+      if (contains(diag.message, h.text)) {
+        diag.sqlstate = std::string(h.sqlstate);
+        ec = make_sqlstate(h.sqlstate);
+        break;
+      }
+    }
+  } else if (contains(msg, "Connection refused") || contains(msg, "could not connect") ||
+             contains(msg, "could not translate host name") || contains(msg, "No such file or directory") ||
+             contains(msg, "timeout expired") || contains(msg, "Network is unreachable") ||
+             contains(msg, "No route to host") || contains(msg, "Connection timed out") ||
+             contains(msg, "server closed the connection unexpectedly") ||
+             contains(msg, "Name or service not known") || contains(msg, "Temporary failure in name resolution")) {
+    ec = errc::server_unreachable;
+  } else {
+    ec = errc::connect_failed;
+  }
+  // A message without a server part carries no SQLSTATE: keep diag's
+  // "server error" fields empty so has_server_error() tells the truth.
+  if (diag.message.empty()) diag.sqlstate.clear();
+  return ec;
+}
+
+recording_policy::handle recording_policy::do_startconnect(handle orig) {
+  if (orig != nullptr) return orig;
+  // Our settings come first so that a value in the user's conninfo (expanded
+  // from "dbname" by expand_dbname=1) overrides them.
+  const auto seconds = std::max<long long>(
+      1, (settings_->connect_timeout.count() + 999) / 1000);  // libpq counts whole seconds
+  const std::string timeout = std::to_string(seconds);
+  const char* keys[] = {"connect_timeout", "dbname", nullptr};
+  const char* values[] = {timeout.c_str(), settings_->conninfo.c_str(), nullptr};
+  PGconn* conn = PQconnectdbParams(keys, values, 1);
+  if (conn == nullptr) throw std::bad_alloc();
+  if (PQstatus(conn) != CONNECTION_OK) {
+    std::string msg = PQerrorMessage(conn);
+    const bool needs_password = PQconnectionNeedsPassword(conn) != 0;
+    PQfinish(conn);
+    diagnostics diag;
+    const std::error_code ec = classify_connect_error(msg, needs_password, settings_->password, diag);
+    throw error(ec, std::move(diag));
+  }
+  handle_ = conn;
+  return conn;
+}
+
+recording_policy::handle recording_policy::do_dropconnect(handle orig) noexcept {
+  handle_ = nullptr;
+  return pqxx::connectionpolicy::do_dropconnect(orig);
+}
+
+recording_policy::handle recording_policy::do_disconnect(handle orig) noexcept {
+  handle_ = nullptr;
+  return pqxx::connectionpolicy::do_disconnect(orig);
+}
+
+pooled_connection::pooled_connection(const connect_settings& settings)
+    : pqxx::connection_base(policy_), policy_(settings.conninfo) {
+  policy_.configure(&settings);
+  init();
+  // Why: libpqxx 6 reconnects silently when a connection is used after it
+  // broke. In a pool that would open server connections the pool does not
+  // count, outside its connect timeout and back-off. A broken pooled
+  // connection is discarded and replaced by the pool instead.
+#include <pqxx/internal/ignore-deprecated-pre.hxx>
+  inhibit_reactivation(true);
+#include <pqxx/internal/ignore-deprecated-post.hxx>
+  // The settings object may not outlive us; the policy needs it only to connect.
+  policy_.configure(nullptr);
+}
+
+pooled_connection::~pooled_connection() noexcept { close(); }
+
+bool pooled_connection::looks_alive() noexcept {
+  PGconn* c = raw();
+  if (c == nullptr || PQstatus(c) != CONNECTION_OK || !is_open()) return false;
+  pollfd p{};
+  p.fd = PQsocket(c);
+  if (p.fd < 0) return false;
+  // POLLRDHUP: the server closed its side. A live session is never
+  // half-closed, so that alone proves the backend is gone (terminated,
+  // crashed, server stopped), without parsing its goodbye message.
+  p.events = POLLIN | POLLRDHUP;
+  const int n = ::poll(&p, 1, 0);
+  if (n == 0) return true;  // nothing to read: the usual case for an idle connection
+  if (n < 0) return true;   // EINTR and friends: no evidence either way
+  if ((p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0) return false;
+  // Readable while idle and still open: a NOTIFY or ParameterStatus. Read it
+  // so that a later close shows up on the next check.
+  if (PQconsumeInput(c) == 0) return false;
+  return PQstatus(c) == CONNECTION_OK;
+}
+
+bool pooled_connection::reset_for_reuse() noexcept {
+  PGconn* c = raw();
+  if (c == nullptr || !is_open()) return false;
+  switch (PQtransactionStatus(c)) {
+    case PQTRANS_IDLE: return true;
+    case PQTRANS_INTRANS:
+    case PQTRANS_INERROR: break;
+    default: return false;  // a query still running (ACTIVE) or a dead link (UNKNOWN)
+  }
+  try {
+    // Throws usage_error when a pqxx transaction object is still open on this
+    // connection: then it is not ours to clean, and the connection goes.
+    pqxx::nontransaction tx{*this, "pgpipe_rollback"};
+    tx.exec0("ROLLBACK");
+  } catch (...) {
+    return false;
+  }
+  return is_open() && PQtransactionStatus(c) == PQTRANS_IDLE;
+}
+
+bool pooled_connection::health_check() noexcept {
+  if (!looks_alive()) return false;
+  try {
+    pqxx::nontransaction tx{*this, "pgpipe_check"};
+    tx.exec0("SELECT 1");
+  } catch (...) {
+    return false;
+  }
+  return is_open() && PQtransactionStatus(raw()) == PQTRANS_IDLE;
+}
+
+}  // namespace pgpipe::detail

@@ -1,0 +1,88 @@
+// pooled_connection: a libpqxx 6.4 connection the pool can inspect.
+//
+// libpqxx 6.4 keeps its PGconn private, but a pool must know what libpq knows
+// (the transaction status when a lease comes back, whether the socket shows
+// the server has gone) without spending a round trip. 6.4's public extension
+// point for that is the connection policy: connection_base takes a
+// connectionpolicy that creates the PGconn. Ours creates it with
+// PQconnectdbParams (so pool_params::connect_timeout applies and the connect
+// error can be classified before libpqxx flattens it into a string) and
+// remembers the handle. This mirrors pqxx::basic_connection_base, the way
+// libpqxx itself builds pqxx::connection.
+#pragma once
+
+#include <pgpipe/error.hpp>
+
+#include <libpq-fe.h>
+#include <pqxx/connection_base>
+#include <pqxx/connectionpolicy>
+
+#include <chrono>
+#include <string>
+
+namespace pgpipe::detail {
+
+/// Connect parameters shared by every connection of a pool.
+struct connect_settings {
+  std::string conninfo;                   ///< as the user gave it (may hold a password)
+  std::string password;                   ///< extracted from conninfo, for scrubbing messages
+  std::chrono::milliseconds connect_timeout{10'000};
+};
+
+/// Parses conninfo (key=value or URI) with libpq. Throws
+/// pgpipe::error(errc::bad_conninfo) with libpq's reason (no password).
+connect_settings make_connect_settings(const std::string& conninfo, std::chrono::milliseconds connect_timeout);
+
+/// Classifies libpq's message for a failed connect into pgpipe's codes and
+/// fills `diag` (server fields parsed from a "FATAL:  ..." line, password
+/// scrubbed). `needs_password` is PQconnectionNeedsPassword.
+std::error_code classify_connect_error(const std::string& libpq_message, bool needs_password,
+                                       const std::string& password, diagnostics& diag);
+
+class recording_policy final : public pqxx::connectionpolicy {
+ public:
+  explicit recording_policy(const std::string& opts) : pqxx::connectionpolicy{opts} {}
+  void configure(const connect_settings* settings) noexcept { settings_ = settings; }
+
+  /// Connects (blocking). Throws pgpipe::error with the classified connect error.
+  handle do_startconnect(handle orig) override;
+  handle do_dropconnect(handle orig) noexcept override;
+  handle do_disconnect(handle orig) noexcept override;
+  PGconn* raw() const noexcept { return handle_; }
+
+ private:
+  const connect_settings* settings_ = nullptr;
+  PGconn* handle_ = nullptr;
+};
+
+class pooled_connection final : public pqxx::connection_base {
+ public:
+  /// Opens the connection (blocks up to connect_timeout). Throws
+  /// pgpipe::error with the connect error. libpqxx's silent reconnect is
+  /// turned off: a connection that breaks stays broken and the pool replaces
+  /// it, so the pool's count of server connections is the truth.
+  explicit pooled_connection(const connect_settings& settings);
+  ~pooled_connection() noexcept;
+  pooled_connection(const pooled_connection&) = delete;
+  pooled_connection& operator=(const pooled_connection&) = delete;
+
+  PGconn* raw() const noexcept { return policy_.raw(); }
+
+  /// No round trip: false when libpq already knows the connection is dead, or
+  /// when the idle socket is readable and reading it shows the server closed
+  /// it (a terminated backend sends FATAL then EOF). Call only while idle.
+  bool looks_alive() noexcept;
+
+  /// Brings a returned connection back to "idle, no transaction": rolls back
+  /// an open or failed transaction block. False when it cannot (broken, a
+  /// query still running, a libpqxx transaction object still open).
+  bool reset_for_reuse() noexcept;
+
+  /// A trivial query ("SELECT 1"); false on any failure.
+  bool health_check() noexcept;
+
+ private:
+  recording_policy policy_;
+};
+
+}  // namespace pgpipe::detail

@@ -1,0 +1,318 @@
+// blocking_pool against a real PostgreSQL: what a caller of the blocking
+// driver relies on (issue 4).
+#include <pgpipe/blocking_pool.hpp>
+
+#include "support/cluster_fixture.hpp"
+#include "support/wait.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+using pgpipe::blocking_pool;
+using pgpipe::errc;
+using pgpipe::pool_params;
+using pgpipe::test::shared_cluster;
+using pgpipe::test::wait_until;
+using pgpipe::test::with_options;
+
+pool_params params_for(const std::string& conninfo, std::size_t max_size) {
+  pool_params p;
+  p.conninfo = conninfo;
+  p.max_size = max_size;
+  p.acquire_timeout = 20s;
+  return p;
+}
+
+// Server connections whose application_name is `app`, seen from outside the pool.
+int server_connections(const std::string& app) {
+  return std::stoi(shared_cluster().query_value(
+      "select count(*) from pg_stat_activity where application_name = '" + app + "'"));
+}
+
+template <typename Fn>
+std::error_code code_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const pgpipe::error& e) {
+    return e.code();
+  }
+  return {};
+}
+
+TEST(blocking_pool, exec_returns_rows_and_converts_parameters) {
+  blocking_pool pool{params_for(shared_cluster().conninfo(), 2)};
+  pqxx::result r = pool.exec("select $1::int + 1, $2::text || 'b', $3::text is null", 41, std::string("a"),
+                             std::optional<std::string>{});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0][0].as<int>(), 42);
+  EXPECT_EQ(r[0][1].as<std::string>(), "ab");
+  EXPECT_TRUE(r[0][2].as<bool>());
+}
+
+TEST(blocking_pool, sixty_four_threads_on_eight_connections) {
+  const std::string app = "blocking_hammer";
+  blocking_pool pool{params_for(with_options(shared_cluster().conninfo(), "application_name=" + app), 8)};
+  constexpr int threads = 64;
+  constexpr int per_thread = 150;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  int finished = 0;
+  std::atomic<int> wrong{0};
+  std::atomic<int> failed{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      for (int i = 0; i < per_thread; ++i) {
+        const int v = t * 1000 + i;
+        try {
+          auto r = pool.exec("select $1::int * 2, pg_backend_pid()", v);
+          if (r[0][0].as<int>() != 2 * v) ++wrong;
+        } catch (const std::exception& e) {
+          ++failed;
+          ADD_FAILURE() << e.what();
+        }
+      }
+      std::lock_guard lk(mu);
+      ++finished;
+      cv.notify_all();
+    });
+  }
+
+  // Sample what the server sees while the callers run (pg_stat_activity has
+  // no event to wait on: sample until the workers say they are done).
+  int most = 0;
+  bool all_done = false;
+  const auto give_up = std::chrono::steady_clock::now() + 120s;
+  {
+    std::unique_lock lk(mu);
+    while (!all_done && std::chrono::steady_clock::now() < give_up) {
+      lk.unlock();
+      most = std::max(most, server_connections(app));
+      lk.lock();
+      all_done = cv.wait_for(lk, 20ms, [&] { return finished == threads; });
+    }
+  }
+  if (!all_done) {
+    ADD_FAILURE() << "deadlock: only " << finished << " of " << threads << " callers finished in 120 s";
+    std::abort();  // joining would hang the suite
+  }
+  for (auto& w : workers) w.join();
+
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_GE(most, 1);
+  EXPECT_LE(most, 8) << "the server saw more connections than max_size";
+  const auto s = pool.stats();
+  EXPECT_EQ(s.completed, static_cast<std::uint64_t>(threads * per_thread));
+  EXPECT_LE(s.connects, 8u);
+  EXPECT_EQ(s.in_flight, 0u);
+  EXPECT_EQ(s.queued, 0u);
+}
+
+TEST(blocking_pool, acquire_times_out_with_pool_timeout_when_every_connection_is_held) {
+  blocking_pool pool{params_for(shared_cluster().conninfo(), 2)};
+  auto a = pool.acquire();
+  auto b = pool.acquire();
+  const auto t0 = std::chrono::steady_clock::now();
+  std::error_code ec;
+  std::string what;
+  try {
+    pool.acquire(200ms);
+  } catch (const pgpipe::error& e) {
+    ec = e.code();
+    what = e.what();
+  }
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(ec, errc::pool_timeout) << what;
+  EXPECT_EQ(ec, pgpipe::errc_condition::timeout);
+  EXPECT_GE(waited, 190ms);
+  EXPECT_LT(waited, 5s);
+  EXPECT_EQ(pool.stats().errors.pool_timeout, 1u);
+  // Giving one back makes the pool usable again.
+  a.release();
+  EXPECT_EQ(pool.exec("select 7")[0][0].as<int>(), 7);
+}
+
+TEST(blocking_pool, server_down_is_server_unreachable_not_pool_timeout) {
+  auto pg = pgpipe::test::fresh_cluster();
+  auto p = params_for(pg->conninfo(), 2);
+  p.acquire_timeout = 1s;
+  p.connect_timeout = 2s;
+  blocking_pool pool{p};
+  EXPECT_EQ(pool.exec("select 1")[0][0].as<int>(), 1);  // one idle connection now
+  pg->stop(pgpipe::devcluster::stop_mode::fast);
+
+  std::error_code ec;
+  pgpipe::diagnostics diag;
+  std::string what;
+  try {
+    pool.exec("select 1");
+  } catch (const pgpipe::error& e) {
+    ec = e.code();
+    diag = e.diag();
+    what = e.what();
+  }
+  EXPECT_EQ(ec, errc::server_unreachable) << what;
+  EXPECT_EQ(ec, pgpipe::errc_condition::connect_error);
+  EXPECT_NE(ec, errc::pool_timeout);
+  EXPECT_FALSE(diag.client_message.empty());
+  EXPECT_EQ(what.find(pg->password()), std::string::npos);
+}
+
+TEST(blocking_pool, terminated_backend_is_replaced_on_next_acquire) {
+  blocking_pool pool{params_for(shared_cluster().conninfo(), 1)};
+  const int pid = pool.exec("select pg_backend_pid()")[0][0].as<int>();
+  ASSERT_TRUE(shared_cluster().terminate_backend(pid));
+  ASSERT_TRUE(wait_until([&] {
+    return shared_cluster().query_value("select count(*) from pg_stat_activity where pid = " +
+                                        std::to_string(pid)) == "0";
+  }));
+  // The idle connection is dead; the caller must not see it.
+  const int pid2 = pool.exec("select pg_backend_pid()")[0][0].as<int>();
+  EXPECT_NE(pid2, pid);
+  const auto s = pool.stats();
+  EXPECT_EQ(s.connects, 2u);
+  EXPECT_EQ(s.disconnects, 1u);
+}
+
+TEST(blocking_pool, lease_dropped_mid_transaction_commits_nothing) {
+  auto& pg = shared_cluster();
+  pg.exec("create table if not exists blocking_mid_tx (v int)");
+  pg.exec("truncate blocking_mid_tx");
+  blocking_pool pool{params_for(pg.conninfo(), 1)};
+  int pid = 0;
+  {
+    auto lease = pool.acquire();
+    pqxx::nontransaction tx{*lease};
+    tx.exec0("BEGIN");
+    tx.exec0("insert into blocking_mid_tx values (1)");
+    pid = tx.exec1("select pg_backend_pid()")[0].as<int>();
+  }  // tx, then the lease: the pool must roll back
+  {
+    auto lease = pool.acquire();
+    pqxx::work tx{*lease};
+    tx.exec0("insert into blocking_mid_tx values (2)");
+  }  // pqxx::work without commit rolls back by itself
+  EXPECT_EQ(pg.query_value("select count(*) from blocking_mid_tx"), "0");
+  // Rolled back and reused, not thrown away: the same backend serves again,
+  // outside any transaction block (its autocommit insert is visible at once).
+  auto r = pool.exec("insert into blocking_mid_tx values (3) returning pg_backend_pid()");
+  EXPECT_EQ(r[0][0].as<int>(), pid);
+  EXPECT_EQ(pg.query_value("select string_agg(v::text, ',') from blocking_mid_tx"), "3");
+  EXPECT_EQ(pool.stats().connects, 1u);
+}
+
+TEST(blocking_pool, transaction_commits_on_return_and_rolls_back_on_throw) {
+  auto& pg = shared_cluster();
+  pg.exec("create table if not exists blocking_tx (v int)");
+  pg.exec("truncate blocking_tx");
+  blocking_pool pool{params_for(pg.conninfo(), 2)};
+
+  const int n = pool.transaction([](pqxx::work& tx) {
+    tx.exec_params("insert into blocking_tx values ($1)", 1);
+    return tx.exec1("select count(*) from blocking_tx")[0].as<int>();
+  });
+  EXPECT_EQ(n, 1);
+  EXPECT_THROW(pool.transaction([](pqxx::work& tx) {
+    tx.exec_params("insert into blocking_tx values ($1)", 2);
+    throw std::runtime_error("caller's own failure");
+  }),
+               std::runtime_error);
+  const auto ec = code_of([&] {
+    pool.transaction([](pqxx::work& tx) {
+      tx.exec_params("insert into blocking_tx values ($1)", 3);
+      tx.exec0("select 1/0");
+    });
+  });
+  EXPECT_EQ(ec, pgpipe::make_sqlstate("22012"));
+  EXPECT_EQ(pg.query_value("select string_agg(v::text, ',') from blocking_tx"), "1");
+}
+
+TEST(blocking_pool, sql_error_carries_sqlstate_and_server_fields) {
+  blocking_pool pool{params_for(shared_cluster().conninfo(), 1)};
+  try {
+    pool.exec("select 1/0");
+    FAIL() << "no error";
+  } catch (const pgpipe::error& e) {
+    EXPECT_EQ(e.code(), pgpipe::make_sqlstate("22012"));
+    EXPECT_EQ(e.code(), pgpipe::errc_condition::server_error);
+    EXPECT_EQ(e.diag().sqlstate, "22012");
+    EXPECT_EQ(e.diag().severity, "ERROR");
+    EXPECT_EQ(e.diag().message, "division by zero");
+  }
+  try {
+    pool.exec("select * from no_such_table_here");
+    FAIL() << "no error";
+  } catch (const pgpipe::error& e) {
+    EXPECT_EQ(pgpipe::sqlstate_of(e.code()), "42P01");
+  }
+  // The connection survived both errors and was reused.
+  EXPECT_EQ(pool.exec("select 3")[0][0].as<int>(), 3);
+  const auto s = pool.stats();
+  EXPECT_EQ(s.errors.server, 2u);
+  EXPECT_EQ(s.connects, 1u);
+}
+
+TEST(blocking_pool, wrong_password_is_auth_failed_without_the_password) {
+  auto& pg = shared_cluster();
+  const std::string secret = "not-the-pw-Zq81";
+  auto p = params_for(pg.conninfo_without_password() + " password=" + secret, 2);
+  p.acquire_timeout = 5s;
+  blocking_pool pool{p};
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    pool.exec("select 1");
+    FAIL() << "no error";
+  } catch (const pgpipe::error& e) {
+    EXPECT_EQ(e.code(), errc::auth_failed) << e.what();
+    EXPECT_EQ(std::string(e.what()).find(secret), std::string::npos) << e.what();
+    EXPECT_EQ(e.diag().to_string().find(secret), std::string::npos);
+    EXPECT_NE(e.diag().message.find("password authentication failed"), std::string::npos) << e.what();
+  }
+  // A permanent error fails the waiter at once instead of at the deadline.
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 4s);
+}
+
+TEST(blocking_pool, bad_conninfo_is_rejected_by_the_constructor) {
+  pool_params p;
+  p.conninfo = "host=localhost password=hunter2-secret bogus_option=1";
+  try {
+    blocking_pool pool{p};
+    FAIL() << "no error";
+  } catch (const pgpipe::error& e) {
+    EXPECT_EQ(e.code(), errc::bad_conninfo);
+    EXPECT_EQ(std::string(e.what()).find("hunter2-secret"), std::string::npos) << e.what();
+  }
+}
+
+TEST(blocking_pool, close_fails_new_acquires_and_lets_leases_finish) {
+  blocking_pool pool{params_for(shared_cluster().conninfo(), 2)};
+  auto lease = pool.acquire();
+  pool.close();
+  EXPECT_EQ(code_of([&] { pool.acquire(1s); }), errc::closed);
+  pqxx::nontransaction tx{*lease};
+  EXPECT_EQ(tx.exec1("select 5")[0].as<int>(), 5);
+}
+
+TEST(blocking_pool, min_size_connections_open_eagerly) {
+  const std::string app = "blocking_min_size";
+  auto p = params_for(with_options(shared_cluster().conninfo(), "application_name=" + app), 4);
+  p.min_size = 3;
+  blocking_pool pool{p};
+  EXPECT_TRUE(wait_until([&] { return server_connections(app) == 3; }));
+  EXPECT_TRUE(wait_until([&] { return pool.stats().idle == 3; }));
+}
+
+}  // namespace
