@@ -5,6 +5,7 @@
 
 #include <libpq-fe.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -214,6 +215,30 @@ struct cluster::state {
     return tail;
   }
 
+  // pg_basebackup of a running primary, set up as a streaming standby.
+  void clone_from(const cluster& primary) {
+    if (!primary.running()) throw std::runtime_error("devcluster: the primary of a standby must be running");
+    const std::string app = "standby_" + std::filesystem::path(base).filename().string();
+    // The password goes through the environment, not the command line.
+    auto r = run_as_server_user({bindir + "/pg_basebackup", "-h", "127.0.0.1", "-p", std::to_string(primary.port()),
+                                 "-U", primary.user(), "-D", data, "-X", "stream", "-c", "fast", "-R",
+                                 "--no-sync", "-w"},
+                                base, std::chrono::seconds(120), {"PGPASSWORD=" + primary.password()});
+    if (r.exit_code != 0) {
+      throw std::runtime_error("devcluster: pg_basebackup failed (exit " + std::to_string(r.exit_code) +
+                               "): " + r.output);
+    }
+    // -R wrote a primary_conninfo; ours (appended, so it wins) names the
+    // standby so the primary's pg_stat_replication can tell standbys apart.
+    std::ofstream auto_conf(data + "/postgresql.auto.conf", std::ios::app);
+    auto_conf << "primary_conninfo = "
+              << conf_literal("host=127.0.0.1 port=" + std::to_string(primary.port()) + " user=" +
+                              quote_value(primary.user()) + " password=" + quote_value(primary.password()) +
+                              " application_name=" + app)
+              << "\n";
+    if (!auto_conf.flush()) throw std::runtime_error("devcluster: cannot write postgresql.auto.conf");
+  }
+
   void replace_template_password() {
     if (!pending_password_from) return;
     // Over the private Unix socket with the template's password; send a
@@ -251,7 +276,15 @@ cluster::cluster(cluster_params params) : s_(std::make_unique<state>()) {
     if (mkdir(s_->sock.c_str(), 0700) != 0) throw std::runtime_error("devcluster: mkdir socket dir failed");
     chown_to_server_user(s_->sock);
 
-    if (auto tmpl = cached_initdb_template(s_->bindir, s_->params.superuser)) {
+    if (const cluster* primary = s_->params.standby_of) {
+      s_->params.superuser = primary->user();
+      s_->password = primary->password();
+      // A hot standby refuses to start with fewer connection slots than
+      // its primary.
+      s_->params.max_connections =
+          std::max(s_->params.max_connections, std::stoi(primary->query_value("SHOW max_connections")));
+      s_->clone_from(*primary);
+    } else if (auto tmpl = cached_initdb_template(s_->bindir, s_->params.superuser)) {
       auto r = run_as_server_user({"/bin/cp", "-a", tmpl->data_dir, s_->data}, s_->base);
       if (r.exit_code != 0) throw std::runtime_error("devcluster: copying the template failed: " + r.output);
       s_->pending_password_from = tmpl->password;
@@ -423,6 +456,10 @@ int cluster::connection_count(std::string_view dbname) const {
   }
   return std::stoi(s_->query(sql, "postgres", params).at(0).at(0));
 }
+
+std::string cluster::log_path() const { return s_->log; }
+
+void cluster::promote() { exec("SELECT pg_promote(true, 60)"); }
 
 std::string cluster::bindir() {
   if (const char* env = std::getenv("PGPIPE_PG_BINDIR"); env && *env) return env;

@@ -19,6 +19,8 @@
 
 namespace pgpipe::devcluster {
 
+class cluster;
+
 struct cluster_params {
   int max_connections = 100;
   std::string shared_buffers = "32MB";
@@ -31,6 +33,13 @@ struct cluster_params {
   std::string superuser = "pgpipe";
   /// Start the server in the constructor.
   bool start = true;
+  /// When set, the data directory is a pg_basebackup (-X stream, -R) of
+  /// this running primary instead of a fresh initdb: the cluster is a
+  /// streaming hot standby with the primary's superuser and password (its
+  /// own port and socket directory). `superuser` is then ignored. The
+  /// primary must outlive the constructor; it needs wal_level >= replica and
+  /// a replication hba line (both are the defaults).
+  const cluster* standby_of = nullptr;
 };
 
 enum class stop_mode { smart, fast, immediate };
@@ -93,6 +102,12 @@ class cluster {
 
   /// Directory of the PostgreSQL binaries (initdb, pg_ctl, postgres, pgbench).
   static std::string bindir();
+
+  /// Path of the server log (stderr of the postmaster), kept until the
+  /// destructor removes the directory.
+  std::string log_path() const;
+  /// Promote a standby (pg_promote(wait => true)); it becomes a primary.
+  void promote();
 
  private:
   struct state;

@@ -39,7 +39,9 @@ struct exec_plan {
   std::string cwd;
   std::vector<gid_t> groups;
 
-  exec_plan(const std::vector<std::string>& a, const std::string& dir) : args(a), env(server_environment(dir)), cwd(dir) {
+  exec_plan(const std::vector<std::string>& a, const std::string& dir, const std::vector<std::string>& extra_env = {})
+      : args(a), env(server_environment(dir)), cwd(dir) {
+    env.insert(env.end(), extra_env.begin(), extra_env.end());
     if (args.empty() || args[0].empty() || args[0][0] != '/') {
       throw std::invalid_argument("devcluster: program path must be absolute");
     }
@@ -251,8 +253,8 @@ std::vector<std::string> server_environment(const std::string& home) {
 }
 
 command_result run_as_server_user(const std::vector<std::string>& argv, const std::string& cwd,
-                                  std::chrono::milliseconds timeout) {
-  exec_plan plan(argv, cwd);
+                                  std::chrono::milliseconds timeout, const std::vector<std::string>& extra_env) {
+  exec_plan plan(argv, cwd, extra_env);
   int out[2];
   if (pipe2(out, O_CLOEXEC) != 0) throw_errno("devcluster: pipe2");
   int in_fd = -1;

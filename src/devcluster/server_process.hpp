@@ -54,8 +54,11 @@ struct command_result {
 /// Run argv[0] (an absolute path) as the server account with cwd `cwd`, wait
 /// for it (killing it at the deadline) and return its output. Throws
 /// std::runtime_error when it cannot be started or times out.
+/// `extra_env` adds NAME=value entries (e.g. PGPASSWORD, kept off the
+/// command line that other users can read in /proc).
 command_result run_as_server_user(const std::vector<std::string>& argv, const std::string& cwd,
-                                  std::chrono::milliseconds timeout = std::chrono::seconds(120));
+                                  std::chrono::milliseconds timeout = std::chrono::seconds(120),
+                                  const std::vector<std::string>& extra_env = {});
 
 /// A background process started as the server account, stdin from
 /// /dev/null and stdout/stderr appended to a log file. The owner must stop()

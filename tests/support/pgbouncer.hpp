@@ -1,0 +1,58 @@
+// A PgBouncer 1.18 process in front of a devcluster, for tests of pooling
+// through a bouncer (session and transaction pooling).
+#pragma once
+
+#include "devcluster/devcluster.hpp"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace pgpipe::test {
+
+struct pgbouncer_params {
+  /// "session", "transaction" or "statement".
+  std::string pool_mode = "session";
+  int default_pool_size = 20;
+  int max_client_conn = 200;
+  /// Extra [pgbouncer] settings, written as `key = value`.
+  std::map<std::string, std::string> settings;
+};
+
+/// Starts /usr/sbin/pgbouncer (as `postgres` when root) on a free port of
+/// 127.0.0.1, forwarding every database to `server`. Clients authenticate
+/// with scram-sha-256 against an auth_file holding the superuser's SCRAM
+/// verifier copied from pg_authid, so the cluster's user and password work
+/// unchanged and PgBouncer logs in to the server with the client's SCRAM
+/// keys. The superuser is also PgBouncer's admin user (database "pgbouncer").
+/// The destructor stops the process and removes its directory. The cluster
+/// must outlive it. Not thread-safe (one owner).
+class pgbouncer_instance {
+ public:
+  explicit pgbouncer_instance(const devcluster::cluster& server, pgbouncer_params params = {});
+  ~pgbouncer_instance();
+  pgbouncer_instance(const pgbouncer_instance&) = delete;
+  pgbouncer_instance& operator=(const pgbouncer_instance&) = delete;
+
+  int port() const noexcept;
+  pid_t pid() const noexcept;
+  /// "host=127.0.0.1 port=<bouncer> user=U password=W dbname=D".
+  std::string conninfo(std::string_view dbname = "postgres") const;
+  /// Run an admin console command ("SHOW POOLS", "SHOW SERVERS", "RECONNECT")
+  /// and return its rows as text. Throws std::runtime_error.
+  std::vector<std::vector<std::string>> admin(const std::string& command) const;
+  /// Path of PgBouncer's log (its stderr).
+  std::string log_path() const;
+  /// Stop the process (SIGTERM, SIGKILL after a deadline). Idempotent.
+  void stop();
+
+  /// Where pgbouncer is expected to be installed.
+  static constexpr const char* binary = "/usr/sbin/pgbouncer";
+
+ private:
+  struct state;
+  std::unique_ptr<state> s_;
+};
+
+}  // namespace pgpipe::test
