@@ -12,6 +12,9 @@
 //    in its deque until it reaches the front or a compaction drops it); a
 //    (deadline, id) set gives expiry in deadline order. Ids grow, so comparing
 //    the two queue fronts gives global FIFO order.
+//  - timer sets: (due time, slot id) for lifetime expiry, health checks and
+//    idle timeout, kept in step with each slot by refresh_timers(), so that
+//    next_timer() is O(1) and on_tick() touches only what is due.
 #include "core/pool_core.hpp"
 
 #include <pgpipe/error.hpp>
@@ -60,7 +63,12 @@ struct pool_core::impl {
     time_point expires_at = time_point::max();
     time_point idle_since{};     // load last reached 0 (idle_timeout)
     time_point last_activity{};  // last grant/release/check (health_check_interval)
+    // This slot's entries in the timer sets (nullopt: absent).
+    std::optional<time_point> life_key;
+    std::optional<time_point> check_key;
+    std::optional<time_point> idle_key;
   };
+  using timer_set = std::set<std::pair<time_point, slot_id>>;
   struct waiter {
     request_kind kind;
     time_point deadline;
@@ -72,6 +80,9 @@ struct pool_core::impl {
   std::map<slot_id, slot> slots;
   std::set<std::pair<std::size_t, slot_id>> by_load;
   std::array<std::size_t, 5> counts{};  // slots by state
+  timer_set life_timers;   // in service (idle/busy/checking), not retiring: expires_at
+  timer_set check_timers;  // idle, not reserved: last_activity + health_check_interval
+  timer_set idle_timers;   // idle, not reserved: idle_since + idle_timeout
   std::optional<slot_id> reserved_slot;
   waiter_id reserved_for = 0;
 
@@ -121,10 +132,38 @@ struct pool_core::impl {
     return k == request_kind::exclusive ? capacity : 1;
   }
 
-  void set_state(slot& s, slot_state st) noexcept {
+  static void update_timer(timer_set& set, std::optional<time_point>& key,
+                           std::optional<time_point> want, slot_id id) {
+    if (key == want) return;
+    if (key) set.erase({*key, id});
+    if (want) set.emplace(*want, id);
+    key = want;
+  }
+  // Call after any change to a slot's state, reservation, retire flag or
+  // timestamps: keeps its timer entries equal to what the policy says.
+  void refresh_timers(slot& s) {
+    const bool in_service = s.state == slot_state::idle || s.state == slot_state::busy ||
+                            s.state == slot_state::checking;
+    const bool idle = s.state == slot_state::idle && !s.reserved;
+    std::optional<time_point> life, check, idle_at;
+    if (params.max_lifetime.count() > 0 && in_service && !s.retire) life = s.expires_at;
+    if (params.health_check_interval.count() > 0 && idle) check = s.last_activity + params.health_check_interval;
+    if (params.idle_timeout.count() > 0 && idle) idle_at = s.idle_since + params.idle_timeout;
+    update_timer(life_timers, s.life_key, life, s.id);
+    update_timer(check_timers, s.check_key, check, s.id);
+    update_timer(idle_timers, s.idle_key, idle_at, s.id);
+  }
+  void clear_timers(slot& s) {
+    update_timer(life_timers, s.life_key, std::nullopt, s.id);
+    update_timer(check_timers, s.check_key, std::nullopt, s.id);
+    update_timer(idle_timers, s.idle_key, std::nullopt, s.id);
+  }
+
+  void set_state(slot& s, slot_state st) {
     --counts[state_index(s.state)];
     ++counts[state_index(st)];
     s.state = st;
+    refresh_timers(s);
   }
   void index_add(slot& s) {
     if (!s.indexed) {
@@ -155,6 +194,7 @@ struct pool_core::impl {
     slot& s = it->second;
     s.reserved = false;
     if (s.state == slot_state::idle || s.state == slot_state::busy) index_add(s);
+    refresh_timers(s);
   }
 
   // Removes a slot from the pool. emit_close: the driver has a connection to
@@ -164,6 +204,7 @@ struct pool_core::impl {
     if (it == slots.end()) return;
     slot& s = it->second;
     index_remove(s);
+    clear_timers(s);
     if (reserved_slot && *reserved_slot == id) {
       reserved_slot.reset();
       reserved_for = 0;
@@ -208,6 +249,7 @@ struct pool_core::impl {
         break;
       case slot_state::checking:
         s.retire = true;
+        refresh_timers(s);
         break;
       default:
         break;
@@ -247,6 +289,7 @@ struct pool_core::impl {
     ++grants_out;
     s.last_activity = now;
     if (s.state == slot_state::idle) set_state(s, slot_state::busy);
+    refresh_timers(s);
   }
 
   // ---- waiters ------------------------------------------------------------
@@ -322,6 +365,7 @@ struct pool_core::impl {
     slot& s = slots.at(by_load.begin()->second);
     index_remove(s);
     s.reserved = true;
+    refresh_timers(s);
     reserved_slot = s.id;
     reserved_for = for_waiter;
   }
@@ -440,6 +484,14 @@ request_outcome pool_core::request(time_point now, request_kind kind, time_point
       return {k::granted, id, 0, {}};
     }
   }
+  if (deadline <= now) {
+    // Nothing to wait for (acquire_timeout 0: "try"): answer now rather than
+    // queue a waiter only to expire it on the next tick. Still grow, so a
+    // later try finds a connection.
+    p.grow_on_demand();
+    p.maybe_open(now);
+    return {k::rejected, 0, 0, p.expiry_error()};
+  }
   if (p.waiters.size() >= p.params.max_queued) {
     ++p.err_queue_full;
     p.maybe_open(now);
@@ -469,13 +521,16 @@ void pool_core::release(time_point now, slot_id slot, request_kind kind) {
   --s.grants;
   --p.grants_out;
   const std::size_t u = p.units(kind);
-  p.set_load(s, s.load >= u ? s.load - u : 0);
+  // No grant left means no load left, even if the driver released with the
+  // other kind than it requested (a slot must never stay busy for ever).
+  p.set_load(s, s.grants == 0 || s.load < u ? 0 : s.load - u);
   s.last_activity = now;
   if (s.load == 0) s.idle_since = now;
   if (s.state == slot_state::draining) {
     if (s.load == 0) p.remove_slot(slot, true, true);
   } else {
     p.set_state(s, s.load == 0 ? slot_state::idle : slot_state::busy);
+    p.refresh_timers(s);  // idle_since/last_activity moved even if the state did not
     // Past max_lifetime: close it now if idle, else drain (no tick needed).
     if (p.lifetime_due(s, now)) p.expire_slot(s);
   }
@@ -515,6 +570,7 @@ void pool_core::on_open_succeeded(time_point now, slot_id slot) {
   s.idle_since = now;
   s.last_activity = now;
   p.index_add(s);
+  p.refresh_timers(s);
   p.settle(now);
 }
 
@@ -559,8 +615,8 @@ void pool_core::on_check_done(time_point now, slot_id slot, bool healthy) {
       (p.params.max_lifetime.count() > 0 && now >= s.expires_at)) {
     p.remove_slot(slot, true, true);
   } else {
-    p.set_state(s, slot_state::idle);
     s.last_activity = now;
+    p.set_state(s, slot_state::idle);
     p.index_add(s);
   }
   p.settle(now);
@@ -574,24 +630,16 @@ void pool_core::on_tick(time_point now) {
     p.fail_waiter(id, p.expiry_error());
   }
   if (!p.closed) {
-    // max_lifetime.
-    for (auto it = p.slots.begin(); it != p.slots.end();) {
-      impl::slot& s = it->second;
-      ++it;  // expire_slot may erase s
-      if (p.lifetime_due(s, now)) p.expire_slot(s);
-    }
-    // idle_timeout, oldest first, never below min_size.
-    if (p.params.idle_timeout.count() > 0) {
-      for (auto it = p.slots.begin(); it != p.slots.end() && p.usable() > p.params.min_size;) {
-        impl::slot& s = it->second;
-        ++it;
-        if (s.state == slot_state::idle && !s.reserved && now - s.idle_since >= p.params.idle_timeout)
-          p.remove_slot(s.id, true, true);
-      }
-    }
+    // max_lifetime: each expire_slot() takes the slot out of life_timers.
+    while (!p.life_timers.empty() && p.life_timers.begin()->first <= now)
+      p.expire_slot(p.slots.at(p.life_timers.begin()->second));
+    // idle_timeout, longest idle first, never below min_size.
+    while (p.usable() > p.params.min_size && !p.idle_timers.empty() &&
+           p.idle_timers.begin()->first <= now)
+      p.remove_slot(p.idle_timers.begin()->second, true, true);
     // Health checks on idle connections unused for health_check_interval.
-    for (auto& [id, s] : p.slots)
-      if (p.check_due(s, now)) p.start_check(s);
+    while (!p.check_timers.empty() && p.check_timers.begin()->first <= now)
+      p.start_check(p.slots.at(p.check_timers.begin()->second));
   }
   p.settle(now);
 }
@@ -605,18 +653,10 @@ std::optional<time_point> pool_core::next_timer() const {
   if (!p.deadlines.empty()) consider(p.deadlines.begin()->first);
   if (p.closed) return t;
   if (p.failing && p.count(slot_state::connecting) == 0 && p.connects_wanted() > 0) consider(p.retry_at);
-  const bool lifetime = p.params.max_lifetime.count() > 0;
-  const bool idle_close = p.params.idle_timeout.count() > 0 && p.usable() > p.params.min_size;
-  const bool checks = p.params.health_check_interval.count() > 0;
-  for (const auto& [id, s] : p.slots) {
-    if (lifetime && !s.retire &&
-        (s.state == slot_state::idle || s.state == slot_state::busy || s.state == slot_state::checking))
-      consider(s.expires_at);
-    if (s.state == slot_state::idle && !s.reserved) {
-      if (checks) consider(s.last_activity + p.params.health_check_interval);
-      if (idle_close) consider(s.idle_since + p.params.idle_timeout);
-    }
-  }
+  if (!p.life_timers.empty()) consider(p.life_timers.begin()->first);
+  if (!p.check_timers.empty()) consider(p.check_timers.begin()->first);
+  // Idle slots at or below min_size stay: their idle timers are not due.
+  if (p.usable() > p.params.min_size && !p.idle_timers.empty()) consider(p.idle_timers.begin()->first);
   return t;
 }
 
@@ -640,6 +680,7 @@ void pool_core::close(time_point now) {
         break;
       case slot_state::checking:
         s.retire = true;  // closed when the check answers
+        p.refresh_timers(s);
         break;
       default:  // connecting: closed when the attempt answers; draining: when its load drops to 0
         break;

@@ -53,7 +53,7 @@ struct request_outcome {
   kind what;
   slot_id slot = 0;      ///< granted
   waiter_id waiter = 0;  ///< queued: a grant or fail action will name it later
-  std::error_code ec;    ///< rejected: errc::queue_full or errc::closed
+  std::error_code ec;    ///< rejected: errc::queue_full, errc::closed, or (deadline <= now) what expiry would say
 };
 
 class pool_core {
@@ -67,7 +67,10 @@ class pool_core {
 
   /// Ask for capacity. Granted at once when a slot has room; otherwise queued
   /// until `deadline` (FIFO), or rejected at once when max_queued waiters are
-  /// already queued or the pool is closed. May queue open actions. A queued
+  /// already queued or the pool is closed. A request whose deadline is not
+  /// after `now` that cannot be granted at once is rejected with the error its
+  /// expiry would give (errc::pool_timeout, or the connect error while the
+  /// server is down). May queue open actions. A queued
   /// request may already have its grant (or fail) among the queued actions.
   /// Requests arriving while the server rejects connects permanently (bad
   /// password) are queued, not rejected: the next attempt (after the back-off)

@@ -653,7 +653,7 @@ TEST(pool_core, lifetime_drains_busy_slot_without_failing_its_work_then_replaces
   auto p = base_params();
   p.max_lifetime = 10'000ms;
   p.min_size = 1;
-  p.max_size = 2;
+  p.max_size = 1;
   harness h(p, 4);
   h.start();
   h.succeed_all_opens();
@@ -662,30 +662,42 @@ TEST(pool_core, lifetime_drains_busy_slot_without_failing_its_work_then_replaces
   auto b = h.req();
   ASSERT_EQ(a.slot, s);
   ASSERT_EQ(b.slot, s);
-  h.succeed_all_opens();  // growth slot, irrelevant here
-  const slot_id growth = h.opened_ever.back();
   h.now += 9'749ms;  // before the earliest jittered expiry (2.5% of 10s = 250ms)
   h.tick();
   EXPECT_EQ(h.pool.state_of(s), slot_state::busy);
   h.run_until(h.now + 251ms);
   EXPECT_EQ(h.pool.state_of(s), slot_state::draining);
   EXPECT_TRUE(h.failed.empty());
-  EXPECT_TRUE(std::find(h.closed.begin(), h.closed.end(), s) == h.closed.end()) << "work in flight is not cut";
+  EXPECT_TRUE(h.closed.empty()) << "work in flight is not cut";
   EXPECT_EQ(h.pool.load_of(s), 2u);
-  // New work does not go to the draining slot.
-  h.closed.clear();
-  for (int i = 0; i < 3; ++i) {
-    auto r = h.req();
-    if (r.what == request_outcome::kind::granted) {
-      EXPECT_NE(r.slot, s);
-    }
-  }
+  // New work does not go to the draining slot; with max_size 1 it waits for
+  // the replacement instead of exceeding max_size.
+  auto w = h.req();
+  ASSERT_EQ(w.what, request_outcome::kind::queued);
+  EXPECT_TRUE(h.pending_opens.empty()) << "the draining slot still counts toward max_size";
   h.release(s);
   EXPECT_TRUE(h.closed.empty());
+  EXPECT_FALSE(h.granted.contains(w.waiter));
   h.release(s);
-  EXPECT_NE(std::find(h.closed.begin(), h.closed.end(), s), h.closed.end()) << "closed once its load reaches 0";
+  EXPECT_EQ(h.closed, std::vector<slot_id>{s}) << "closed once its load reaches 0";
   EXPECT_FALSE(h.pool.state_of(s).has_value());
-  (void)growth;
+  ASSERT_EQ(h.pending_opens.size(), 1u) << "replacement opened at once";
+  const slot_id replacement = h.pending_opens[0];
+  h.succeed_open(replacement);
+  EXPECT_EQ(granted_slot(h, w.waiter), replacement);
+}
+
+TEST(pool_core, exclusive_lease_past_lifetime_drains_and_closes_on_release) {
+  auto p = base_params();
+  p.max_lifetime = 10'000ms;
+  harness h(p, 8);
+  const slot_id s = h.warm(1)[0];
+  auto lease = h.req(exclusive);
+  ASSERT_EQ(lease.slot, s);
+  h.run_until(h.now + 10'000ms);
+  EXPECT_EQ(h.pool.state_of(s), slot_state::draining);
+  h.release(s, exclusive);
+  EXPECT_EQ(h.closed, std::vector<slot_id>{s});
 }
 
 TEST(pool_core, lifetime_closes_idle_slot_and_min_size_replaces_it) {
@@ -835,6 +847,29 @@ TEST(pool_core, broken_idle_slot_without_demand_is_not_replaced_above_min_size) 
   h.broken(s);
   EXPECT_TRUE(h.pending_opens.empty());
   EXPECT_EQ(h.pool.slot_count(), 0u);
+}
+
+TEST(pool_core, request_with_past_deadline_is_answered_at_once) {
+  auto p = base_params();
+  p.max_size = 2;
+  harness h(p);
+  auto r = h.req(shared, 0ms);
+  EXPECT_EQ(r.what, request_outcome::kind::rejected);
+  EXPECT_EQ(r.ec, errc::pool_timeout);
+  EXPECT_EQ(h.pending_opens.size(), 1u) << "a try still grows the pool";
+  h.succeed_all_opens();
+  EXPECT_EQ(h.req(shared, 0ms).what, request_outcome::kind::granted);
+}
+
+TEST(pool_core, release_with_the_wrong_kind_still_frees_the_slot) {
+  auto p = base_params();
+  p.max_size = 1;
+  harness h(p, 4);
+  const slot_id s = h.warm(1)[0];
+  h.req(exclusive);
+  h.release(s, shared);  // driver bug; the slot must not stay busy for ever
+  EXPECT_EQ(h.pool.load_of(s), 0u);
+  EXPECT_EQ(h.pool.state_of(s), slot_state::idle);
 }
 
 TEST(pool_core, release_of_unknown_slot_is_ignored) {
