@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <fstream>
 #include <stdexcept>
 #include <sys/stat.h>
@@ -134,6 +135,7 @@ struct cluster::state {
   std::string log;
   std::string password;
   int port = 0;
+  pid_t creator = -1;
   bool port_fixed = false;  // after the first successful start, restart keeps it
   // Template copies still carry the template's password until first start.
   std::optional<std::string> pending_password_from;
@@ -177,13 +179,16 @@ struct cluster::state {
     postmaster = background_process({bindir + "/postgres", "-D", data, "-p", std::to_string(port)}, base, log);
   }
 
-  // Wait until the postmaster accepts TCP connections. Returns false when it
+  // Wait until the postmaster accepts connections. Returns false when it
   // exited because the port was taken (caller retries with another port).
+  //
+  // Readiness comes from our own postmaster.pid (its pid on line 1, "ready"
+  // on line 8, as pg_ctl -w reads it), not from pinging the port: if another
+  // server won the race for the port, a ping would be answered by it.
   bool wait_ready(std::size_t log_offset) {
-    const std::string ping = tcp_conninfo("postgres", false) + " connect_timeout=2 sslmode=disable";
     const auto deadline = std::chrono::steady_clock::now() + start_timeout;
     for (;;) {
-      if (auto status = postmaster.wait_for_exit(0ms)) {
+      if (postmaster.wait_for_exit(0ms)) {
         std::string tail = log_since(log_offset);
         if (!port_fixed && (tail.find("could not bind") != std::string::npos ||
                             tail.find("Address already in use") != std::string::npos)) {
@@ -191,16 +196,27 @@ struct cluster::state {
         }
         throw std::runtime_error("devcluster: server failed to start (data " + data + "); log tail:\n" + tail);
       }
-      if (PQping(ping.c_str()) == PQPING_OK) return true;
+      if (postmaster_reports_ready()) return true;
       if (std::chrono::steady_clock::now() > deadline) {
         postmaster.stop(SIGQUIT, immediate_grace);
         throw std::runtime_error("devcluster: server did not accept connections within 60 s; log tail:\n" +
                                  log_since(log_offset));
       }
-      // No event says "ready for connections" over TCP: re-ping shortly, but
-      // wake at once if the postmaster dies.
-      postmaster.wait_for_exit(10ms);
+      // No event announces readiness: look again shortly, but wake at once
+      // if the postmaster dies.
+      postmaster.wait_for_exit(5ms);
     }
+  }
+
+  bool postmaster_reports_ready() const {
+    std::ifstream in(data + "/postmaster.pid");
+    std::vector<std::string> lines;
+    for (std::string line; lines.size() < 8 && std::getline(in, line);) lines.push_back(line);
+    if (lines.size() < 8 || lines[0] != std::to_string(postmaster.pid())) return false;
+    const std::string status = trim(lines[7]);
+    // "standby" is a standby that does not accept connections (hot_standby
+    // off): as ready as it will get, like pg_ctl -w treats it.
+    return status == "ready" || status == "standby";
   }
 
   std::size_t log_size() const {
@@ -268,8 +284,13 @@ cluster::cluster(cluster_params params) : s_(std::make_unique<state>()) {
   s_->params = std::move(params);
   s_->bindir = bindir();
   s_->password = generate_password();
+  // Once per process: clusters left by test binaries that were killed.
+  static std::once_flag swept;
+  std::call_once(swept, [] { sweep_stale_dirs("pgpipe-devcluster-", "data/postmaster.pid", SIGQUIT); });
+  s_->creator = getpid();
   s_->base = make_temp_dir("pgpipe-devcluster-");
   try {
+    write_owner_file(s_->base);
     s_->data = s_->base + "/data";
     s_->sock = s_->base + "/sock";
     s_->log = s_->base + "/server.log";
@@ -286,8 +307,13 @@ cluster::cluster(cluster_params params) : s_(std::make_unique<state>()) {
       s_->clone_from(*primary);
     } else if (auto tmpl = cached_initdb_template(s_->bindir, s_->params.superuser)) {
       auto r = run_as_server_user({"/bin/cp", "-a", tmpl->data_dir, s_->data}, s_->base);
-      if (r.exit_code != 0) throw std::runtime_error("devcluster: copying the template failed: " + r.output);
-      s_->pending_password_from = tmpl->password;
+      if (r.exit_code == 0) {
+        s_->pending_password_from = tmpl->password;
+      } else {
+        // Someone removed the cache under us: initdb is slower but fine.
+        remove_tree(s_->data);
+        run_initdb(s_->bindir, s_->data, s_->params.superuser, s_->password);
+      }
     } else {
       run_initdb(s_->bindir, s_->data, s_->params.superuser, s_->password);
     }
@@ -302,7 +328,8 @@ cluster::cluster(cluster_params params) : s_(std::make_unique<state>()) {
 }
 
 cluster::~cluster() {
-  if (!s_) return;
+  // In a fork()ed child the server and directory belong to the parent.
+  if (!s_ || s_->creator != getpid()) return;
   s_->postmaster.stop(SIGQUIT, immediate_grace);
   if (const char* keep = std::getenv("PGPIPE_DEVCLUSTER_KEEP"); !(keep && *keep && std::string(keep) != "0")) {
     remove_tree(s_->base);

@@ -323,13 +323,14 @@ background_process::background_process(const std::vector<std::string>& argv, con
   }
   close(in_fd);
   close(log_fd);
+  owner_ = getpid();
   pidfd_ = pidfd_open_checked(pid_);
 }
 
 background_process::~background_process() { stop(SIGKILL, std::chrono::milliseconds(0)); }
 
 background_process::background_process(background_process&& other) noexcept
-    : pid_(other.pid_), pidfd_(other.pidfd_), status_(other.status_) {
+    : pid_(other.pid_), owner_(other.owner_), pidfd_(other.pidfd_), status_(other.status_) {
   other.pid_ = -1;
   other.pidfd_ = -1;
   other.status_.reset();
@@ -339,6 +340,7 @@ background_process& background_process::operator=(background_process&& other) no
   if (this != &other) {
     stop(SIGKILL, std::chrono::milliseconds(0));
     pid_ = other.pid_;
+    owner_ = other.owner_;
     pidfd_ = other.pidfd_;
     status_ = other.status_;
     other.pid_ = -1;
@@ -355,6 +357,7 @@ void background_process::reset() noexcept {
 
 bool background_process::running() noexcept {
   if (pid_ < 0 || status_) return false;
+  if (owner_ != getpid()) return kill(pid_, 0) == 0;
   return !wait_for_exit(std::chrono::milliseconds(0)).has_value();
 }
 
@@ -396,7 +399,9 @@ void background_process::signal(int signo) const {
 
 void background_process::stop(int signo, std::chrono::milliseconds grace) noexcept {
   if (pid_ < 0) return;
-  if (!status_) {
+  // In a fork()ed child (a death test, a test that forks) the server is
+  // the parent's: leave it alone.
+  if (!status_ && owner_ == getpid()) {
     // A backend a test SIGSTOPped would never act on the shutdown signal.
     for (pid_t child : child_pids(pid_)) kill(child, SIGCONT);
     kill(pid_, SIGCONT);
@@ -409,6 +414,90 @@ void background_process::stop(int signo, std::chrono::milliseconds grace) noexce
   }
   reset();
   pid_ = -1;
+}
+
+namespace {
+
+// Field 22 of /proc/<pid>/stat: start time in clock ticks since boot; with
+// the pid it names a process even after pid reuse. 0 when unknown.
+unsigned long long process_start_time(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return 0;
+  auto close_paren = line.rfind(')');
+  if (close_paren == std::string::npos) return 0;
+  std::istringstream rest(line.substr(close_paren + 1));
+  std::string field;
+  for (int i = 3; i < 22 && rest >> field;) ++i;
+  unsigned long long start = 0;
+  rest >> start;
+  return start;
+}
+
+bool mentions(pid_t pid, const std::string& dir) {
+  std::error_code ec;
+  auto cwd = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/cwd", ec).string();
+  if (!ec && cwd.rfind(dir, 0) == 0) return true;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+  std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return cmdline.find(dir) != std::string::npos;
+}
+
+void stop_foreign(pid_t pid, int signo) {
+  for (pid_t child : child_pids(pid)) kill(child, SIGCONT);
+  int fd = pidfd_open_checked(pid);
+  kill(pid, signo);
+  if (fd >= 0) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 10000) <= 0) {
+      for (pid_t child : child_pids(pid)) kill(child, SIGKILL);
+      kill(pid, SIGKILL);
+      poll(&p, 1, 10000);
+    }
+    close(fd);
+  } else {
+    kill(pid, SIGKILL);
+  }
+}
+
+}  // namespace
+
+void write_owner_file(const std::string& dir) {
+  const pid_t self = getpid();
+  write_file_for_server(dir + "/owner", std::to_string(self) + " " + std::to_string(process_start_time(self)) + "\n",
+                        0644);
+}
+
+void sweep_stale_dirs(const std::string& prefix, const std::string& pidfile, int signo) noexcept {
+  try {
+    std::error_code ec;
+    for (auto it = std::filesystem::directory_iterator("/tmp", ec); !ec && it != std::filesystem::directory_iterator();
+         it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (name.rfind(prefix, 0) != 0) continue;
+      const std::string dir = it->path().string();
+      struct stat st {};
+      // Only directories we made: owned by the server account, with an
+      // owner file written by this user.
+      if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != server_user().uid) continue;
+      const std::string owner_path = dir + "/owner";
+      if (lstat(owner_path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      std::ifstream owner(owner_path);
+      long owner_pid = 0;
+      unsigned long long owner_start = 0;
+      if (!(owner >> owner_pid >> owner_start) || owner_pid <= 0) continue;
+      const bool alive = kill(static_cast<pid_t>(owner_pid), 0) == 0 || errno == EPERM;
+      if (alive && process_start_time(static_cast<pid_t>(owner_pid)) == owner_start) continue;
+      std::ifstream pf(dir + "/" + pidfile);
+      long server_pid = 0;
+      if (pf >> server_pid && server_pid > 0 && mentions(static_cast<pid_t>(server_pid), dir)) {
+        stop_foreign(static_cast<pid_t>(server_pid), signo);
+      }
+      remove_tree(dir);
+    }
+  } catch (...) {
+    // Best effort: a sweep must never break the test that triggered it.
+  }
 }
 
 std::vector<pid_t> child_pids(pid_t parent) {

@@ -90,9 +90,22 @@ class background_process {
  private:
   void reset() noexcept;
   pid_t pid_ = -1;
+  pid_t owner_ = -1;  // after fork() only the process that started it may stop it
   int pidfd_ = -1;
   std::optional<int> status_;
 };
+
+/// Record in `dir`/owner that the current process owns `dir`, so a later
+/// sweep_stale_dirs() can tell a leftover (its owner died, e.g. a test binary
+/// killed by a ctest timeout) from a directory in use.
+void write_owner_file(const std::string& dir);
+
+/// Remove leftovers of dead test processes: every /tmp/<prefix>* directory
+/// with an owner file written by a process that no longer exists. A server
+/// still running there (pid on the first line of `dir`/`pidfile`, whose
+/// working directory or command line mentions `dir`) is stopped first with
+/// `signo`, then SIGKILL. Never throws; best effort.
+void sweep_stale_dirs(const std::string& prefix, const std::string& pidfile, int signo) noexcept;
 
 /// Pids whose parent is `parent` (from /proc).
 std::vector<pid_t> child_pids(pid_t parent);

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <mutex>
 #include <stdexcept>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -72,8 +73,12 @@ struct pgbouncer_instance::state {
   // Started and accepting: PQping says OK once PgBouncer answers the startup
   // packet (it asks for a password, which is enough).
   bool wait_ready(std::size_t log_offset) {
-    const std::string ping = "host=127.0.0.1 port=" + std::to_string(port) + " user=" + server->user() +
-                             " dbname=pgbouncer connect_timeout=2 sslmode=disable";
+    // Ping through the Unix socket in our private directory: only our
+    // PgBouncer can answer there, while a TCP ping could reach whoever won
+    // a race for the port. It answers only after all listeners (TCP too)
+    // are set up, and a failed TCP bind is fatal at setup.
+    const std::string ping = "host=" + dir + " port=" + std::to_string(port) + " user=" + server->user() +
+                             " dbname=pgbouncer connect_timeout=2";
     const auto deadline = std::chrono::steady_clock::now() + 30s;
     for (;;) {
       if (process.wait_for_exit(0ms)) {
@@ -97,9 +102,12 @@ pgbouncer_instance::pgbouncer_instance(const devcluster::cluster& server, pgboun
   if (access(binary, X_OK) != 0) throw std::runtime_error("pgbouncer_instance: no pgbouncer at " + std::string(binary));
   s_->server = &server;
   s_->params = std::move(params);
+  static std::once_flag swept;
+  std::call_once(swept, [] { dc::sweep_stale_dirs("pgpipe-pgbouncer-", "pgbouncer.pid", SIGTERM); });
   s_->dir = dc::make_temp_dir("pgpipe-pgbouncer-");
   s_->log = s_->dir + "/pgbouncer.log";
   try {
+    dc::write_owner_file(s_->dir);
     for (int attempt = 0;; ++attempt) {
       s_->port = dc::find_free_port();
       s_->write_config();
