@@ -1,0 +1,231 @@
+// pgpipe-scram as a user runs it: a subprocess with the password on stdin
+// (or in a file, or PGPASSWORD), checked by exit code and output.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pgpipe/scram.hpp"
+#include "support/cluster_fixture.hpp"
+
+#ifndef PGPIPE_SCRAM_BIN
+#error "PGPIPE_SCRAM_BIN must name the pgpipe-scram binary (set by src/cli/CMakeLists.txt)"
+#endif
+
+extern char** environ;
+
+namespace {
+
+struct run_result {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// Runs pgpipe-scram with `args`, feeding `input` on stdin (nullopt: stdin is
+// /dev/null) and adding `env` to the environment.
+run_result run(const std::vector<std::string>& args, std::optional<std::string> input,
+               const std::map<std::string, std::string>& env = {}) {
+  int in[2], out[2], err[2];
+  EXPECT_EQ(pipe2(in, O_CLOEXEC), 0);
+  EXPECT_EQ(pipe2(out, O_CLOEXEC), 0);
+  EXPECT_EQ(pipe2(err, O_CLOEXEC), 0);
+  std::vector<std::string> envs;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv = *e;
+    // A PGPASSWORD of the caller must not leak into the probe under test.
+    if (kv.rfind("PGPASSWORD=", 0) != 0) envs.push_back(kv);
+  }
+  for (const auto& [k, v] : env) envs.push_back(k + "=" + v);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (input) {
+      dup2(in[0], 0);
+    } else {
+      const int null = open("/dev/null", O_RDONLY);
+      dup2(null, 0);
+    }
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    std::vector<char*> argv{const_cast<char*>(PGPIPE_SCRAM_BIN)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    std::vector<char*> envp;
+    for (auto& e : envs) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    execve(PGPIPE_SCRAM_BIN, argv.data(), envp.data());
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  close(err[1]);
+  if (input) {
+    EXPECT_EQ(write(in[1], input->data(), input->size()), static_cast<ssize_t>(input->size()));
+  }
+  close(in[1]);
+  run_result r;
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  int open_fds = 2;
+  while (open_fds > 0) {
+    if (poll(fds, 2, 60000) <= 0) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      char buf[4096];
+      const ssize_t n = read(fds[i].fd, buf, sizeof buf);
+      if (n <= 0) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      } else {
+        (i == 0 ? r.out : r.err).append(buf, static_cast<std::size_t>(n));
+      }
+    }
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+const std::string secret = "cli s3cret \xE2\x85\xA8";
+
+}  // namespace
+
+TEST(ScramCli, VerifierThenVerify) {
+  auto made = run({"verifier"}, secret + "\n");
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string v = trimmed(made.out);
+  ASSERT_TRUE(pgpipe::scram::parse_verifier(v).has_value()) << v;
+  EXPECT_EQ(v.rfind("SCRAM-SHA-256$4096:", 0), 0u);
+  EXPECT_EQ(made.out.find("s3cret"), std::string::npos);
+
+  EXPECT_EQ(run({"verify", v}, secret + "\n").exit_code, 0);   // one trailing newline stripped
+  EXPECT_EQ(run({"verify", v}, secret).exit_code, 0);          // or none
+  EXPECT_EQ(run({"verify", v}, secret + "\n\n").exit_code, 1);  // only one is stripped
+  auto wrong = run({"verify", v}, "not it\n");
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_NE(wrong.out.find("does not match"), std::string::npos);
+}
+
+TEST(ScramCli, VerifierWithSaltAndIterationsIsDeterministic) {
+  auto made = run({"verifier", "--iterations", "5000", "--salt", "QUJDREVGR0hJSktMTU5PUA=="}, "pencil\n");
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string salt_text = "ABCDEFGHIJKLMNOP";
+  auto expected = pgpipe::scram::make_verifier(
+      "pencil", 5000, std::span(reinterpret_cast<const unsigned char*>(salt_text.data()), salt_text.size()));
+  EXPECT_EQ(trimmed(made.out), expected->to_string());
+  EXPECT_EQ(run({"verifier", "--salt", "not base64!"}, "pencil\n").exit_code, 2);
+  EXPECT_EQ(run({"verifier", "--iterations", "0"}, "pencil\n").exit_code, 2);
+}
+
+TEST(ScramCli, PasswordFile) {
+  const std::string path = ::testing::TempDir() + "/scram_cli_pw";
+  {
+    std::ofstream f(path);
+    f << secret << "\n";
+  }
+  auto made = run({"verifier", "--password-file", path}, std::nullopt);
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_EQ(run({"verify", trimmed(made.out)}, secret).exit_code, 0);
+  auto missing = run({"verifier", "--password-file", path + ".nope"}, std::nullopt);
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("cannot open password file"), std::string::npos);
+}
+
+TEST(ScramCli, MalformedVerifierExits2NamingThePart) {
+  auto r = run({"verify", "SCRAM-SHA-256$4096:QUJD$AAAA:AAAA"}, "pencil\n");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("StoredKey"), std::string::npos) << r.err;
+  auto md5 = run({"verify", "md5c7b5e4bb0c2f4f5ad8c8d6f3f6a3b7e1"}, "pencil\n");
+  EXPECT_EQ(md5.exit_code, 2);
+  EXPECT_NE(md5.err.find("MD5"), std::string::npos) << md5.err;
+}
+
+TEST(ScramCli, PasswordOnTheCommandLineIsRefused) {
+  auto r = run({"verifier", "--password", "hunter2"}, std::nullopt);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not accepted on the command line"), std::string::npos);
+  EXPECT_EQ(r.err.find("hunter2"), std::string::npos);
+  EXPECT_EQ(run({"probe", "host=x", "--password=hunter2"}, std::nullopt).exit_code, 2);
+}
+
+TEST(ScramCli, UsageErrorsExit2) {
+  EXPECT_EQ(run({}, std::nullopt).exit_code, 2);
+  EXPECT_EQ(run({"frobnicate"}, std::nullopt).exit_code, 2);
+  EXPECT_EQ(run({"verify"}, std::nullopt).exit_code, 2);
+  EXPECT_EQ(run({"probe"}, std::nullopt).exit_code, 2);
+  EXPECT_EQ(run({"--help"}, std::nullopt).exit_code, 0);
+}
+
+class ScramCliProbe : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto& pg = pgpipe::test::shared_cluster();
+    auto v = pgpipe::scram::make_verifier(secret);
+    pg.exec("DROP ROLE IF EXISTS cli_user");
+    pg.exec("CREATE ROLE cli_user LOGIN PASSWORD '" + v->to_string() + "'");
+  }
+  std::string conninfo() const {
+    return "host=127.0.0.1 sslmode=disable dbname=postgres user=cli_user port=" +
+           std::to_string(pgpipe::test::shared_cluster().port());
+  }
+};
+
+TEST_F(ScramCliProbe, PasswordOnStdinAuthenticates) {
+  auto r = run({"probe", conninfo()}, secret + "\n");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("authenticated; server signature verified"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("SCRAM-SHA-256"), std::string::npos);
+  EXPECT_EQ(r.out.find("s3cret"), std::string::npos);
+}
+
+TEST_F(ScramCliProbe, JsonOutput) {
+  auto r = run({"probe", conninfo(), "--json"}, secret + "\n");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("\"outcome\":\"authenticated\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"iterations\":4096"), std::string::npos);
+  EXPECT_NE(r.out.find("\"server_signature_verified\":true"), std::string::npos);
+  EXPECT_EQ(r.out.front(), '{');
+}
+
+TEST_F(ScramCliProbe, WrongPasswordExits1With28P01) {
+  auto r = run({"probe", conninfo(), "--json"}, "cli s3cret wrong\n");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("\"sqlstate\":\"28P01\""), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("s3cret"), std::string::npos);
+}
+
+TEST_F(ScramCliProbe, PgpasswordIsUsedWhenStdinIsEmpty) {
+  auto r = run({"probe", conninfo()}, std::nullopt, {{"PGPASSWORD", secret}});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("password:        given"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("s3cret"), std::string::npos);
+}
+
+TEST_F(ScramCliProbe, NoPasswordReportsTheMethodAndExits0) {
+  auto r = run({"probe", conninfo(), "--no-password"}, std::nullopt, {{"PGPASSWORD", secret}});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("not given"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("iterations:      4096"), std::string::npos) << r.out;
+}
+
+TEST_F(ScramCliProbe, UnreachableServerExits3) {
+  // A port nothing listens on: the cluster's port + 1 is not guaranteed free,
+  // so use port 1 (privileged, never a PostgreSQL on the test machine).
+  auto r = run({"probe", "host=127.0.0.1 port=1 user=x sslmode=disable", "--timeout", "5"}, std::nullopt);
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find("failed: connect to 127.0.0.1:1"), std::string::npos) << r.out;
+}
