@@ -1,5 +1,42 @@
 // pool_core: the sans-IO pool shared by both drivers. See pool_core.hpp for the
-// contract and docs/pool_core.md for the policy decisions recorded here.
+// contract.
+//
+// Policy decisions (each has a unit test in tests/unit/pool_core_test.cpp):
+//  - Grants: a shared request takes the least-loaded grantable slot (idle
+//    ones first); an exclusive one needs load 0 and takes all capacity units.
+//    Waiters are FIFO across kinds, except that shared waiters behind an
+//    exclusive one may use busy slots (which it cannot use anyway). The
+//    exclusive waiter at the head reserves the least-loaded slot: no new
+//    shared grants there, so it gets the slot when its load drains.
+//  - Growth: a request that finds no idle slot opens one more connection
+//    (one growth connect in flight at a time), even when it was granted on a
+//    busy slot, so the pool grows toward max_size under load (HikariCP-like).
+//    Queued waiters open as many connects as they need (exclusive waiters one
+//    each, shared ones one per capacity_per_slot). min_size is kept.
+//    open + opening + draining + checking slots never exceed max_size.
+//  - Connect failures: back-off starts at connect_backoff_initial, doubles on
+//    each failed retry (attempts already in flight when the outage began do
+//    not double it), caps at connect_backoff_max, resets on any success.
+//    While failing, at most one attempt is in flight (no storm against a
+//    down server), started from on_tick/next_timer once the back-off elapsed.
+//  - Errors: a waiter whose deadline passes gets the last connect error when
+//    connects are failing and no slot is usable ("server down"), otherwise
+//    errc::pool_timeout ("pool exhausted"). A permanent connect error
+//    (auth_failed, bad_conninfo, SQLSTATE class 28, 3D000) fails all queued
+//    waiters at once when no slot is usable. Requests arriving afterwards are
+//    still queued, not rejected: the next attempt (after the back-off) may
+//    succeed once the configuration is fixed; if it fails permanently too they
+//    fail at once with its error. So a request waits at most about one
+//    back-off plus one connect attempt, never until its deadline, and the
+//    error names the cause.
+//  - max_lifetime: expiry is opened_at + max_lifetime minus a jitter of up to
+//    2.5% (uniform, per slot), so connections opened together do not all
+//    rotate in the same instant. An expired slot takes no new work (draining),
+//    closes when its load reaches 0, and is replaced when demand or min_size
+//    need it. Checked on tick and lazily when the slot would be granted.
+//  - idle_timeout closes the longest-idle slots first, down to min_size.
+//    Health checks: an idle slot unused for health_check_interval is checked
+//    (state checking, not grantable); also lazily before being handed out.
 //
 // Data structures, chosen so that request/release stay cheap with ~10k queued
 // waiters and a few hundred slots:
@@ -178,9 +215,11 @@ struct pool_core::impl {
     }
   }
   void set_load(slot& s, std::size_t load) {
-    if (s.indexed) {
-      by_load.erase({s.load, s.id});
-      by_load.emplace(load, s.id);
+    if (s.indexed && load != s.load) {
+      // Reuse the node: this runs on every grant and release.
+      auto node = by_load.extract({s.load, s.id});
+      node.value().first = load;
+      by_load.insert(std::move(node));
     }
     s.load = load;
   }
