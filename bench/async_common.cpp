@@ -1,0 +1,39 @@
+#include "async_common.hpp"
+
+#include <algorithm>
+
+namespace pgpipe::bench {
+
+pool_params async_pool_params(const driver_params& p) {
+  pool_params pp;
+  pp.conninfo = p.conninfo;
+  pp.max_size = p.pool;
+  pp.min_size = p.pool;
+  // 10,000 clients at pool 20 leave 10,000 - 20 * pipeline_depth requests
+  // waiting in the pool: they must queue, not fail.
+  pp.max_queued = std::max<std::size_t>(pp.max_queued, p.concurrency + 100);
+  return pp;
+}
+
+std::string consume(const pgpipe::result& r, bool builtin) {
+  try {
+    if (builtin) {
+      if (r.size() != 1) return "wrong_row_count";
+      const auto row = r[0];
+      const auto ten = row.get<std::string_view>(0);
+      const auto so_luong = row.get<int>(1);
+      // Uses both values so the reads cannot be optimised away.
+      return ten.empty() && so_luong < 0 ? "unexpected_value" : "";
+    }
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      const auto row = r[i];
+      for (std::size_t c = 0; c < row.size(); ++c) bytes += row[c].text().size();
+    }
+    return bytes == static_cast<std::size_t>(-1) ? "unexpected_value" : "";
+  } catch (const pgpipe::error&) {
+    return "conversion_error";
+  }
+}
+
+}  // namespace pgpipe::bench

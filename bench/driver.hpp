@@ -1,0 +1,46 @@
+// A driver as the child process runs it: create a pool, keep `concurrency`
+// logical clients in a closed loop (each issues its next query when the
+// previous one completes) until the measurement says stop, then close.
+#pragma once
+
+#include "measurement.hpp"
+#include "workload.hpp"
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace pgpipe::bench {
+
+struct driver_params {
+  std::string conninfo;
+  std::size_t pool = 20;
+  std::size_t concurrency = 500;
+  std::size_t loops = 0;  ///< 0 = hardware concurrency
+  workload work;
+};
+
+class driver {
+ public:
+  virtual ~driver() = default;
+  /// Creates the pool and launches every logical client; returns at once.
+  /// m.start() has been called. Throws on a setup failure.
+  virtual void start(measurement& m) = 0;
+  /// Called once the measurement drained (or gave up): close the pool and
+  /// join every thread the driver started.
+  virtual void close() = 0;
+};
+
+/// The in-process drivers compiled into this binary (pgbench runs in the
+/// parent's child directly and is not listed).
+std::vector<std::string> in_process_drivers();
+/// nullptr when `name` is not compiled in.
+std::unique_ptr<driver> make_driver(const std::string& name, const driver_params& p);
+
+// One factory per driver file; each exists only when its driver is built.
+std::unique_ptr<driver> make_async_driver(const driver_params& p);
+std::unique_ptr<driver> make_coroutine_driver(const driver_params& p);
+std::unique_ptr<driver> make_blocking_driver(const driver_params& p);
+
+}  // namespace pgpipe::bench

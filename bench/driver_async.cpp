@@ -1,0 +1,73 @@
+// async: callbacks on async_client. Each logical client is a small state
+// record; its completion handler records the latency and issues the next
+// query, so the event loops do all the work and no thread waits.
+#include "driver.hpp"
+#include "query_args.hpp"
+#include "async_common.hpp"
+
+#include <pgpipe/async_client.hpp>
+
+#include <thread>
+
+namespace pgpipe::bench {
+
+namespace {
+
+class async_driver final : public driver {
+ public:
+  explicit async_driver(driver_params p) : p_(std::move(p)) {}
+
+  void start(measurement& m) override {
+    m_ = &m;
+    const std::size_t loops = p_.loops ? p_.loops : std::max(1u, std::thread::hardware_concurrency());
+    client_ = std::make_unique<pgpipe::async_client>(async_pool_params(p_), loops);
+    clients_.resize(p_.concurrency);
+    for (std::size_t i = 0; i < clients_.size(); ++i) {
+      clients_[i].random.seed(0x9e3779b97f4a7c15ULL * (i + 1));
+      clients_[i].args.resize(p_.work.params.size());
+    }
+    for (std::size_t i = 0; i < clients_.size(); ++i) issue(i);
+  }
+
+  void close() override {
+    // The destructor closes the pool, waits for work in flight and joins the loops.
+    client_.reset();
+  }
+
+ private:
+  struct client_state {
+    bench::rng random;
+    std::vector<std::string> args;
+    bench_clock::time_point started;
+  };
+
+  void issue(std::size_t i) {
+    if (!m_->begin_query()) return;
+    auto& c = clients_[i];
+    for (std::size_t k = 0; k < c.args.size(); ++k) c.args[k] = draw(p_.work.params[k], c.random);
+    c.started = bench_clock::now();
+    async_query_n(*client_, p_.work.sql, c.args, [this, i](std::error_code ec, pgpipe::result r) {
+      auto& c = clients_[i];
+      if (!ec) {
+        if (auto bad = consume(r, p_.work.builtin); !bad.empty()) {
+          m_->end_query_failed(c.started, bad);
+          issue(i);
+          return;
+        }
+      }
+      m_->end_query(c.started, ec);
+      issue(i);
+    });
+  }
+
+  driver_params p_;
+  measurement* m_ = nullptr;
+  std::vector<client_state> clients_;
+  std::unique_ptr<pgpipe::async_client> client_;
+};
+
+}  // namespace
+
+std::unique_ptr<driver> make_async_driver(const driver_params& p) { return std::make_unique<async_driver>(p); }
+
+}  // namespace pgpipe::bench

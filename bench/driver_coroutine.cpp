@@ -1,0 +1,91 @@
+// coroutine: one C++20 coroutine per logical client (co_spawn +
+// use_awaitable), the style most new Asio code is written in. The
+// application's io_context runs on `loops` threads and is handed to
+// async_client, so coroutines and connections share the same threads, as in
+// a server application built on Asio.
+#include "async_common.hpp"
+#include "driver.hpp"
+#include "query_args.hpp"
+
+#include <pgpipe/async_client.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <thread>
+
+namespace pgpipe::bench {
+namespace {
+
+namespace asio = boost::asio;
+
+class coroutine_driver final : public driver {
+ public:
+  explicit coroutine_driver(driver_params p) : p_(std::move(p)) {}
+  ~coroutine_driver() override { close(); }
+
+  void start(measurement& m) override {
+    m_ = &m;
+    const std::size_t loops = p_.loops ? p_.loops : std::max(1u, std::thread::hardware_concurrency());
+    client_ = std::make_unique<pgpipe::async_client>(async_pool_params(p_), io_);
+    for (std::size_t i = 0; i < p_.concurrency; ++i) {
+      asio::co_spawn(io_, logical_client(i), asio::detached);
+    }
+    for (std::size_t t = 0; t < loops; ++t) threads_.emplace_back([this] { io_.run(); });
+  }
+
+  void close() override {
+    if (client_) {
+      // Destroying the client waits for its connections to close, which needs
+      // the io_context still running on our threads.
+      client_.reset();
+    }
+    work_.reset();
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+  }
+
+ private:
+  asio::awaitable<void> logical_client(std::size_t i) {
+    rng r(0x9e3779b97f4a7c15ULL * (i + 1));
+    std::vector<std::string> args(p_.work.params.size());
+    while (m_->begin_query()) {
+      for (std::size_t k = 0; k < args.size(); ++k) args[k] = draw(p_.work.params[k], r);
+      const auto started = bench_clock::now();
+      // The signature starts with error_code, so use_awaitable yields the
+      // (error_code, result) pair instead of throwing.
+      auto [ec, res] = args.size() == 1
+                           ? co_await client_->async_query(p_.work.sql, args[0], asio::use_awaitable)
+                           : co_await query_n(args);
+      if (!ec) {
+        if (auto bad = consume(res, p_.work.builtin); !bad.empty()) {
+          m_->end_query_failed(started, bad);
+          continue;
+        }
+      }
+      m_->end_query(started, ec);
+    }
+  }
+
+  asio::awaitable<std::tuple<std::error_code, pgpipe::result>> query_n(const std::vector<std::string>& args) {
+    co_return co_await async_query_n(*client_, p_.work.sql, args, asio::use_awaitable);
+  }
+
+  driver_params p_;
+  measurement* m_ = nullptr;
+  asio::io_context io_;
+  // Keeps the loops running between the end of the clients and close().
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_{io_.get_executor()};
+  std::vector<std::thread> threads_;
+  std::unique_ptr<pgpipe::async_client> client_;
+};
+
+}  // namespace
+
+std::unique_ptr<driver> make_coroutine_driver(const driver_params& p) { return std::make_unique<coroutine_driver>(p); }
+
+}  // namespace pgpipe::bench

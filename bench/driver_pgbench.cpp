@@ -1,0 +1,147 @@
+#include "driver_pgbench.hpp"
+
+#include "latency.hpp"
+
+#include <pgpipe/error.hpp>
+
+#include <libpq-fe.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <dirent.h>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include <devcluster/devcluster.hpp>
+
+namespace pgpipe::bench {
+
+std::optional<std::string> find_pgbench() {
+  if (const char* path = std::getenv("PATH")) {
+    std::istringstream dirs(path);
+    std::string d;
+    while (std::getline(dirs, d, ':')) {
+      if (d.empty()) continue;
+      const std::string candidate = d + "/pgbench";
+      if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    }
+  }
+  std::vector<std::string> dirs;
+  try {
+    dirs.push_back(pgpipe::devcluster::cluster::bindir());
+  } catch (const std::exception&) {
+    // No server installed: fall through to the usual place.
+  }
+  dirs.push_back("/usr/lib/postgresql/15/bin");
+  for (const auto& d : dirs) {
+    const std::string candidate = d + "/pgbench";
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return std::nullopt;
+}
+
+pgbench_command prepare_pgbench(const std::string& pgbench, const std::string& dir, const std::string& run_tag,
+                                const workload& w, const std::string& conninfo, std::size_t pool,
+                                double warmup_s, double duration_s) {
+  pgbench_command c;
+  const std::string script_path = dir + "/" + run_tag + ".sql";
+  {
+    std::ofstream out(script_path);
+    out << pgbench_script(w);
+    if (!out) throw std::runtime_error("cannot write the pgbench script in " + dir);
+  }
+  c.log_prefix = dir + "/" + run_tag + "_log";
+  // pgbench's -T is whole seconds; the window is cut from its log anyway.
+  const auto total = static_cast<long>(std::ceil(warmup_s + duration_s)) + 1;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t jobs = std::min<std::size_t>(pool, cores);
+  c.argv = {pgbench, "-n", "-M", "prepared", "-c", std::to_string(pool), "-j", std::to_string(jobs),
+            "-T", std::to_string(total), "-P", "1", "-l", "--log-prefix=" + c.log_prefix,
+            "-f", script_path};
+
+  // Every conninfo keyword that libpq also reads from an environment variable
+  // goes there (host, port, user, password, dbname, sslmode...).
+  char* err = nullptr;
+  PQconninfoOption* opts = PQconninfoParse(conninfo.c_str(), &err);
+  if (!opts) {
+    std::string msg = err ? err : "out of memory";
+    PQfreemem(err);
+    throw std::runtime_error("cannot parse the conninfo for pgbench: " + pgpipe::redact_conninfo(msg));
+  }
+  for (auto* o = opts; o->keyword; ++o) {
+    if (o->val && *o->val && o->envvar) c.env.push_back(std::string(o->envvar) + "=" + o->val);
+  }
+  PQconninfoFree(opts);
+  c.env.push_back("PGAPPNAME=pgpipe-bench-pgbench");
+  return c;
+}
+
+void read_pgbench_logs(const pgbench_command& cmd, pid_t pid, std::int64_t spawned_us, double warmup_s,
+                       double duration_s, run_result& r) {
+  namespace fs = std::filesystem;
+  const fs::path prefix(cmd.log_prefix);
+  const std::string stem = prefix.filename().string() + "." + std::to_string(pid);
+  const std::int64_t begin = spawned_us + static_cast<std::int64_t>(warmup_s * 1e6);
+  const std::int64_t end = begin + static_cast<std::int64_t>(duration_s * 1e6);
+  latency_histogram h;
+  std::int64_t first = -1;
+  std::uint64_t failed = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(prefix.parent_path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    // pgbench_log.<pid> for the main thread, pgbench_log.<pid>.<n> for others.
+    if (name != stem && name.rfind(stem + ".", 0) != 0) continue;
+    std::ifstream in(entry.path());
+    std::string line;
+    while (std::getline(in, line)) {
+      // client_id transaction_no time script_no time_epoch time_us
+      std::istringstream f(line);
+      std::string client, txn, time, script;
+      std::int64_t sec = 0, usec = 0;
+      if (!(f >> client >> txn >> time >> script >> sec >> usec)) continue;
+      const std::int64_t at = sec * 1'000'000 + usec;
+      const bool ok = !time.empty() && std::isdigit(static_cast<unsigned char>(time[0]));
+      if (ok && (first < 0 || at < first)) first = at;
+      if (at < begin || at >= end) continue;
+      if (ok) {
+        h.record(std::stoull(time));
+      } else {
+        ++failed;  // "failed", "serialization", "deadlock", "skipped"
+      }
+    }
+    in.close();
+    fs::remove(entry.path(), ec);
+  }
+  r.duration_s = duration_s;
+  r.queries = h.count();
+  r.qps = static_cast<double>(r.queries) / duration_s;
+  r.p50_ms = static_cast<double>(h.percentile(0.50)) / 1000.0;
+  r.p95_ms = static_cast<double>(h.percentile(0.95)) / 1000.0;
+  r.p99_ms = static_cast<double>(h.percentile(0.99)) / 1000.0;
+  r.max_ms = static_cast<double>(h.max()) / 1000.0;
+  if (failed) {
+    r.errors += failed;
+    r.errors_by_kind["pgbench_failed"] += failed;
+  }
+  r.startup_ms = first < 0 ? -1 : static_cast<double>(first - spawned_us) / 1000.0;
+}
+
+std::optional<double> parse_pgbench_progress(const std::string& line) {
+  if (line.rfind("progress:", 0) != 0) return std::nullopt;
+  const auto comma = line.find(", ");
+  if (comma == std::string::npos) return std::nullopt;
+  try {
+    return std::stod(line.substr(comma + 2));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace pgpipe::bench

@@ -1,0 +1,168 @@
+// pgpipe-bench: flags, the server (embedded devcluster or --conninfo), the
+// A B B A schedule of driver x pool runs, and the reports.
+#include "child.hpp"
+#include "driver.hpp"
+#include "driver_pgbench.hpp"
+#include "options.hpp"
+#include "report.hpp"
+#include "runner.hpp"
+#include "sampler.hpp"
+#include "workload.hpp"
+
+#include <devcluster/devcluster.hpp>
+#include <devcluster/server_process.hpp>
+#include <pgpipe/error.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+namespace {
+
+using namespace pgpipe::bench;
+
+std::string self_exe() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw std::runtime_error("cannot find my own executable in /proc/self/exe");
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+int run(const options& o) {
+  install_signal_handlers();
+
+  // Which requested drivers can run here.
+  const auto built = in_process_drivers();
+  const auto pgbench = find_pgbench();
+  report_input report;
+  report.opts = &o;
+  for (const auto& d : o.drivers) {
+    const bool available = d == "pgbench" ? pgbench.has_value()
+                                          : std::find(built.begin(), built.end(), d) != built.end();
+    if (available) {
+      report.drivers.push_back(d);
+      continue;
+    }
+    const std::string why = d == "pgbench" ? "pgbench: not found on PATH nor in PostgreSQL's bindir"
+                                           : d + ": this build of pgpipe-bench does not include its driver";
+    if (o.drivers_explicit) throw std::runtime_error(why);
+    report.notes.push_back("skipped " + why);
+    std::cerr << "pgpipe-bench: skipping " << why << "\n";
+  }
+  if (report.drivers.empty()) throw std::runtime_error("no driver can run");
+
+  const workload work = o.sql_file ? load_workload_file(*o.sql_file) : builtin_workload();
+  report.workload_name = work.builtin ? "built-in" : work.name;
+  report.sql = work.sql;
+  report.machine = read_machine_info();
+
+  // The server: --conninfo, else libpq's environment, else our own.
+  std::unique_ptr<pgpipe::devcluster::cluster> cluster;
+  std::string conninfo;
+  const std::size_t largest_pool = *std::max_element(o.pools.begin(), o.pools.end());
+  if (o.conninfo) {
+    conninfo = *o.conninfo;
+    report.server = "given: " + pgpipe::redact_conninfo(conninfo);
+  } else if (std::getenv("PGHOST") || std::getenv("PGSERVICE")) {
+    report.server = "from the environment (PGHOST/PGSERVICE)";
+  } else {
+    std::cerr << "pgpipe-bench: starting a throwaway PostgreSQL...\n";
+    pgpipe::devcluster::cluster_params cp;
+    // Every run's pool, the sampler, table loading and pgbench's own
+    // connections must fit, with room for a person to look with psql.
+    cp.max_connections = static_cast<int>(largest_pool) + 20;
+    cp.shared_buffers = "128MB";
+    cluster = std::make_unique<pgpipe::devcluster::cluster>(cp);
+    cluster->exec("create database pgpipe_bench");
+    conninfo = cluster->conninfo("pgpipe_bench");
+    report.server = "embedded devcluster on 127.0.0.1 (scram-sha-256, max_connections " +
+                    std::to_string(cp.max_connections) + ", shared_buffers 128MB)";
+  }
+  std::cerr << "pgpipe-bench: server " << report.server << "\n";
+  // With the user's own statement on the user's own server, san_pham may be
+  // irrelevant: only create it for the built-in workload or our own server.
+  if (work.builtin || cluster) {
+    std::cerr << "pgpipe-bench: checking table san_pham...\n";
+    if (ensure_table(conninfo)) std::cerr << "pgpipe-bench: loaded san_pham (100,000 rows)\n";
+  }
+
+  server_sampler sampler(conninfo);
+  report.server_version = sampler.server_version();
+  run_context ctx;
+  ctx.opts = &o;
+  ctx.conninfo = conninfo;
+  ctx.sampler = &sampler;
+  ctx.work = &work;
+  ctx.pgbench = pgbench;
+  ctx.self_exe = self_exe();
+  ctx.postmaster = cluster ? std::optional<pid_t>(cluster->postmaster_pid()) : sampler.local_postmaster();
+  ctx.work_dir = pgpipe::devcluster::make_temp_dir("pgpipe-bench-");
+
+  // A B B A: round r runs the drivers in reverse order when r is odd, so
+  // neither driver always runs first (warm caches) or last (tired machine).
+  const std::size_t total = o.repeat * o.pools.size() * report.drivers.size();
+  std::size_t index = 0;
+  for (std::size_t round = 1; round <= o.repeat && !interrupted(); ++round) {
+    std::vector<std::string> order = report.drivers;
+    if (round % 2 == 0) std::reverse(order.begin(), order.end());
+    for (std::size_t pool : o.pools) {
+      for (const auto& d : order) {
+        if (interrupted()) break;
+        ++index;
+        const std::string label = "[" + std::to_string(index) + "/" + std::to_string(total) + "] round " +
+                                  std::to_string(round) + " " + d + " pool " + std::to_string(pool);
+        auto r = run_one(ctx, d, pool, round, label);
+        std::cerr << label << ": " << (r.ok ? "" : "FAILED ") << with_commas(r.qps) << " q/s, p99 " << r.p99_ms
+                  << " ms, " << r.errors << " errors, " << r.threads_max << " threads, peak RSS " << r.rss_peak_mb
+                  << " MB, " << r.server_connections_max << " server conns"
+                  << (r.failure.empty() ? "" : " (" + r.failure + ")") << "\n";
+        report.runs.push_back(std::move(r));
+      }
+    }
+  }
+  pgpipe::devcluster::remove_tree(ctx.work_dir);
+  if (interrupted()) report.notes.push_back("interrupted: the table covers the runs that finished");
+
+  std::cout << markdown_report(report) << std::flush;
+  if (o.json_file) write_file(*o.json_file, json_report(report));
+  if (o.svg_file) write_file(*o.svg_file, svg_chart(report));
+  bool all_ok = true;
+  for (const auto& r : report.runs) all_ok = all_ok && r.ok;
+  if (interrupted()) return 130;
+  return all_ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  options o;
+  try {
+    o = parse_options(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "pgpipe-bench: " << e.what() << "\n";
+    return 2;
+  }
+  if (o.help) {
+    std::cout << help_text();
+    return 0;
+  }
+  if (o.child) return child_main(o);
+  try {
+    return run(o);
+  } catch (const std::exception& e) {
+    // Messages from libpq and the server never carry the password; the
+    // conninfo is only ever printed redacted.
+    std::cerr << "pgpipe-bench: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,128 @@
+#include "measurement.hpp"
+
+#include <pgpipe/error.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <thread>
+
+namespace pgpipe::bench {
+
+namespace {
+std::chrono::nanoseconds seconds(double s) {
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(s * 1e9));
+}
+}  // namespace
+
+measurement::measurement(double warmup_s, double duration_s)
+    : warmup_(seconds(warmup_s)), duration_(seconds(duration_s)) {}
+
+void measurement::start() {
+  t0_ = bench_clock::now();
+  window_begin_ = t0_ + warmup_;
+  window_end_ = window_begin_ + duration_;
+}
+
+bool measurement::begin_query() noexcept {
+  if (stopping()) return false;
+  in_flight_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void measurement::end_query(bench_clock::time_point started, const std::error_code& ec) noexcept {
+  const auto t = bench_clock::now();
+  if (ec) {
+    if (in_window(t)) count_error(kind_of(ec));
+  } else {
+    std::int64_t expected = -1;
+    if (first_result_ns_.load(std::memory_order_relaxed) < 0) {
+      first_result_ns_.compare_exchange_strong(expected, (t - t0_).count(), std::memory_order_relaxed);
+    }
+    if (in_window(t)) {
+      latency_.record(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(t - started).count()));
+    }
+  }
+  completed_.fetch_add(1, std::memory_order_relaxed);
+  if (in_flight_.fetch_sub(1, std::memory_order_acq_rel) == 1 && stopping()) {
+    std::lock_guard lock(mutex_);
+    drained_.notify_all();
+  }
+}
+
+void measurement::end_query_failed(bench_clock::time_point, const std::string& kind) noexcept {
+  const auto t = bench_clock::now();
+  if (in_window(t)) count_error(kind);
+  completed_.fetch_add(1, std::memory_order_relaxed);
+  if (in_flight_.fetch_sub(1, std::memory_order_acq_rel) == 1 && stopping()) {
+    std::lock_guard lock(mutex_);
+    drained_.notify_all();
+  }
+}
+
+void measurement::count_error(const std::string& kind) noexcept {
+  try {
+    std::lock_guard lock(mutex_);
+    ++errors_[kind];
+  } catch (...) {
+    // Out of memory while counting an error: nothing sensible to do.
+  }
+}
+
+std::string measurement::kind_of(const std::error_code& ec) {
+  if (ec.category() == pgpipe::client_category()) {
+    static const char* names[] = {"", "pool_timeout", "queue_full", "closed", "cancelled", "query_timeout",
+                                  "not_sent", "connection_lost", "bad_conninfo", "server_unreachable",
+                                  "auth_failed", "connect_failed", "bad_params", "invalid_argument",
+                                  "conversion_error", "null_value", "out_of_range", "protocol_error"};
+    const int v = ec.value();
+    if (v > 0 && v < static_cast<int>(std::size(names))) return names[v];
+    return "client_" + std::to_string(v);
+  }
+  if (ec.category() == pgpipe::sqlstate_category()) return "sqlstate_" + pgpipe::sqlstate_of(ec);
+  return std::string(ec.category().name()) + "_" + std::to_string(ec.value());
+}
+
+std::int64_t measurement::run_timeline(int progress_fd, std::chrono::milliseconds drain_timeout) {
+  // Sleeping here is the measurement interval itself, not a wait for a
+  // condition: the clients run on other threads meanwhile.
+  auto next = t0_ + std::chrono::seconds(1);
+  while (next < window_end_) {
+    std::this_thread::sleep_until(next);
+    char line[96];
+    const int n = std::snprintf(line, sizeof line, "P %lld %llu\n",
+                                static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(next - t0_).count()),
+                                static_cast<unsigned long long>(completed_.load(std::memory_order_relaxed)));
+    if (progress_fd >= 0 && n > 0) {
+      [[maybe_unused]] auto w = ::write(progress_fd, line, static_cast<std::size_t>(n));
+    }
+    next += std::chrono::seconds(1);
+  }
+  std::this_thread::sleep_until(window_end_);
+  stopping_.store(true);
+  std::unique_lock lock(mutex_);
+  drained_.wait_for(lock, drain_timeout, [&] { return in_flight_.load() <= 0; });
+  return in_flight_.load();
+}
+
+void measurement::fill(run_result& r) const {
+  const double window_s = std::chrono::duration<double>(duration_).count();
+  r.duration_s = window_s;
+  r.queries = latency_.count();
+  r.qps = window_s > 0 ? static_cast<double>(r.queries) / window_s : 0;
+  r.p50_ms = static_cast<double>(latency_.percentile(0.50)) / 1000.0;
+  r.p95_ms = static_cast<double>(latency_.percentile(0.95)) / 1000.0;
+  r.p99_ms = static_cast<double>(latency_.percentile(0.99)) / 1000.0;
+  r.max_ms = static_cast<double>(latency_.max()) / 1000.0;
+  r.errors = 0;
+  {
+    std::lock_guard lock(mutex_);
+    r.errors_by_kind = errors_;
+  }
+  for (const auto& [k, n] : errors_) r.errors += n;
+  const auto first = first_result_ns_.load();
+  r.startup_ms = first < 0 ? -1 : static_cast<double>(first) / 1e6;
+}
+
+}  // namespace pgpipe::bench

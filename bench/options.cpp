@@ -1,0 +1,184 @@
+#include "options.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+namespace pgpipe::bench {
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string item;
+  std::istringstream in(s);
+  while (std::getline(in, item, sep)) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::size_t parse_size(const std::string& flag, const std::string& v, std::size_t min) {
+  std::size_t out = 0;
+  const auto* end = v.data() + v.size();
+  auto [p, ec] = std::from_chars(v.data(), end, out);
+  if (ec != std::errc{} || p != end || out < min) {
+    throw std::invalid_argument(flag + ": expected an integer >= " + std::to_string(min) + ", got '" + v + "'");
+  }
+  return out;
+}
+
+double parse_seconds(const std::string& flag, const std::string& v, double min) {
+  std::size_t used = 0;
+  double out = 0;
+  try {
+    out = std::stod(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v.size() || !std::isfinite(out) || out < min) {
+    throw std::invalid_argument(flag + ": expected seconds >= " + std::to_string(min) + ", got '" + v + "'");
+  }
+  return out;
+}
+
+}  // namespace
+
+options parse_options(int argc, const char* const* argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    std::string value;
+    bool has_value = false;
+    if (auto eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      has_value = true;
+    }
+    auto next = [&]() -> const std::string& {
+      if (!has_value) {
+        if (i + 1 >= argc) throw std::invalid_argument(flag + ": missing value");
+        value = argv[++i];
+        has_value = true;
+      }
+      return value;
+    };
+    if (flag == "--help" || flag == "-h") {
+      o.help = true;
+    } else if (flag == "--drivers") {
+      o.drivers = split(next(), ',');
+      o.drivers_explicit = true;
+      if (o.drivers.empty()) throw std::invalid_argument("--drivers: empty list");
+      for (const auto& d : o.drivers) {
+        const auto& k = known_drivers();
+        if (std::find(k.begin(), k.end(), d) == k.end()) {
+          throw std::invalid_argument("--drivers: unknown driver '" + d + "' (known: async, coroutine, blocking, pgbench)");
+        }
+      }
+    } else if (flag == "--pools") {
+      o.pools.clear();
+      for (const auto& p : split(next(), ',')) o.pools.push_back(parse_size("--pools", p, 1));
+      if (o.pools.empty()) throw std::invalid_argument("--pools: empty list");
+    } else if (flag == "--concurrency") {
+      o.concurrency = parse_size(flag, next(), 1);
+    } else if (flag == "--duration") {
+      o.duration_s = parse_seconds(flag, next(), 0.1);
+    } else if (flag == "--warmup") {
+      o.warmup_s = parse_seconds(flag, next(), 0);
+    } else if (flag == "--repeat") {
+      o.repeat = parse_size(flag, next(), 1);
+    } else if (flag == "--loops") {
+      o.loops = parse_size(flag, next(), 1);
+    } else if (flag == "--conninfo") {
+      o.conninfo = next();
+    } else if (flag == "--sql") {
+      o.sql_file = next();
+    } else if (flag == "--json") {
+      o.json_file = next();
+    } else if (flag == "--svg") {
+      o.svg_file = next();
+    } else if (flag == "--child") {
+      o.child = true;
+    } else if (flag == "--result-fd") {
+      o.result_fd = static_cast<int>(parse_size(flag, next(), 0));
+    } else {
+      throw std::invalid_argument("unknown flag '" + flag + "' (see --help)");
+    }
+  }
+  return o;
+}
+
+std::vector<std::string> child_arguments(const options& o, const std::string& driver, std::size_t pool, int result_fd) {
+  std::vector<std::string> a{"--child",
+                             "--drivers", driver,
+                             "--pools", std::to_string(pool),
+                             "--concurrency", std::to_string(o.concurrency),
+                             "--duration", std::to_string(o.duration_s),
+                             "--warmup", std::to_string(o.warmup_s),
+                             "--result-fd", std::to_string(result_fd)};
+  if (o.loops != 0) {
+    a.push_back("--loops");
+    a.push_back(std::to_string(o.loops));
+  }
+  if (o.sql_file) {
+    a.push_back("--sql");
+    a.push_back(*o.sql_file);
+  }
+  return a;
+}
+
+std::string help_text() {
+  return R"(pgpipe-bench: compare pgpipe's drivers (and pgbench) at several pool sizes.
+
+Usage: pgpipe-bench [flags]
+
+With no --conninfo (and neither PGHOST nor PGSERVICE set) it starts a throwaway
+PostgreSQL 15 (SCRAM, free port, removed at exit), loads the table
+san_pham(ma text primary key, ten text, so_luong int) with 100,000 rows and runs
+  select ten, so_luong from san_pham where ma = $1      (random keys)
+from C logical clients in a closed loop, once per driver x pool size, each run
+in its own child process. Results: a Markdown table on stdout (medians over
+rounds) with a verdict line per pool size; progress on stderr.
+
+Flags:
+  --drivers LIST     async,coroutine,blocking,pgbench (default: all; pgbench is
+                     skipped when not installed unless named here)
+                       async      callbacks on the pipelined async_client
+                       coroutine  one C++20 coroutine per logical client
+                       blocking   blocking_pool, calls run on a blocking_executor
+                                  with one thread per pool slot
+                       pgbench    PostgreSQL's pgbench, -M prepared, one client
+                                  per connection (no pipelining)
+  --pools LIST       pool sizes (connections), default 20,50,200
+  --concurrency N    logical clients in a closed loop, default 500
+                     (pgbench runs one client per connection: its concurrency is the pool)
+  --duration S       measured seconds per run, default 10
+  --warmup S         seconds before measuring (counted from pool creation), default 2
+  --repeat N         rounds; drivers alternate order each round (A B, B A), default 1
+  --loops N          event loops (threads) of the async driver, default: CPU count
+  --conninfo STR     use this server (libpq key=value or URI); the table is
+                     created and loaded when missing. PGHOST/PGSERVICE also select
+                     an existing server. Passwords are never printed.
+  --sql FILE         run your own statement instead (format below); the report
+                     names the pool size with the best throughput per driver
+  --json FILE        write every run (rounds included) as JSON
+  --svg FILE         write a chart: queries/s and peak RSS against pool size
+  --help             this text
+
+--sql FILE format: '--' comment lines, of which lines '-- param: ...' declare
+$1, $2, ... in order; every other line is the statement (one statement):
+  -- param: int LO HI          random integer in [LO, HI]
+  -- param: pick A,B,C         one of the listed strings, uniformly
+  -- param: format FMT LO HI   a random integer in [LO, HI] formatted with FMT,
+                               which holds one %d or %0Nd, e.g. SP%06d -> SP000042
+Example (the built-in workload):
+  -- param: format SP%06d 1 100000
+  select ten, so_luong from san_pham where ma = $1
+Parameters are sent in text format without a type, so the server infers each
+one from the statement (cast in the SQL when it cannot: $1::int). For pgbench
+they become \set variables ('pick' and 'format' are built in SQL from them).
+)";
+}
+
+}  // namespace pgpipe::bench

@@ -1,0 +1,51 @@
+// Command-line flags of pgpipe-bench, and the hidden --child mode in which the
+// bench re-executes itself to run one driver x pool measurement.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pgpipe::bench {
+
+/// Drivers in the order they are listed by default.
+inline const std::vector<std::string>& known_drivers() {
+  static const std::vector<std::string> all{"async", "coroutine", "blocking", "pgbench"};
+  return all;
+}
+
+struct options {
+  std::vector<std::string> drivers = known_drivers();
+  std::vector<std::size_t> pools{20, 50, 200};
+  std::size_t concurrency = 500;
+  double duration_s = 10;
+  double warmup_s = 2;
+  std::size_t repeat = 1;
+  std::size_t loops = 0;  ///< async event loops; 0 = hardware concurrency
+  std::optional<std::string> conninfo;
+  std::optional<std::string> sql_file;
+  std::optional<std::string> json_file;
+  std::optional<std::string> svg_file;
+  bool help = false;
+  /// Set when the user named --drivers: a driver that cannot run is then an
+  /// error instead of being skipped with a note (pgbench not installed).
+  bool drivers_explicit = false;
+
+  // Hidden child mode: run exactly one driver at one pool size and report on
+  // result_fd. The conninfo comes from the environment (see child.hpp), never
+  // from argv, which any local user can read in /proc.
+  bool child = false;
+  int result_fd = -1;
+};
+
+/// Parses argv. Throws std::invalid_argument with a message naming the flag.
+options parse_options(int argc, const char* const* argv);
+
+/// The text printed by --help.
+std::string help_text();
+
+/// argv for a child run (without argv[0]).
+std::vector<std::string> child_arguments(const options& o, const std::string& driver, std::size_t pool, int result_fd);
+
+}  // namespace pgpipe::bench

@@ -1,0 +1,135 @@
+#include "report.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace pgpipe::bench {
+namespace {
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string ms(double v) { return fixed(v, v < 10 ? 2 : 1); }
+
+const summary_row* find(const std::vector<summary_row>& rows, const std::string& d, std::size_t pool) {
+  for (const auto& r : rows) {
+    if (r.driver == d && r.pool == pool && r.failed < r.rounds) return &r;
+  }
+  return nullptr;
+}
+
+std::string ratio(double a, double b) { return b > 0 ? fixed(a / b, 2) + "x" : "n/a"; }
+
+}  // namespace
+
+std::string markdown_report(const report_input& in) {
+  const options& o = *in.opts;
+  const auto rows = summarize(in);
+  std::ostringstream out;
+  out << "## pgpipe-bench\n\n";
+  out << "- workload: " << in.workload_name << ": `" << in.sql << "`\n";
+  out << "- " << o.concurrency << " logical clients in a closed loop (pgbench: one per connection), "
+      << fixed(o.duration_s, o.duration_s == std::floor(o.duration_s) ? 0 : 1) << " s measured after "
+      << fixed(o.warmup_s, o.warmup_s == std::floor(o.warmup_s) ? 0 : 1) << " s warm-up, " << o.repeat
+      << (o.repeat == 1 ? " round" : " rounds (medians; drivers in alternating order)") << "\n";
+  out << "- server: PostgreSQL " << in.server_version << ", " << in.server << "\n";
+  out << "- machine: " << in.machine.cpus << " CPUs (" << in.machine.cpu_model << "), " << in.machine.memory_mb
+      << " MB, " << in.machine.kernel << "\n\n";
+
+  out << "| driver | pool | clients | q/s | p50 ms | p95 ms | p99 ms | max ms | errors | peak RSS MB | end RSS MB "
+         "| threads | client CPU s | server conns | server CPU s | startup ms |\n";
+  out << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& r : rows) {
+    out << "| " << r.driver << " | " << r.pool << " | " << r.concurrency << " | ";
+    if (r.failed == r.rounds) {
+      out << "failed | | | | | | | | | | | | |\n";
+      continue;
+    }
+    out << with_commas(r.qps) << " | " << ms(r.p50_ms) << " | " << ms(r.p95_ms) << " | " << ms(r.p99_ms) << " | "
+        << ms(r.max_ms) << " | " << with_commas(r.errors) << " | " << fixed(r.rss_peak_mb, 1) << " | "
+        << fixed(r.rss_end_mb, 1) << " | " << with_commas(r.threads_max) << " | " << fixed(r.client_cpu_s, 2)
+        << " | " << with_commas(r.server_connections_max) << " | "
+        << (r.server_cpu_s >= 0 ? fixed(r.server_cpu_s, 2) : "-") << " | "
+        << (r.startup_ms >= 0 ? ms(r.startup_ms) : "-") << " |\n";
+  }
+
+  // Verdicts: ratios within this run, against the blocking driver when it ran
+  // (the comparison the project is about), else against pgbench.
+  std::string base;
+  for (const char* candidate : {"blocking", "pgbench"}) {
+    for (const auto& d : in.drivers) {
+      if (base.empty() && d == candidate) base = d;
+    }
+  }
+  out << "\n";
+  for (std::size_t pool : o.pools) {
+    const summary_row* b = base.empty() ? nullptr : find(rows, base, pool);
+    std::vector<std::string> parts;
+    for (const auto& d : in.drivers) {
+      if (d == base) continue;
+      const summary_row* r = find(rows, d, pool);
+      if (!r) continue;
+      if (!b) {
+        parts.push_back(d + " " + with_commas(r->qps) + " q/s with " + with_commas(r->threads_max) + " threads");
+        continue;
+      }
+      parts.push_back(d + " " + ratio(r->qps, b->qps) + " " + base + " q/s (" + with_commas(r->qps) + " vs " +
+                      with_commas(b->qps) + ") with " + with_commas(r->threads_max) + " vs " +
+                      with_commas(b->threads_max) + " threads, " + fixed(r->rss_peak_mb, 0) + " vs " +
+                      fixed(b->rss_peak_mb, 0) + " MB peak RSS, p99 " + ms(r->p99_ms) + " vs " + ms(b->p99_ms) +
+                      " ms");
+    }
+    if (parts.empty()) continue;
+    out << "- **pool " << pool << "**: ";
+    for (std::size_t i = 0; i < parts.size(); ++i) out << (i ? "; " : "") << parts[i];
+    out << "\n";
+  }
+
+  // Which pool size served each driver best: the question --sql users ask.
+  if (o.pools.size() > 1) {
+    out << "- **best pool size** (q/s): ";
+    bool first = true;
+    for (const auto& d : in.drivers) {
+      const summary_row* best = nullptr;
+      for (const auto& r : rows) {
+        if (r.driver == d && r.failed < r.rounds && (!best || r.qps > best->qps)) best = &r;
+      }
+      if (!best) continue;
+      out << (first ? "" : ", ") << d << " " << best->pool << " (" << with_commas(best->qps) << ")";
+      first = false;
+    }
+    out << "\n";
+  }
+
+  bool any_errors = false;
+  for (const auto& r : rows) {
+    if (r.errors_by_kind.empty()) continue;
+    if (!any_errors) out << "\nErrors by kind (all rounds):\n";
+    any_errors = true;
+    out << "- " << r.driver << " pool " << r.pool << ":";
+    for (const auto& [k, n] : r.errors_by_kind) out << " " << k << " " << with_commas(static_cast<double>(n));
+    out << "\n";
+  }
+  bool any_failed = false;
+  for (const auto& r : rows) {
+    for (const auto& f : r.failures) {
+      if (!any_failed) out << "\nFailed runs:\n";
+      any_failed = true;
+      out << "- " << r.driver << " pool " << r.pool << ": " << f << "\n";
+    }
+  }
+  for (const auto& r : in.runs) {
+    if (r.ok && !r.failure.empty()) out << "- note: " << r.driver << " pool " << r.pool << " round " << r.round << ": " << r.failure << "\n";
+  }
+  if (!in.notes.empty()) {
+    out << "\n";
+    for (const auto& n : in.notes) out << "- note: " << n << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace pgpipe::bench

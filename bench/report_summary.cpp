@@ -1,0 +1,81 @@
+// Medians over rounds: a single run on a shared machine is noise; the
+// median of an A B B A series is what the report shows.
+#include "report.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace pgpipe::bench {
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+std::string with_commas(double v) {
+  std::string s = std::to_string(static_cast<long long>(std::llround(v)));
+  const std::size_t first = s[0] == '-' ? 1 : 0;
+  for (int i = static_cast<int>(s.size()) - 3; i > static_cast<int>(first); i -= 3) {
+    s.insert(static_cast<std::size_t>(i), ",");
+  }
+  return s;
+}
+
+std::vector<summary_row> summarize(const report_input& in) {
+  std::vector<summary_row> rows;
+  for (std::size_t pool : in.opts->pools) {
+    for (const auto& d : in.drivers) {
+      summary_row s;
+      s.driver = d;
+      s.pool = pool;
+      std::map<std::string, std::vector<double>> f;
+      for (const auto& r : in.runs) {
+        if (r.driver != d || r.pool != pool) continue;
+        ++s.rounds;
+        s.concurrency = r.concurrency;
+        for (const auto& [k, n] : r.errors_by_kind) s.errors_by_kind[k] += n;
+        if (!r.ok) {
+          ++s.failed;
+          s.failures.push_back(r.failure);
+          continue;
+        }
+        f["qps"].push_back(r.qps);
+        f["p50"].push_back(r.p50_ms);
+        f["p95"].push_back(r.p95_ms);
+        f["p99"].push_back(r.p99_ms);
+        f["max"].push_back(r.max_ms);
+        f["errors"].push_back(static_cast<double>(r.errors));
+        f["rss_peak"].push_back(r.rss_peak_mb);
+        f["rss_end"].push_back(r.rss_end_mb);
+        f["threads"].push_back(static_cast<double>(r.threads_max));
+        f["cpu"].push_back(r.client_cpu_s);
+        f["conns"].push_back(r.server_connections_max);
+        f["startup"].push_back(r.startup_ms);
+        if (r.server_cpu_s >= 0) f["server_cpu"].push_back(r.server_cpu_s);
+      }
+      if (s.rounds == 0) continue;
+      s.qps = median(f["qps"]);
+      s.p50_ms = median(f["p50"]);
+      s.p95_ms = median(f["p95"]);
+      s.p99_ms = median(f["p99"]);
+      s.max_ms = median(f["max"]);
+      s.errors = median(f["errors"]);
+      s.rss_peak_mb = median(f["rss_peak"]);
+      s.rss_end_mb = median(f["rss_end"]);
+      s.threads_max = median(f["threads"]);
+      s.client_cpu_s = median(f["cpu"]);
+      s.server_connections_max = median(f["conns"]);
+      s.startup_ms = median(f["startup"]);
+      if (!f["server_cpu"].empty()) s.server_cpu_s = median(f["server_cpu"]);
+      rows.push_back(std::move(s));
+    }
+  }
+  return rows;
+}
+
+}  // namespace pgpipe::bench

@@ -1,0 +1,330 @@
+#include "runner.hpp"
+
+#include "child.hpp"
+#include "driver_pgbench.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <sstream>
+
+extern char** environ;
+
+namespace pgpipe::bench {
+namespace {
+
+volatile std::sig_atomic_t g_interrupted = 0;
+
+extern "C" void on_signal(int) { g_interrupted = 1; }
+
+using steady = std::chrono::steady_clock;
+
+struct line_reader {
+  int fd = -1;
+  std::string pending;
+
+  bool open() const { return fd >= 0; }
+  void close() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+  // Reads what is available; returns complete lines (and the rest at EOF).
+  std::vector<std::string> read_lines() {
+    std::vector<std::string> out;
+    char buf[65536];
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return out;
+    if (n <= 0) {
+      if (!pending.empty()) out.push_back(std::move(pending));
+      pending.clear();
+      close();
+      return out;
+    }
+    pending.append(buf, static_cast<std::size_t>(n));
+    std::size_t start = 0;
+    for (std::size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1) {
+      out.push_back(pending.substr(start, nl - start));
+    }
+    pending.erase(0, start);
+    return out;
+  }
+};
+
+std::vector<std::string> merged_environment(const std::vector<std::string>& overrides) {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string item = *e;
+    const std::string key = item.substr(0, item.find('='));
+    const bool replaced = std::any_of(overrides.begin(), overrides.end(),
+                                      [&](const std::string& o) { return o.substr(0, o.find('=')) == key; });
+    if (!replaced) env.push_back(item);
+  }
+  env.insert(env.end(), overrides.begin(), overrides.end());
+  return env;
+}
+
+// fork + exec with the given fd layout. `fds` maps child fd -> parent fd.
+// The child gets its own process group (Ctrl-C reaches only the bench, which
+// then stops the child itself) and dies with the parent (PDEATHSIG).
+pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+            const std::vector<std::pair<int, int>>& fds) {
+  std::vector<char*> cargv, cenv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  for (const auto& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
+  cenv.push_back(nullptr);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    // Only async-signal-safe calls from here to exec.
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGINT, &dfl, nullptr);
+    sigaction(SIGTERM, &dfl, nullptr);
+    sigaction(SIGPIPE, &dfl, nullptr);
+    for (const auto& [child_fd, parent_fd] : fds) {
+      if (dup2(parent_fd, child_fd) < 0) _exit(127);
+    }
+    execve(cargv[0], cargv.data(), cenv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+std::string thousands(double v) {
+  std::string s = std::to_string(static_cast<long long>(std::llround(v)));
+  for (int i = static_cast<int>(s.size()) - 3; i > 0 && s[static_cast<std::size_t>(i - 1)] != '-'; i -= 3) {
+    s.insert(static_cast<std::size_t>(i), ",");
+  }
+  return s;
+}
+
+double seconds_of(const timeval& t) {
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+}
+
+std::int64_t epoch_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+bool interrupted() noexcept { return g_interrupted != 0; }
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: poll() returns EINTR at once
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  struct sigaction ign {};
+  ign.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ign, nullptr);
+}
+
+run_result run_one(run_context& ctx, const std::string& driver, std::size_t pool, std::size_t round,
+                   const std::string& label) {
+  const options& o = *ctx.opts;
+  run_result r;
+  r.driver = driver;
+  r.pool = pool;
+  r.round = round;
+  r.concurrency = driver == "pgbench" ? pool : o.concurrency;
+  r.duration_s = o.duration_s;
+
+  const bool is_pgbench = driver == "pgbench";
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  line_reader main_out, err_out;  // self child: main_out = fd 3; pgbench: stdout, stderr
+  pid_t pid = -1;
+  pgbench_command pgb;
+  std::int64_t spawned_us = 0;
+  std::string pgbench_stdout, pgbench_stderr;
+  try {
+    int p1[2], p2[2] = {-1, -1};
+    if (pipe2(p1, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+    if (is_pgbench) {
+      if (pipe2(p2, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+      const std::string tag = "run_" + driver + "_" + std::to_string(pool) + "_" + std::to_string(round);
+      pgb = prepare_pgbench(*ctx.pgbench, ctx.work_dir, tag, *ctx.work, ctx.conninfo, pool, o.warmup_s, o.duration_s);
+      spawned_us = epoch_us();
+      pid = spawn(pgb.argv, merged_environment(pgb.env), {{1, p1[1]}, {2, p2[1]}});
+      ::close(p2[1]);
+      err_out.fd = p2[0];
+    } else {
+      std::vector<std::string> argv{ctx.self_exe};
+      for (auto& a : child_arguments(o, driver, pool, 3)) argv.push_back(std::move(a));
+      // The child's stdout joins stderr: the parent's stdout carries only the report.
+      pid = spawn(argv, merged_environment({std::string(conninfo_env) + "=" + ctx.conninfo}),
+                  {{3, p1[1]}, {1, STDERR_FILENO}});
+    }
+    ::close(p1[1]);
+    main_out.fd = p1[0];
+  } catch (const std::exception& e) {
+    main_out.close();
+    err_out.close();
+    r.ok = false;
+    r.failure = e.what();
+    return r;
+  }
+
+  const double cpu_before = ctx.postmaster ? server_cpu_seconds(*ctx.postmaster) : 0;
+  const auto started = steady::now();
+  const auto deadline = started + std::chrono::milliseconds(static_cast<long>((o.warmup_s + o.duration_s) * 1000)) +
+                        std::chrono::seconds(150);
+  auto next_sample = started;
+  std::optional<steady::time_point> term_sent, reaped_at;
+  bool reaped = false, got_result = false, timed_out = false;
+  int status = 0;
+  rusage usage{};
+  std::size_t threads_max = 0;
+  std::uint64_t rss_last_kb = 0, rss_max_kb = 0;
+  int conns_max = 0, conns_last = 0;
+  long long last_ms = 0;
+  unsigned long long last_count = 0;
+  run_result reported;
+
+  auto progress = [&](double elapsed_s, double qps) {
+    const bool warm = elapsed_s < o.warmup_s;
+    std::ostringstream line;
+    line << label << "  " << static_cast<int>(elapsed_s) << " s" << (warm ? " (warm-up)" : "") << "  "
+         << thousands(qps) << " q/s  threads " << threads_max << "  server conns " << conns_last;
+    std::cerr << (tty ? "\r\033[K" : "") << line.str() << (tty ? "" : "\n") << std::flush;
+  };
+
+  while (true) {
+    if (!reaped) {
+      const pid_t w = wait4(pid, &status, WNOHANG, &usage);
+      if (w == pid) {
+        reaped = true;
+        reaped_at = steady::now();
+      }
+    }
+    const bool pipes_open = main_out.open() || err_out.open();
+    if (reaped && (!pipes_open || steady::now() - *reaped_at > std::chrono::seconds(2))) break;
+
+    const auto now = steady::now();
+    if (!reaped && now >= next_sample) {
+      if (auto s = read_tree_status(pid)) {
+        threads_max = std::max(threads_max, s->threads);
+        rss_last_kb = s->rss_kb;
+        rss_max_kb = std::max(rss_max_kb, s->rss_kb);
+      }
+      conns_last = ctx.sampler->client_connections();
+      conns_max = std::max(conns_max, conns_last);
+      next_sample += std::chrono::milliseconds(100);
+      if (next_sample < now) next_sample = now + std::chrono::milliseconds(100);
+    }
+    if (!reaped && !term_sent && (interrupted() || now > deadline)) {
+      timed_out = !interrupted();
+      kill(pid, SIGTERM);
+      term_sent = now;
+    }
+    if (!reaped && term_sent && now - *term_sent > std::chrono::seconds(3)) kill(pid, SIGKILL);
+
+    pollfd fds[2];
+    nfds_t n = 0;
+    line_reader* readers[2];
+    for (line_reader* lr : {&main_out, &err_out}) {
+      if (lr->open()) {
+        fds[n] = {lr->fd, POLLIN, 0};
+        readers[n++] = lr;
+      }
+    }
+    const auto wait_ms = std::clamp<long>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(next_sample - steady::now()).count(), 1, 100);
+    if (n == 0) {
+      // Pipes closed, child not reaped yet: poll() just sleeps (no event to wait on).
+      poll(nullptr, 0, static_cast<int>(wait_ms));
+      continue;
+    }
+    if (poll(fds, n, static_cast<int>(wait_ms)) <= 0) continue;
+    for (nfds_t i = 0; i < n; ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      line_reader& lr = *readers[i];
+      const bool is_err = &lr == &err_out;
+      for (const auto& line : lr.read_lines()) {
+        if (is_pgbench) {
+          if (is_err) {
+            if (auto tps = parse_pgbench_progress(line)) {
+              progress(std::chrono::duration<double>(steady::now() - started).count(), *tps);
+            } else {
+              pgbench_stderr += line + "\n";
+            }
+          } else {
+            pgbench_stdout += line + "\n";
+          }
+        } else if (line.rfind("P ", 0) == 0) {
+          long long ms = 0;
+          unsigned long long count = 0;
+          if (std::sscanf(line.c_str(), "P %lld %llu", &ms, &count) == 2 && ms > last_ms) {
+            progress(static_cast<double>(ms) / 1000.0,
+                     static_cast<double>(count - last_count) * 1000.0 / static_cast<double>(ms - last_ms));
+            last_ms = ms;
+            last_count = count;
+          }
+        } else if (line.rfind("R ", 0) == 0) {
+          reported = decode_result(line.substr(2));
+          got_result = true;
+        }
+      }
+    }
+  }
+  main_out.close();
+  err_out.close();
+  if (tty) std::cerr << "\r\033[K" << std::flush;
+
+  if (is_pgbench) {
+    read_pgbench_logs(pgb, pid, spawned_us, o.warmup_s, o.duration_s, r);
+    r.rss_end_mb = static_cast<double>(rss_last_kb) / 1024.0;
+    const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!clean) {
+      r.ok = r.queries > 0 && !interrupted();
+      std::string tail = pgbench_stderr.size() > 600 ? pgbench_stderr.substr(pgbench_stderr.size() - 600) : pgbench_stderr;
+      r.failure = "pgbench exited with status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)) +
+                  (tail.empty() ? "" : ": " + tail);
+    }
+  } else if (got_result) {
+    const std::size_t rd = r.round;
+    r = reported;
+    r.round = rd;
+  } else {
+    r.ok = false;
+    r.failure = "the child exited without a result (status " +
+                std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)) + ")";
+  }
+  if (timed_out) {
+    r.ok = false;
+    r.failure = "timed out" + (r.failure.empty() ? "" : ": " + r.failure);
+  }
+  if (interrupted()) {
+    r.ok = false;
+    r.failure = "interrupted";
+  }
+  r.client_cpu_s = seconds_of(usage.ru_utime) + seconds_of(usage.ru_stime);
+  // Peak RSS: the child's own VmHWM (reported) or the kernel's ru_maxrss,
+  // whichever is larger (for pgbench only the latter exists).
+  r.rss_peak_mb = std::max({r.rss_peak_mb, static_cast<double>(usage.ru_maxrss) / 1024.0,
+                            static_cast<double>(rss_max_kb) / 1024.0});
+  r.threads_max = std::max(r.threads_max, threads_max);
+  r.server_connections_max = conns_max;
+  if (ctx.postmaster) r.server_cpu_s = server_cpu_seconds(*ctx.postmaster) - cpu_before;
+  return r;
+}
+
+}  // namespace pgpipe::bench
