@@ -180,9 +180,7 @@ int cmd_probe(const args& a) {
     p.password = std::string();  // explicit: no password, even if the conninfo has one
   }
   const auto report = scram::probe(p);
-  // Scrub with every password the probe could have used.
-  std::string secret = p.password.value_or("");
-  std::string out = a.json ? pgpipe::cli::render_json(report, secret) : pgpipe::cli::render_human(report, secret);
+  const std::string out = a.json ? pgpipe::cli::render_json(report) : pgpipe::cli::render_human(report);
   std::cout << out << std::flush;
   return report.exit_code();
 }

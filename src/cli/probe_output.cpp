@@ -2,14 +2,10 @@
 
 #include <cstdio>
 
-#include "pgpipe/error.hpp"
 
 namespace pgpipe::cli {
 namespace {
 
-std::string clean(const std::string& s, std::string_view password) {
-  return password.empty() ? s : redact_secret(s, password);
-}
 
 std::string json_string(const std::string& s) {
   std::string out = "\"";
@@ -47,12 +43,12 @@ std::string method_text(scram::auth_method m) {
 
 }  // namespace
 
-std::string render_human(const scram::probe_report& r, std::string_view pw) {
+std::string render_human(const scram::probe_report& r) {
   std::string out;
   auto line = [&](const char* key, const std::string& value) {
     std::string k = std::string(key) + ":";
     k.resize(17, ' ');
-    out += k + clean(value, pw) + "\n";
+    out += k + value + "\n";
   };
   line("server", r.host + (r.host.empty() || r.host.front() == '/' ? " port " : ":") + r.port);
   line("user", r.user);
@@ -92,8 +88,8 @@ std::string render_human(const scram::probe_report& r, std::string_view pw) {
   return out;
 }
 
-std::string render_json(const scram::probe_report& r, std::string_view pw) {
-  auto s = [&](const std::string& v) { return json_string(clean(v, pw)); };
+std::string render_json(const scram::probe_report& r) {
+  auto s = [&](const std::string& v) { return json_string(v); };
   std::string mechs = "[";
   for (std::size_t i = 0; i < r.mechanisms.size(); ++i) mechs += (i ? "," : "") + s(r.mechanisms[i]);
   mechs += "]";

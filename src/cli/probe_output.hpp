@@ -1,6 +1,11 @@
 // How pgpipe-scram prints a probe report: aligned lines for people, one JSON
-// object for machines. Every string goes through redact_secret() with the
-// password first, as a last line of defence (no field should contain it).
+// object for machines.
+//
+// No report field holds the password: the probe builds its messages without
+// it, and the server's messages name roles and databases, never passwords.
+// Masking the password's text in the output was tried and dropped: with a
+// short password it garbles unrelated words, and where the stars land tells
+// the reader what the password is.
 #pragma once
 
 #include <string>
@@ -10,7 +15,7 @@
 
 namespace pgpipe::cli {
 
-std::string render_human(const scram::probe_report& r, std::string_view password);
-std::string render_json(const scram::probe_report& r, std::string_view password);
+std::string render_human(const scram::probe_report& r);
+std::string render_json(const scram::probe_report& r);
 
 }  // namespace pgpipe::cli
