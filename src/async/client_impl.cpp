@@ -1,0 +1,746 @@
+#include "async/client_impl.hpp"
+
+#include "async/pq_errors.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <algorithm>
+
+namespace pgpipe::detail {
+
+namespace asio = boost::asio;
+using std::chrono::duration_cast;
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+using std::chrono::nanoseconds;
+
+namespace {
+
+std::int64_t steady_ns() {
+  return duration_cast<nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+time_point add_or_max(time_point now, milliseconds d) {
+  if (d.count() <= 0) return time_point::max();
+  return now + d;
+}
+
+// Cancellation hooks live in the handler's cancellation slot. They hold weak
+// references: a hook that fires after completion finds nothing to do.
+struct query_cancel_hook {
+  std::weak_ptr<query_request> req;
+  void operator()(asio::cancellation_type_t type) const {
+    auto r = req.lock();
+    if (!r || r->completed.load(std::memory_order_acquire)) return;
+    if (auto owner = r->owner.lock()) {
+      owner->cancel_query(r, type);
+      return;
+    }
+    if (r->conn) {  // lease request: the connection is fixed from the start
+      auto c = r->conn;
+      asio::post(c->get_executor(), [c, r, type] { c->cancel(r, type); });
+    }
+  }
+};
+
+struct acquire_cancel_hook {
+  std::weak_ptr<acquire_request> req;
+  std::weak_ptr<client_impl> owner;
+  void operator()(asio::cancellation_type_t) const {
+    auto r = req.lock();
+    auto o = owner.lock();
+    if (r && o) o->cancel_acquire(r);
+  }
+};
+
+class null_target final : public query_target {
+ public:
+  void submit_query(query_spec, std::unique_ptr<completion<result>> done, asio::cancellation_slot) override {
+    done->complete(asio::system_executor(), true, make_error_code(errc::closed),
+                   client_error_result("no client or lease behind this object (moved-from, released or empty)"));
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<query_target> null_query_target() {
+  static auto t = std::make_shared<null_target>();
+  return t;
+}
+
+bool acquire_request::try_complete(const asio::any_io_executor& ex, std::error_code ec, lease l) {
+  if (completed.exchange(true, std::memory_order_acq_rel)) return false;
+  auto d = std::move(done);
+  d->complete(ex, true, ec, std::move(l));
+  return true;
+}
+
+// ---- lease_impl -------------------------------------------------------------------
+
+void lease_impl::submit_query(query_spec spec, std::unique_ptr<completion<result>> done,
+                              asio::cancellation_slot slot) {
+  auto req = std::make_shared<query_request>();
+  req->on_lease = true;
+  req->done = std::move(done);
+  if (released_.load(std::memory_order_acquire)) {
+    req->try_complete(conn_->get_executor(), true, make_error_code(errc::closed),
+                      client_error_result("the lease was released"));
+    return;
+  }
+  if (spec.params.ec) {
+    req->try_complete(conn_->get_executor(), true, spec.params.ec, client_error_result(spec.params.error_message));
+    return;
+  }
+  const auto timeout = spec.timeout.value_or(owner_->params().query_timeout);
+  req->deadline = add_or_max(pool_clock::now(), timeout);
+  req->spec = std::move(spec);
+  req->conn = conn_;
+  req->slot = slot_;
+  if (slot.is_connected()) slot.template emplace<query_cancel_hook>(query_cancel_hook{req});
+  asio::post(conn_->get_executor(), [c = conn_, req] { c->enqueue(req); });
+}
+
+void lease_impl::release() noexcept {
+  if (released_.exchange(true, std::memory_order_acq_rel)) return;
+  try {
+    asio::post(conn_->get_executor(), [c = conn_] { c->lease_returned(); });
+  } catch (...) {
+    // Posting allocates; if that fails the connection is lost to the pool
+    // until the client closes, which is the best we can do in a destructor.
+  }
+}
+
+// ---- client_impl: construction and shutdown ----------------------------------------
+
+client_impl::client_impl(pool_params params, async_client_options options, asio::io_context* external)
+    : params_(std::move(params)),
+      options_(std::move(options)),
+      external_(external),
+      core_(params_, std::max<std::size_t>(1, params_.pipeline_depth)) {
+  auto cfg = std::make_shared<connection_config>();
+  cfg->conninfo = params_.conninfo;
+  cfg->password = password_of(params_.conninfo);
+  cfg->connect_timeout = params_.connect_timeout;
+  cfg->stall_timeout = params_.stall_timeout;
+  cfg->prepared_statements = params_.prepared_statements;
+  conn_cfg_ = std::move(cfg);
+  if (options_.logger) logger_ = std::make_shared<const logger_fn>(std::move(options_.logger));
+
+  const std::size_t n = external_ ? 1 : std::max<std::size_t>(1, options_.loops);
+  for (std::size_t i = 0; i < n; ++i) {
+    auto l = std::make_unique<loop>();
+    if (external_) {
+      l->ex = asio::make_strand(*external_);
+    } else {
+      // One thread per io_context: tell Asio it need not lock internally.
+      l->own = std::make_unique<asio::io_context>(1);
+      l->ex = l->own->get_executor();
+      l->work.emplace(l->own->get_executor());
+    }
+    loops_.push_back(std::move(l));
+  }
+  pool_ex_ = loops_[0]->ex;
+  tick_timer_ = std::make_unique<asio::steady_timer>(pool_ex_);
+}
+
+client_impl::~client_impl() {
+  // shutdown() ran (async_client's destructor); threads are joined. Anything
+  // still referenced by an external io_context's queue keeps us alive.
+  stopping_ = true;
+  {
+    std::lock_guard lk(watchdog_mu_);
+  }
+  watchdog_cv_.notify_all();
+  if (watchdog_.joinable()) watchdog_.join();
+  for (auto& l : loops_)
+    if (l->thread.joinable()) l->thread.detach();
+}
+
+void client_impl::start() {
+  for (std::size_t i = 0; i < loops_.size(); ++i) start_probe(i);
+  if (!external_) {
+    for (std::size_t i = 0; i < loops_.size(); ++i) {
+      loop* l = loops_[i].get();
+      l->thread = std::thread([this, l, i] {
+        for (;;) {
+          try {
+            l->own->run();
+            return;
+          } catch (const std::exception& e) {
+            // A handler threw: report it and keep the loop alive; the
+            // remaining work on this loop must still run.
+            log(log_level::error, "event loop " + std::to_string(i) + ": a handler threw: " + e.what());
+          } catch (...) {
+            log(log_level::error, "event loop " + std::to_string(i) + ": a handler threw a non-standard exception");
+          }
+        }
+      });
+    }
+  }
+  if (options_.blocked_loop_threshold.count() > 0) watchdog_ = std::thread([this] { watchdog_main(); });
+  todo t;
+  {
+    std::lock_guard lk(mu_);
+    core_.start(pool_clock::now());
+    collect_locked(t, true);
+  }
+  run(t);
+}
+
+void client_impl::shutdown() {
+  {
+    std::lock_guard lk(mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+  }
+  close();
+  const bool on_own_loop =
+      std::any_of(loops_.begin(), loops_.end(), [](auto& l) { return l->thread.get_id() == std::this_thread::get_id(); });
+  if (!external_ && !on_own_loop) {
+    // Let work in flight finish, for a bounded time: a query that runs for
+    // minutes must not make a destructor hang for minutes.
+    std::unique_lock lk(mu_);
+    drained_cv_.wait_for(lk, std::chrono::seconds(2), [this] { return live_conns_ == 0 && core_.is_drained(); });
+  }
+  std::vector<std::shared_ptr<pipelined_connection>> rest;
+  {
+    std::lock_guard lk(mu_);
+    for (auto& [id, c] : conns_) rest.push_back(c);
+  }
+  for (auto& c : rest) asio::post(c->get_executor(), [c] { c->abort(); });
+  stopping_ = true;
+  {
+    std::lock_guard lk(watchdog_mu_);
+  }
+  watchdog_cv_.notify_all();
+  asio::post(pool_ex_, [t = tick_timer_.get()] { t->cancel(); });
+  if (external_) return;
+  for (auto& l : loops_) l->work.reset();
+  if (on_own_loop) {
+    // Joining ourselves would deadlock: the loops finish on their own, and
+    // the threads are detached when the impl goes away.
+    return;
+  }
+  for (auto& l : loops_)
+    if (l->thread.joinable()) l->thread.join();
+  if (watchdog_.joinable()) watchdog_.join();
+}
+
+asio::any_io_executor client_impl::executor_for_new_connection() {
+  if (external_) return asio::make_strand(*external_);
+  auto& l = loops_[next_loop_++ % loops_.size()];
+  return l->ex;
+}
+
+asio::any_io_executor client_impl::get_executor() const noexcept { return loops_[0]->ex; }
+
+// ---- pool bookkeeping ---------------------------------------------------------------
+
+void client_impl::collect_locked(todo& out, bool timing_may_change) {
+  auto actions = core_.take_actions();
+  for (auto& a : actions) {
+    switch (a.what) {
+      case pool_action::kind::open: {
+        auto c = std::make_shared<pipelined_connection>(executor_for_new_connection(), a.slot, conn_cfg_,
+                                                        std::weak_ptr<connection_owner>(shared_from_this()));
+        conns_[a.slot] = c;
+        ++live_conns_;
+        out.push_back([c] { asio::post(c->get_executor(), [c] { c->start(); }); });
+        break;
+      }
+      case pool_action::kind::close: {
+        auto it = conns_.find(a.slot);
+        if (it == conns_.end()) break;
+        auto c = it->second;
+        conns_.erase(it);
+        out.push_back([c] { asio::post(c->get_executor(), [c] { c->close(); }); });
+        break;
+      }
+      case pool_action::kind::check: {
+        auto it = conns_.find(a.slot);
+        if (it == conns_.end()) break;
+        auto c = it->second;
+        out.push_back([c] { asio::post(c->get_executor(), [c] { c->check(); }); });
+        break;
+      }
+      case pool_action::kind::grant: {
+        auto cit = conns_.find(a.slot);
+        if (auto qit = query_waiters_.find(a.waiter); qit != query_waiters_.end()) {
+          auto req = qit->second;
+          query_waiters_.erase(qit);
+          req->waiter = 0;
+          if (cit == conns_.end()) {
+            out.push_back([this, req] { complete_query_failure(req, make_error_code(errc::not_sent), "connection gone"); });
+            break;
+          }
+          req->conn = cit->second;
+          req->slot = a.slot;
+          req->pooled = true;
+          out.push_back([c = cit->second, req] { asio::post(c->get_executor(), [c, req] { c->enqueue(req); }); });
+        } else if (auto ait = acquire_waiters_.find(a.waiter); ait != acquire_waiters_.end()) {
+          auto req = ait->second;
+          acquire_waiters_.erase(ait);
+          req->waiter = 0;
+          if (cit == conns_.end()) {
+            out.push_back([this, req] { complete_acquire_failure(req, make_error_code(errc::not_sent), "connection gone"); });
+            break;
+          }
+          auto impl = std::make_shared<lease_impl>(cit->second, a.slot, shared_from_this());
+          out.push_back([req, impl, this, slot = a.slot] {
+            if (!req->try_complete(impl->get_executor(), {}, lease(impl))) {
+              // Cancelled as it was granted: the lease destructor (in
+              // try_complete's discarded argument) gave the connection back.
+            }
+            (void)slot;
+          });
+        }
+        break;
+      }
+      case pool_action::kind::fail: {
+        std::string msg = connect_error_message_locked(a.ec);
+        if (auto qit = query_waiters_.find(a.waiter); qit != query_waiters_.end()) {
+          auto req = qit->second;
+          query_waiters_.erase(qit);
+          req->waiter = 0;
+          auto ec = a.ec;
+          // The caller's own query deadline was the binding one: say so.
+          if (ec == errc::pool_timeout && req->deadline <= pool_clock::now()) ec = make_error_code(errc::query_timeout);
+          out.push_back([this, req, ec, msg] { complete_query_failure(req, ec, msg); });
+        } else if (auto ait = acquire_waiters_.find(a.waiter); ait != acquire_waiters_.end()) {
+          auto req = ait->second;
+          acquire_waiters_.erase(ait);
+          req->waiter = 0;
+          out.push_back([this, req, ec = a.ec, msg] { complete_acquire_failure(req, ec, msg); });
+        }
+        break;
+      }
+    }
+  }
+  if (!actions.empty()) timing_may_change = true;
+  if (timing_may_change || tick_at_ == time_point::max()) {
+    auto nt = core_.next_timer();
+    if (nt && *nt < tick_at_) {
+      tick_at_ = *nt;
+      auto gen = ++tick_gen_;
+      auto at = *nt;
+      out.push_back([self = shared_from_this(), at, gen] {
+        asio::post(self->pool_ex_, [self, at, gen] { self->arm_tick(at, gen); });
+      });
+    }
+  }
+  maybe_closed_locked(out);
+}
+
+std::string client_impl::connect_error_message_locked(const std::error_code& ec) const {
+  if (ec.category() == sqlstate_category() || ec == errc_condition::connect_error) {
+    if (!last_connect_message_.empty()) return "could not connect: " + last_connect_message_;
+  }
+  return ec.message();
+}
+
+void client_impl::run(todo& t) {
+  for (auto& f : t) f();
+  t.clear();
+}
+
+void client_impl::arm_tick(time_point at, std::uint64_t gen) {
+  {
+    std::lock_guard lk(mu_);
+    if (gen != tick_gen_) return;
+  }
+  tick_timer_->expires_at(at);
+  tick_timer_->async_wait([self = shared_from_this(), gen](const boost::system::error_code& ec) {
+    if (ec) return;
+    (void)gen;
+    self->on_tick();
+  });
+}
+
+void client_impl::on_tick() {
+  todo t;
+  {
+    std::lock_guard lk(mu_);
+    tick_at_ = time_point::max();
+    core_.on_tick(pool_clock::now());
+    collect_locked(t, true);
+  }
+  run(t);
+}
+
+void client_impl::complete_query_failure(const std::shared_ptr<query_request>& req, std::error_code ec,
+                                         std::string message) {
+  if (req->completed.load(std::memory_order_acquire)) return;
+  if (ec == errc::cancelled) {
+    err_cancelled_.fetch_add(1, std::memory_order_relaxed);
+  } else if (ec == errc::query_timeout) {
+    err_timeout_.fetch_add(1, std::memory_order_relaxed);
+  } else if (ec != errc::pool_timeout && ec != errc::queue_full && ec != errc_condition::connect_error &&
+             ec.category() != sqlstate_category()) {
+    err_other_.fetch_add(1, std::memory_order_relaxed);
+  }
+  req->try_complete(loops_[0]->ex, true, ec, client_error_result(std::move(message)));
+}
+
+void client_impl::complete_acquire_failure(const std::shared_ptr<acquire_request>& req, std::error_code ec,
+                                           std::string message) {
+  (void)message;
+  if (ec == errc::cancelled) err_cancelled_.fetch_add(1, std::memory_order_relaxed);
+  req->try_complete(loops_[0]->ex, ec, lease());
+}
+
+void client_impl::maybe_closed_locked(todo& out) {
+  if (!core_.is_closed() || !core_.is_drained() || live_conns_ != 0) return;
+  drained_cv_.notify_all();
+  if (close_waiters_.empty()) return;
+  auto waiters = std::make_shared<std::vector<std::unique_ptr<completion<std::monostate>>>>(std::move(close_waiters_));
+  close_waiters_.clear();
+  out.push_back([waiters, ex = loops_[0]->ex] {
+    for (auto& w : *waiters) w->complete(ex, true, {}, {});
+  });
+}
+
+// ---- operations ---------------------------------------------------------------------
+
+void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<result>> done,
+                               asio::cancellation_slot slot) {
+  auto req = std::make_shared<query_request>();
+  req->done = std::move(done);
+  if (spec.params.ec) {
+    err_other_.fetch_add(1, std::memory_order_relaxed);
+    req->try_complete(loops_[0]->ex, true, spec.params.ec, client_error_result(spec.params.error_message));
+    return;
+  }
+  const auto now = pool_clock::now();
+  req->deadline = add_or_max(now, spec.timeout.value_or(params_.query_timeout));
+  req->spec = std::move(spec);
+  req->owner = weak_from_this();
+  if (slot.is_connected()) slot.template emplace<query_cancel_hook>(query_cancel_hook{req});
+
+  todo t;
+  {
+    std::lock_guard lk(mu_);
+    const auto acquire_deadline = std::min(add_or_max(now, params_.acquire_timeout), req->deadline);
+    auto out = core_.request(now, request_kind::shared, acquire_deadline);
+    bool timing = false;
+    switch (out.what) {
+      case request_outcome::kind::granted: {
+        auto& c = conns_.at(out.slot);
+        req->conn = c;
+        req->slot = out.slot;
+        req->pooled = true;
+        t.push_back([c, req] { asio::post(c->get_executor(), [c, req] { c->enqueue(req); }); });
+        break;
+      }
+      case request_outcome::kind::queued:
+        req->waiter = out.waiter;
+        query_waiters_.emplace(out.waiter, req);
+        timing = true;
+        break;
+      case request_outcome::kind::rejected: {
+        std::string msg = connect_error_message_locked(out.ec);
+        t.push_back([this, req, ec = out.ec, msg] { complete_query_failure(req, ec, msg); });
+        break;
+      }
+    }
+    collect_locked(t, timing);
+  }
+  run(t);
+}
+
+void client_impl::submit_acquire(std::unique_ptr<completion<lease>> done, asio::cancellation_slot slot) {
+  auto req = std::make_shared<acquire_request>();
+  req->done = std::move(done);
+  if (slot.is_connected())
+    slot.template emplace<acquire_cancel_hook>(acquire_cancel_hook{req, weak_from_this()});
+  const auto now = pool_clock::now();
+  todo t;
+  {
+    std::lock_guard lk(mu_);
+    auto out = core_.request(now, request_kind::exclusive, add_or_max(now, params_.acquire_timeout));
+    bool timing = false;
+    switch (out.what) {
+      case request_outcome::kind::granted: {
+        auto impl = std::make_shared<lease_impl>(conns_.at(out.slot), out.slot, shared_from_this());
+        t.push_back([req, impl] { req->try_complete(impl->get_executor(), {}, lease(impl)); });
+        break;
+      }
+      case request_outcome::kind::queued:
+        req->waiter = out.waiter;
+        acquire_waiters_.emplace(out.waiter, req);
+        timing = true;
+        break;
+      case request_outcome::kind::rejected: {
+        std::string msg = connect_error_message_locked(out.ec);
+        t.push_back([this, req, ec = out.ec, msg] { complete_acquire_failure(req, ec, msg); });
+        break;
+      }
+    }
+    collect_locked(t, timing);
+  }
+  run(t);
+}
+
+void client_impl::submit_close(std::unique_ptr<completion<std::monostate>> done) {
+  stop_probes();
+  todo t;
+  {
+    std::lock_guard lk(mu_);
+    close_waiters_.push_back(std::move(done));
+    core_.close(pool_clock::now());
+    collect_locked(t, true);
+  }
+  run(t);
+}
+
+void client_impl::close() {
+  stop_probes();
+  todo t;
+  {
+    std::lock_guard lk(mu_);
+    core_.close(pool_clock::now());
+    collect_locked(t, true);
+  }
+  run(t);
+}
+
+void client_impl::cancel_query(const std::shared_ptr<query_request>& req, asio::cancellation_type_t type) {
+  std::shared_ptr<pipelined_connection> conn;
+  {
+    std::lock_guard lk(mu_);
+    if (req->waiter != 0) {
+      // Still waiting for capacity: nothing was sent, any type removes it.
+      if (core_.cancel(req->waiter)) {
+        query_waiters_.erase(req->waiter);
+        req->waiter = 0;
+      }
+    } else {
+      conn = req->conn;
+    }
+  }
+  if (conn) {
+    asio::post(conn->get_executor(), [conn, req, type] { conn->cancel(req, type); });
+    return;
+  }
+  complete_query_failure(req, make_error_code(errc::cancelled), "cancelled while waiting for a connection");
+}
+
+void client_impl::cancel_acquire(const std::shared_ptr<acquire_request>& req) {
+  {
+    std::lock_guard lk(mu_);
+    if (req->waiter == 0 || !core_.cancel(req->waiter)) return;
+    acquire_waiters_.erase(req->waiter);
+    req->waiter = 0;
+  }
+  complete_acquire_failure(req, make_error_code(errc::cancelled), "cancelled");
+}
+
+// ---- connection events ----------------------------------------------------------------
+
+void client_impl::conn_connected(slot_id slot) {
+  todo t;
+  {
+    std::lock_guard lk(mu_);
+    core_.on_open_succeeded(pool_clock::now(), slot);
+    collect_locked(t, true);
+  }
+  run(t);
+}
+
+void client_impl::conn_connect_failed(slot_id slot, std::error_code ec, const std::string& message) {
+  todo t;
+  {
+    std::lock_guard lk(mu_);
+    last_connect_message_ = message;
+    conns_.erase(slot);
+    if (live_conns_ > 0) --live_conns_;
+    core_.on_open_failed(pool_clock::now(), slot, ec);
+    collect_locked(t, true);
+  }
+  run(t);
+}
+
+void client_impl::conn_broken(slot_id slot, const std::string&) {
+  todo t;
+  {
+    std::lock_guard lk(mu_);
+    core_.on_broken(pool_clock::now(), slot);
+    collect_locked(t, true);
+  }
+  run(t);
+}
+
+void client_impl::conn_release(slot_id slot, std::size_t units) {
+  todo t;
+  {
+    std::lock_guard lk(mu_);
+    const auto now = pool_clock::now();
+    for (std::size_t i = 0; i < units; ++i) core_.release(now, slot, request_kind::shared);
+    // A connection going idle starts its idle/health-check clocks.
+    collect_locked(t, core_.load_of(slot) == 0);
+  }
+  run(t);
+}
+
+void client_impl::conn_check_done(slot_id slot, bool healthy) {
+  todo t;
+  {
+    std::lock_guard lk(mu_);
+    core_.on_check_done(pool_clock::now(), slot, healthy);
+    collect_locked(t, true);
+  }
+  run(t);
+}
+
+void client_impl::conn_lease_returned(slot_id slot) {
+  todo t;
+  {
+    std::lock_guard lk(mu_);
+    core_.release(pool_clock::now(), slot, request_kind::exclusive);
+    collect_locked(t, true);
+  }
+  run(t);
+}
+
+void client_impl::conn_finished(slot_id slot) {
+  todo t;
+  {
+    std::lock_guard lk(mu_);
+    conns_.erase(slot);
+    if (live_conns_ > 0) --live_conns_;
+    collect_locked(t, false);
+  }
+  run(t);
+}
+
+void client_impl::count_outcome(const std::error_code& ec) {
+  completed_.fetch_add(1, std::memory_order_relaxed);
+  if (!ec) return;
+  if (ec.category() == sqlstate_category()) {
+    err_server_.fetch_add(1, std::memory_order_relaxed);
+  } else if (ec == errc_condition::connection_lost) {
+    err_lost_.fetch_add(1, std::memory_order_relaxed);
+  } else if (ec == errc::query_timeout) {
+    err_timeout_.fetch_add(1, std::memory_order_relaxed);
+  } else if (ec == errc::cancelled) {
+    err_cancelled_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    err_other_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void client_impl::log(log_level level, const std::string& line) {
+  std::shared_ptr<const logger_fn> l;
+  {
+    std::lock_guard lk(log_mu_);
+    l = logger_;
+  }
+  if (!l || !*l) return;
+  try {
+    (*l)(level, line);
+  } catch (...) {
+    // A logger that throws must not take a connection down with it.
+  }
+}
+
+void client_impl::set_logger(logger_fn fn) {
+  auto p = fn ? std::make_shared<const logger_fn>(std::move(fn)) : nullptr;
+  std::lock_guard lk(log_mu_);
+  logger_ = std::move(p);
+}
+
+pool_stats client_impl::stats() const {
+  pool_stats s;
+  {
+    std::lock_guard lk(mu_);
+    core_.fill_stats(s);
+  }
+  s.completed = completed_.load(std::memory_order_relaxed);
+  s.errors.connection_lost = err_lost_.load(std::memory_order_relaxed);
+  s.errors.query_timeout = err_timeout_.load(std::memory_order_relaxed);
+  s.errors.cancelled = err_cancelled_.load(std::memory_order_relaxed);
+  s.errors.server = err_server_.load(std::memory_order_relaxed);
+  s.errors.other = err_other_.load(std::memory_order_relaxed);
+  std::int64_t last = 0, mx = 0;
+  for (auto& l : loops_) {
+    last = std::max(last, l->lag_last_us.load(std::memory_order_relaxed));
+    mx = std::max(mx, l->lag_max_us.load(std::memory_order_relaxed));
+  }
+  s.loop_lag_last = microseconds(last);
+  s.loop_lag_max = microseconds(mx);
+  s.threads = (external_ ? 0 : loops_.size()) + (watchdog_.joinable() ? 1 : 0);
+  return s;
+}
+
+// ---- loop lag probe and blocked-loop watchdog --------------------------------------------
+
+void client_impl::stop_probes() {
+  // A closed client must not keep a caller's io_context busy forever: the
+  // probes (and with them the watchdog) stop at close().
+  if (probes_stopped_.exchange(true)) return;
+  for (auto& l : loops_) {
+    if (l->probe) {
+      auto* p = l->probe.get();
+      asio::post(l->ex, [p] { p->cancel(); });
+    }
+  }
+}
+
+void client_impl::start_probe(std::size_t i) {
+  loop* l = loops_[i].get();
+  if (options_.loop_probe_interval.count() <= 0) return;
+  l->probe = std::make_unique<asio::steady_timer>(l->ex);
+  l->last_probe_ns = steady_ns();
+  struct prober {
+    client_impl* self;
+    loop* l;
+    void arm() const {
+      l->probe->expires_after(self->options_.loop_probe_interval);
+      l->probe->async_wait(*this);
+    }
+    void operator()(const boost::system::error_code& ec) const {
+      if (ec || self->probes_stopped_.load(std::memory_order_relaxed)) return;
+      // How late the loop ran a timer that was due: a handler blocking the
+      // loop shows up here.
+      const auto now = std::chrono::steady_clock::now();
+      const auto lag = duration_cast<microseconds>(now - l->probe->expiry()).count();
+      l->lag_last_us.store(lag, std::memory_order_relaxed);
+      if (lag > l->lag_max_us.load(std::memory_order_relaxed)) l->lag_max_us.store(lag, std::memory_order_relaxed);
+      l->last_probe_ns.store(steady_ns(), std::memory_order_relaxed);
+      arm();
+    }
+  };
+  // Probes run on the loops and stop when stopping_ is set, before the
+  // impl can go away (shutdown joins or the impl outlives the io_context).
+  asio::post(l->ex, [p = prober{this, l}] { p.arm(); });
+}
+
+void client_impl::watchdog_main() {
+  const auto threshold = options_.blocked_loop_threshold;
+  const auto period = std::max(milliseconds(10), std::min(threshold / 4, milliseconds(100)));
+  const auto probe_ns = duration_cast<nanoseconds>(options_.loop_probe_interval).count();
+  std::unique_lock lk(watchdog_mu_);
+  while (!stopping_.load()) {
+    watchdog_cv_.wait_for(lk, period, [this] { return stopping_.load(); });
+    if (stopping_.load()) return;
+    if (probes_stopped_.load()) continue;
+    const auto now = steady_ns();
+    for (std::size_t i = 0; i < loops_.size(); ++i) {
+      auto& l = *loops_[i];
+      const auto late_ns = now - l.last_probe_ns.load(std::memory_order_relaxed) - probe_ns;
+      const bool blocked = late_ns > duration_cast<nanoseconds>(threshold).count();
+      if (blocked && !l.blocked_reported) {
+        l.blocked_reported = true;
+        log(log_level::warning, "event loop " + std::to_string(i) + " blocked for " +
+                                    std::to_string(late_ns / 1'000'000) +
+                                    " ms: a handler is doing blocking work on it (threshold " +
+                                    std::to_string(threshold.count()) + " ms)");
+      } else if (!blocked && l.blocked_reported) {
+        l.blocked_reported = false;
+        log(log_level::info, "event loop " + std::to_string(i) + " is running again");
+      }
+    }
+  }
+}
+
+}  // namespace pgpipe::detail

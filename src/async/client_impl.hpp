@@ -1,0 +1,163 @@
+// client_impl: what async_client and lease are made of. Owns the event loops,
+// the shared pool_core (behind one mutex, held only for pool bookkeeping,
+// never while running a handler or touching a connection) and the map from
+// pool slots to pipelined_connections. Every connection lives on one loop.
+#pragma once
+
+#include "async/pipelined_connection.hpp"
+#include "async/request.hpp"
+#include "core/pool_core.hpp"
+
+#include <pgpipe/async_client.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace pgpipe::detail {
+
+struct acquire_request {
+  std::unique_ptr<completion<lease>> done;
+  std::atomic<bool> completed{false};
+  waiter_id waiter = 0;  // guarded by the client's mutex
+  bool try_complete(const boost::asio::any_io_executor& ex, std::error_code ec, lease l);
+};
+
+class lease_impl final : public query_target, public std::enable_shared_from_this<lease_impl> {
+ public:
+  lease_impl(std::shared_ptr<pipelined_connection> conn, slot_id slot, std::shared_ptr<client_impl> owner)
+      : conn_(std::move(conn)), slot_(slot), owner_(std::move(owner)) {}
+  ~lease_impl() override { release(); }
+  void submit_query(query_spec spec, std::unique_ptr<completion<result>> done,
+                    boost::asio::cancellation_slot slot) override;
+  void release() noexcept;
+  const boost::asio::any_io_executor& get_executor() const noexcept { return conn_->get_executor(); }
+
+ private:
+  std::shared_ptr<pipelined_connection> conn_;
+  slot_id slot_;
+  // Strong: the loops (and their io_contexts) must outlive a lease's posts.
+  std::shared_ptr<client_impl> owner_;
+  std::atomic<bool> released_{false};
+};
+
+class client_impl final : public query_target,
+                          public connection_owner,
+                          public std::enable_shared_from_this<client_impl> {
+ public:
+  client_impl(pool_params params, async_client_options options, boost::asio::io_context* external);
+  ~client_impl() override;
+
+  /// Starts loops, probes, watchdog and the pool (after make_shared).
+  void start();
+  /// close(), wait (bounded) for in-flight work, abort the rest, stop and
+  /// join the loops. Idempotent.
+  void shutdown();
+
+  void submit_query(query_spec spec, std::unique_ptr<completion<result>> done,
+                    boost::asio::cancellation_slot slot) override;
+  void submit_acquire(std::unique_ptr<completion<lease>> done, boost::asio::cancellation_slot slot);
+  void submit_close(std::unique_ptr<completion<std::monostate>> done);
+  void close();
+  pool_stats stats() const;
+  void set_logger(logger_fn fn);
+  boost::asio::any_io_executor get_executor() const noexcept;
+  std::size_t loop_count() const noexcept { return loops_.size(); }
+
+  void cancel_query(const std::shared_ptr<query_request>& req, boost::asio::cancellation_type_t type);
+  void cancel_acquire(const std::shared_ptr<acquire_request>& req);
+
+  // connection_owner
+  void conn_connected(slot_id slot) override;
+  void conn_connect_failed(slot_id slot, std::error_code ec, const std::string& message) override;
+  void conn_broken(slot_id slot, const std::string& reason) override;
+  void conn_release(slot_id slot, std::size_t units) override;
+  void conn_check_done(slot_id slot, bool healthy) override;
+  void conn_lease_returned(slot_id slot) override;
+  void conn_finished(slot_id slot) override;
+  void count_outcome(const std::error_code& ec) override;
+  void log(log_level level, const std::string& line) override;
+
+  const pool_params& params() const noexcept { return params_; }
+
+ private:
+  struct loop {
+    std::unique_ptr<boost::asio::io_context> own;  // null with an external io_context
+    boost::asio::any_io_executor ex;               // loop executor (a strand when external)
+    std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
+    std::thread thread;
+    std::unique_ptr<boost::asio::steady_timer> probe;
+    std::atomic<std::int64_t> last_probe_ns{0};  // steady clock, when the probe last ran
+    std::atomic<std::int64_t> lag_last_us{0};
+    std::atomic<std::int64_t> lag_max_us{0};
+    bool blocked_reported = false;  // watchdog thread only
+  };
+  using todo = std::vector<std::function<void()>>;
+
+  boost::asio::any_io_executor executor_for_new_connection();
+  /// Takes pool_core's actions and turns them into work to run after unlock.
+  void collect_locked(todo& out, bool timing_may_change);
+  void run(todo& t);
+  void complete_query_failure(const std::shared_ptr<query_request>& req, std::error_code ec, std::string message);
+  void complete_acquire_failure(const std::shared_ptr<acquire_request>& req, std::error_code ec, std::string message);
+  void maybe_closed_locked(todo& out);
+  void arm_tick(time_point at, std::uint64_t gen);
+  void on_tick();
+  void start_probe(std::size_t i);
+  void stop_probes();
+  void watchdog_main();
+  std::string connect_error_message_locked(const std::error_code& ec) const;
+
+  pool_params params_;
+  async_client_options options_;
+  std::shared_ptr<const connection_config> conn_cfg_;
+  boost::asio::io_context* external_ = nullptr;
+  std::vector<std::unique_ptr<loop>> loops_;
+  boost::asio::any_io_executor pool_ex_;  // runs the pool tick timer
+  std::unique_ptr<boost::asio::steady_timer> tick_timer_;
+
+  mutable std::mutex mu_;  // pool_core and the maps below
+  pool_core core_;
+  std::unordered_map<slot_id, std::shared_ptr<pipelined_connection>> conns_;
+  std::unordered_map<waiter_id, std::shared_ptr<query_request>> query_waiters_;
+  std::unordered_map<waiter_id, std::shared_ptr<acquire_request>> acquire_waiters_;
+  std::size_t live_conns_ = 0;
+  std::size_t next_loop_ = 0;
+  time_point tick_at_ = time_point::max();
+  std::uint64_t tick_gen_ = 0;
+  std::string last_connect_message_;
+  std::vector<std::unique_ptr<completion<std::monostate>>> close_waiters_;
+  std::condition_variable drained_cv_;
+  bool shut_down_ = false;
+
+  mutable std::mutex log_mu_;
+  std::shared_ptr<const logger_fn> logger_;
+
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> probes_stopped_{false};
+  std::thread watchdog_;
+  std::mutex watchdog_mu_;
+  std::condition_variable watchdog_cv_;
+
+  // Outcomes counted by connections (pool_core counts pool_timeout,
+  // queue_full and connect errors itself).
+  std::atomic<std::uint64_t> completed_{0};
+  std::atomic<std::uint64_t> err_lost_{0};
+  std::atomic<std::uint64_t> err_timeout_{0};
+  std::atomic<std::uint64_t> err_cancelled_{0};
+  std::atomic<std::uint64_t> err_server_{0};
+  std::atomic<std::uint64_t> err_other_{0};
+};
+
+}  // namespace pgpipe::detail

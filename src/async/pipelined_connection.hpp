@@ -1,0 +1,163 @@
+// pipelined_connection: one PGconn in nonblocking pipeline mode, bound to one
+// event loop (executor) and touched only from it.
+//
+// Shape of Boost.Redis's multiplexer: a FIFO of requests, waiting (queued,
+// not yet handed to libpq) then written (in the pipeline, awaiting results).
+// Each request is Parse? + Bind/Execute + Sync, so an error aborts only its
+// own Sync segment. Results are matched FIFO: every result up to a
+// PGRES_PIPELINE_SYNC belongs to the request at the head of `written_`.
+//
+// Writes are coalesced: enqueue() schedules one write pass per loop turn that
+// hands every waiting request to libpq and then flushes. The PQflush rule is
+// obeyed: when it returns 1 the socket is watched for write *and* read, and
+// input is consumed while waiting, so a large pipelined write never deadlocks
+// against a server that is itself blocked writing results to us.
+//
+// The socket is watched with an asio stream_descriptor that is released
+// (never closed) before PQfinish, so libpq closes the fd exactly once. It is
+// re-created at every step of PQconnectPoll, whose socket may change
+// (multi-host strings, SSL/GSS fallbacks).
+#pragma once
+
+#include "async/request.hpp"
+#include "core/pool_core.hpp"
+
+#include <pgpipe/async_client.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <libpq-fe.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+namespace pgpipe::detail {
+
+/// What a connection needs from its pool. Called on the connection's
+/// executor; implementations must not call back into the connection inline.
+class connection_owner {
+ public:
+  virtual ~connection_owner() = default;
+  virtual void conn_connected(slot_id slot) = 0;
+  virtual void conn_connect_failed(slot_id slot, std::error_code ec, const std::string& message) = 0;
+  /// The connection died; its requests are being failed right after.
+  virtual void conn_broken(slot_id slot, const std::string& reason) = 0;
+  /// `units` shared requests finished on the connection.
+  virtual void conn_release(slot_id slot, std::size_t units) = 0;
+  virtual void conn_check_done(slot_id slot, bool healthy) = 0;
+  /// A lease's connection is clean (rolled back if needed) and may be reused.
+  virtual void conn_lease_returned(slot_id slot) = 0;
+  /// The socket is closed; the connection will do nothing more.
+  virtual void conn_finished(slot_id slot) = 0;
+  /// Counts a request outcome in stats.
+  virtual void count_outcome(const std::error_code& ec) = 0;
+  virtual void log(log_level level, const std::string& line) = 0;
+};
+
+struct connection_config {
+  std::string conninfo;
+  std::string password;  ///< scrubbed from every message
+  std::chrono::milliseconds connect_timeout{};
+  std::chrono::milliseconds stall_timeout{};
+  bool prepared_statements = true;
+  /// Named statements per connection before new SQL texts go unnamed: bounds
+  /// server memory when an application generates SQL.
+  std::size_t max_prepared = 1000;
+};
+
+class pipelined_connection : public std::enable_shared_from_this<pipelined_connection> {
+ public:
+  pipelined_connection(boost::asio::any_io_executor ex, slot_id slot, std::shared_ptr<const connection_config> cfg,
+                       std::weak_ptr<connection_owner> owner);
+  ~pipelined_connection();
+  pipelined_connection(const pipelined_connection&) = delete;
+  pipelined_connection& operator=(const pipelined_connection&) = delete;
+
+  const boost::asio::any_io_executor& get_executor() const noexcept { return ex_; }
+  slot_id slot() const noexcept { return slot_; }
+
+  // Everything below runs on get_executor() only.
+
+  /// Starts the nonblocking connect (bounded by connect_timeout).
+  void start();
+  /// Appends a request to the FIFO; it is written on this loop turn's write pass.
+  void enqueue(std::shared_ptr<query_request> req);
+  /// Asio cancellation of `req`: removed if not written; detached if written
+  /// (terminal/partial); on a lease, PQcancel off the loop as well.
+  void cancel(const std::shared_ptr<query_request>& req, boost::asio::cancellation_type_t type);
+  /// pool_core `check`: a trivial query; answers conn_check_done.
+  void check();
+  /// Graceful close: finish what is in flight, then close the socket.
+  void close();
+  /// Immediate close (client teardown): in-flight requests fail with errc::closed.
+  void abort();
+  /// The lease on this connection ended: roll back if a transaction may be
+  /// open (or work is still in flight), then conn_lease_returned.
+  void lease_returned();
+
+ private:
+  enum class state { created, connecting, ready, dead };
+
+  void connect_wait(PostgresPollingStatusType want);
+  void connect_step();
+  void connect_failed(std::error_code ec, std::string message);
+  void connected();
+
+  void schedule_write();
+  void write_pending();
+  bool send(query_request& req);
+  void flush();
+  void arm_read();
+  void arm_write();
+  void on_readable();
+  void drain_results();
+  void finish(const std::shared_ptr<query_request>& req);
+  void complete(const std::shared_ptr<query_request>& req, std::error_code ec, result r);
+
+  void set_timer(time_point at);
+  void on_timer();
+  void break_connection(const std::string& reason);
+  void teardown();
+  void maybe_finish_close();
+  void reassign_socket();
+  std::string pq_error() const;
+
+  boost::asio::any_io_executor ex_;
+  slot_id slot_;
+  std::shared_ptr<const connection_config> cfg_;
+  std::weak_ptr<connection_owner> owner_;
+
+  state st_ = state::created;
+  PGconn* pg_ = nullptr;
+  std::optional<boost::asio::posix::stream_descriptor> sd_;
+  std::uint64_t sd_gen_ = 0;
+  bool read_armed_ = false;
+  bool write_armed_ = false;
+  bool flush_pending_ = false;
+  bool write_scheduled_ = false;
+  bool closing_ = false;
+  bool finished_reported_ = false;
+
+  std::deque<std::shared_ptr<query_request>> waiting_;
+  std::deque<std::shared_ptr<query_request>> written_;
+  std::size_t release_units_ = 0;  ///< shared units to hand back after this batch
+
+  boost::asio::steady_timer timer_;
+  time_point timer_at_ = time_point::max();
+  std::uint64_t timer_gen_ = 0;
+  time_point connect_deadline_ = time_point::max();
+  time_point last_progress_{};
+
+  std::unordered_map<std::string, std::string> statements_;  ///< SQL text -> statement name
+  std::uint64_t next_statement_ = 0;
+};
+
+}  // namespace pgpipe::detail

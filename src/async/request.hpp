@@ -1,0 +1,70 @@
+// One query on its way through the async driver: from the pool's waiter
+// queue to a connection's FIFO (waiting -> written -> done).
+#pragma once
+
+#include "core/pool_core.hpp"
+
+#include <pgpipe/detail/async_glue.hpp>
+#include <pgpipe/result.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+namespace pgpipe::detail {
+
+class pipelined_connection;
+class client_impl;
+
+struct query_request {
+  query_spec spec;
+  std::unique_ptr<completion<result>> done;
+  /// Set by whoever completes the request first (result, error, cancel,
+  /// timeout); the loser of a race does nothing. This is what makes every
+  /// request complete exactly once.
+  std::atomic<bool> completed{false};
+  time_point deadline = time_point::max();
+  /// Holds one shared unit of pool capacity on `slot`, released when the
+  /// connection is done with it (even if the caller was answered earlier).
+  bool pooled = false;
+  /// Runs on an exclusive lease: PQcancel may be used to cancel it.
+  bool on_lease = false;
+  /// Internal (health check, rollback): never prepared, not counted in stats.
+  bool internal = false;
+
+  // Guarded by the client's mutex while the request is in the pool.
+  waiter_id waiter = 0;                         ///< nonzero while queued
+  std::shared_ptr<pipelined_connection> conn;   ///< once granted
+  slot_id slot = 0;
+  std::weak_ptr<client_impl> owner;             ///< pool requests, for cancellation
+
+  // Touched only on the connection's executor.
+  enum class phase : unsigned char { pending, waiting, written, finished };
+  phase ph = phase::pending;
+  bool cancel_sent = false;       ///< PQcancel issued (lease): report errc::cancelled
+  std::string prepared_name;      ///< this request carried the Parse for it
+  int stage = 0;                  ///< results before the first NULL belong to the Parse
+  std::unique_ptr<PGresult, pgresult_deleter> ok;
+  std::unique_ptr<PGresult, pgresult_deleter> err;
+  bool err_in_parse = false;
+
+  /// Delivers the outcome unless someone already did. must_post: never run
+  /// the handler inline (we may be inside the initiating function).
+  bool try_complete(const boost::asio::any_io_executor& fallback, bool must_post, std::error_code ec, result r) {
+    if (completed.exchange(true, std::memory_order_acq_rel)) return false;
+    auto d = std::move(done);
+    d->complete(fallback, must_post, ec, std::move(r));
+    return true;
+  }
+};
+
+/// A result carrying only pgpipe's own message (no server fields).
+inline result client_error_result(std::string message) {
+  diagnostics d;
+  d.client_message = std::move(message);
+  return result(std::move(d));
+}
+
+}  // namespace pgpipe::detail
