@@ -287,6 +287,43 @@ TEST(pool_core, exclusive_waiter_reserves_a_slot_so_shared_load_cannot_starve_it
   EXPECT_EQ(granted_slot(h, later.waiter), s);
 }
 
+TEST(pool_core, reservation_holds_a_full_slot_as_its_units_free_up) {
+  auto p = base_params();
+  p.max_size = 1;
+  harness h(p, 2);
+  const slot_id s = h.warm(1)[0];
+  h.req();
+  h.req();  // full: load 2 of 2
+  auto e = h.req(exclusive);
+  auto sh = h.req();
+  ASSERT_EQ(e.what, request_outcome::kind::queued);
+  ASSERT_EQ(sh.what, request_outcome::kind::queued);
+  h.release(s);
+  EXPECT_FALSE(h.granted.contains(sh.waiter)) << "the freed unit stays with the lease's reservation";
+  EXPECT_EQ(h.pool.load_of(s), 1u);
+  h.release(s);
+  EXPECT_EQ(granted_slot(h, e.waiter), s);
+  h.release(s, exclusive);
+  EXPECT_EQ(granted_slot(h, sh.waiter), s);
+}
+
+TEST(pool_core, consecutive_leases_are_served_in_order_with_shared_work_in_between) {
+  auto p = base_params();
+  p.max_size = 1;
+  harness h(p, 4);
+  const slot_id s = h.warm(1)[0];
+  h.req();
+  auto e1 = h.req(exclusive);
+  auto e2 = h.req(exclusive);
+  auto sh = h.req();
+  h.release(s);
+  ASSERT_EQ(h.grant_order, (std::vector<waiter_id>{e1.waiter}));
+  h.release(s, exclusive);
+  ASSERT_EQ(h.grant_order, (std::vector<waiter_id>{e1.waiter, e2.waiter})) << "e2 is older than sh";
+  h.release(s, exclusive);
+  EXPECT_EQ(h.grant_order, (std::vector<waiter_id>{e1.waiter, e2.waiter, sh.waiter}));
+}
+
 TEST(pool_core, shared_waiters_behind_an_exclusive_one_use_other_busy_slots) {
   auto p = base_params();
   p.max_size = 2;
@@ -801,6 +838,75 @@ TEST(pool_core, failed_health_check_closes_and_replaces_the_slot) {
   EXPECT_EQ(h.closed, std::vector<slot_id>{s});
   ASSERT_EQ(h.pending_opens.size(), 1u);
   EXPECT_NE(h.pending_opens[0], s);
+}
+
+TEST(pool_core, slot_past_lifetime_during_its_check_is_closed_when_the_check_answers) {
+  auto p = base_params();
+  p.health_check_interval = 1'000ms;
+  p.max_lifetime = 1'000'000ms;
+  harness h(p);
+  const slot_id s = h.warm(1)[0];
+  h.run_until(h.now + 1'000ms);
+  ASSERT_EQ(h.pending_checks, std::vector<slot_id>{s});
+  h.now += 1'000'000ms;  // the check takes "for ever"
+  h.tick();
+  EXPECT_EQ(h.pool.state_of(s), slot_state::checking) << "a check in progress is not cut";
+  h.check_done(s, true);
+  EXPECT_EQ(h.closed, std::vector<slot_id>{s}) << "healthy but too old: retired";
+}
+
+TEST(pool_core, close_during_a_check_closes_the_slot_when_it_answers) {
+  auto p = base_params();
+  p.health_check_interval = 1'000ms;
+  harness h(p);
+  const slot_id s = h.warm(1)[0];
+  h.run_until(h.now + 1'000ms);
+  ASSERT_EQ(h.pending_checks.size(), 1u);
+  h.pool.close(h.now);
+  h.pump();
+  EXPECT_FALSE(h.pool.is_drained());
+  h.check_done(s, true);
+  EXPECT_EQ(h.closed, std::vector<slot_id>{s});
+  EXPECT_TRUE(h.pool.is_drained());
+}
+
+TEST(pool_core, failed_connect_after_close_completes_the_drain) {
+  harness h(base_params());
+  h.req();
+  ASSERT_EQ(h.pending_opens.size(), 1u);
+  h.pool.close(h.now);
+  h.pump();
+  EXPECT_FALSE(h.pool.is_drained());
+  h.fail_open(h.pending_opens[0], errc::server_unreachable);
+  EXPECT_TRUE(h.pool.is_drained());
+  EXPECT_TRUE(h.pending_opens.empty()) << "no retry after close";
+  h.run_until(h.now + 10'000ms);
+  EXPECT_TRUE(h.pending_opens.empty());
+}
+
+TEST(pool_core, fifo_survives_many_cancellations) {
+  auto p = base_params();
+  p.max_size = 1;
+  p.max_queued = 5000;
+  harness h(p);
+  const slot_id s = h.warm(1)[0];
+  h.req();
+  std::vector<waiter_id> kept;
+  for (int i = 0; i < 3000; ++i) {
+    auto r = h.req(i % 3 == 0 ? exclusive : shared, 60'000ms);
+    ASSERT_EQ(r.what, request_outcome::kind::queued);
+    if (i % 4 == 0) {
+      kept.push_back(r.waiter);
+    } else {
+      ASSERT_TRUE(h.pool.cancel(r.waiter));
+    }
+  }
+  pgpipe::pool_stats st;
+  h.pool.fill_stats(st);
+  EXPECT_EQ(st.queued, kept.size());
+  // Capacity 1: a shared and an exclusive grant are both one unit.
+  for (std::size_t i = 0; i < kept.size(); ++i) h.release(s);
+  EXPECT_EQ(h.grant_order, kept);
 }
 
 TEST(pool_core, stale_idle_slot_is_checked_before_it_is_handed_out) {
