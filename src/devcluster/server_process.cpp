@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <thread>
+#include <ctime>
 #include <unistd.h>
 
 namespace pgpipe::devcluster {
@@ -443,6 +444,17 @@ bool mentions(pid_t pid, const std::string& dir) {
   return cmdline.find(dir) != std::string::npos;
 }
 
+bool any_process_mentions(const std::string& dir) {
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc", ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (mentions(static_cast<pid_t>(std::stol(name)), dir)) return true;
+  }
+  return false;
+}
+
 void stop_foreign(pid_t pid, int signo) {
   for (pid_t child : child_pids(pid)) kill(child, SIGCONT);
   int fd = pidfd_open_checked(pid);
@@ -477,11 +489,17 @@ void sweep_stale_dirs(const std::string& prefix, const std::string& pidfile, int
       if (name.rfind(prefix, 0) != 0) continue;
       const std::string dir = it->path().string();
       struct stat st {};
-      // Only directories we made: owned by the server account, with an
-      // owner file written by this user.
+      // Only directories made for the same server account.
       if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != server_user().uid) continue;
       const std::string owner_path = dir + "/owner";
-      if (lstat(owner_path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      if (lstat(owner_path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        // No owner file: being created right now, or left by a process
+        // killed before it wrote one. Only an old one nobody uses is stale.
+        struct stat dst {};
+        const bool old = lstat(dir.c_str(), &dst) == 0 && dst.st_mtime + 600 < time(nullptr);
+        if (old && !any_process_mentions(dir)) remove_tree(dir);
+        continue;
+      }
       std::ifstream owner(owner_path);
       long owner_pid = 0;
       unsigned long long owner_start = 0;

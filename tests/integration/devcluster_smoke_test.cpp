@@ -5,6 +5,8 @@
 #include "support/tls_certs.hpp"
 #include "support/wait.hpp"
 
+#include "devcluster/server_process.hpp"
+
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
 
@@ -16,6 +18,8 @@
 #include <memory>
 #include <poll.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 
@@ -270,6 +274,40 @@ TEST_F(devcluster_smoke, destructor_removes_directory_and_processes_even_with_a_
   EXPECT_TRUE(processes_using(base).empty());
   EXPECT_EQ(kill(postmaster, 0), -1);
   EXPECT_EQ(kill(backend, 0), -1);
+}
+
+TEST_F(devcluster_smoke, a_killed_test_process_leaves_nothing_after_the_next_sweep) {
+  // A test binary killed by a ctest timeout runs no destructor: its server
+  // keeps running and its directory stays until the next sweep.
+  int report[2];
+  ASSERT_EQ(pipe(report), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(report[0]);
+    try {
+      auto* leaked = new pgpipe::devcluster::cluster();
+      std::string line = leaked->base_dir() + "\n";
+      ssize_t n = write(report[1], line.data(), line.size());
+      (void)n;
+    } catch (...) {
+    }
+    raise(SIGKILL);
+  }
+  close(report[1]);
+  std::string base;
+  char ch;
+  while (read(report[0], &ch, 1) == 1 && ch != '\n') base.push_back(ch);
+  close(report[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_FALSE(base.empty()) << "the child could not start a cluster";
+  ASSERT_TRUE(std::filesystem::exists(base));
+  ASSERT_FALSE(processes_using(base).empty());  // the orphaned server is still up
+
+  pgpipe::devcluster::sweep_stale_dirs("pgpipe-devcluster-", "data/postmaster.pid", SIGQUIT);
+  EXPECT_FALSE(std::filesystem::exists(base));
+  EXPECT_TRUE(wait_until([&] { return processes_using(base).empty(); }));
 }
 
 TEST_F(devcluster_smoke, runs_the_server_unprivileged) {
