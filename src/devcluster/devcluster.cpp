@@ -318,7 +318,18 @@ cluster::cluster(cluster_params params) : s_(std::make_unique<state>()) {
       run_initdb(s_->bindir, s_->data, s_->params.superuser, s_->password);
     }
     s_->write_config();
-    write_hba(s_->params.hba.value_or(default_hba()));
+    const bool from_template = s_->pending_password_from.has_value();
+    if (from_template) {
+      // A template copy still has the template's password. Swap it now,
+      // under the default hba (a caller's hba may not let the superuser in
+      // over the socket), so that every later start() is an ordinary one.
+      write_hba(default_hba());
+      start();
+      s_->replace_template_password();
+      if (s_->params.hba || !s_->params.start) stop(stop_mode::fast);
+    }
+    if (s_->params.hba) write_hba(*s_->params.hba);
+    else if (!from_template) write_hba(default_hba());
     if (s_->params.start) start();
   } catch (...) {
     s_->postmaster.stop(SIGQUIT, immediate_grace);
@@ -368,12 +379,6 @@ void cluster::start() {
     }
   }
   s_->port_fixed = true;
-  try {
-    s_->replace_template_password();
-  } catch (...) {
-    s_->postmaster.stop(SIGQUIT, immediate_grace);
-    throw;
-  }
 }
 
 void cluster::stop(stop_mode mode) {

@@ -153,6 +153,21 @@ TEST_F(devcluster_smoke, settings_from_params_are_applied) {
   EXPECT_EQ(pg->query_value("SHOW cluster_name"), "it's quoted");
 }
 
+TEST_F(devcluster_smoke, custom_hba_and_deferred_start_are_honoured) {
+  pgpipe::devcluster::cluster_params params;
+  params.hba = "host all all 127.0.0.1/32 scram-sha-256\n";  // no Unix-socket line
+  params.start = false;
+  auto pg = fresh_cluster(params);
+  EXPECT_FALSE(pg->running());
+  pg->start();
+  auto tcp = connect(pg->conninfo());
+  EXPECT_EQ(PQstatus(tcp.get()), CONNECTION_OK) << PQerrorMessage(tcp.get());
+  auto sock = connect(pg->socket_conninfo());
+  EXPECT_EQ(PQstatus(sock.get()), CONNECTION_BAD);
+  EXPECT_NE(std::string(PQerrorMessage(sock.get())).find("no pg_hba.conf entry"), std::string::npos)
+      << PQerrorMessage(sock.get());
+}
+
 TEST_F(devcluster_smoke, restart_keeps_port_and_data) {
   auto pg = fresh_cluster();
   const int port = pg->port();
