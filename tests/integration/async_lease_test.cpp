@@ -1,0 +1,176 @@
+// Exclusive leases: transactions over several statements, rollback when a
+// lease is dropped mid-transaction, and PQcancel on a lease.
+#include <pgpipe/pgpipe.hpp>
+
+#include "support/cluster_fixture.hpp"
+#include "support/wait.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <string>
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+namespace {
+
+pgpipe::pool_params params_for(std::size_t max_size, const std::string& app = "async_lease") {
+  pgpipe::pool_params p;
+  p.conninfo = pgpipe::test::with_options(pgpipe::test::shared_cluster().conninfo(), "application_name=" + app);
+  p.max_size = max_size;
+  return p;
+}
+
+pgpipe::lease acquire(pgpipe::async_client& c) {
+  auto [ec, l] = c.async_acquire(asio::use_future).get();
+  if (ec) throw std::system_error(ec);
+  return std::move(l);
+}
+
+std::tuple<std::error_code, pgpipe::result> q(pgpipe::lease& l, std::string_view sql) {
+  return l.async_query(sql, asio::use_future).get();
+}
+
+}  // namespace
+
+TEST(async_lease, committed_transaction_is_visible_rolled_back_is_not) {
+  auto& pg = pgpipe::test::shared_cluster();
+  pg.exec("drop table if exists lease_tx; create table lease_tx(v text)");
+  pgpipe::async_client client(params_for(2));
+  {
+    auto l = acquire(client);
+    ASSERT_FALSE(std::get<0>(q(l, "begin")));
+    auto [ec, r] = l.async_query("insert into lease_tx values ($1)", "committed", asio::use_future).get();
+    ASSERT_FALSE(ec) << r.diag().to_string();
+    ASSERT_FALSE(std::get<0>(q(l, "commit")));
+  }
+  {
+    auto l = acquire(client);
+    ASSERT_FALSE(std::get<0>(q(l, "begin")));
+    ASSERT_FALSE(std::get<0>(l.async_query("insert into lease_tx values ($1)", "rolled back", asio::use_future).get()));
+    ASSERT_FALSE(std::get<0>(q(l, "rollback")));
+  }
+  EXPECT_EQ(pg.query_value("select string_agg(v, ',') from lease_tx"), "committed");
+}
+
+TEST(async_lease, lease_dropped_mid_transaction_rolls_back) {
+  auto& pg = pgpipe::test::shared_cluster();
+  pg.exec("drop table if exists lease_drop; create table lease_drop(v int)");
+  pgpipe::async_client client(params_for(1, "async_lease_drop"));  // one connection: the next lease reuses it
+  int backend = 0;
+  {
+    auto l = acquire(client);
+    auto [ec, r] = q(l, "select pg_backend_pid()");
+    ASSERT_FALSE(ec);
+    backend = r.value<int>();
+    ASSERT_FALSE(std::get<0>(q(l, "begin")));
+    ASSERT_FALSE(std::get<0>(q(l, "insert into lease_drop values (1)")));
+    // Dropped here with the transaction open.
+  }
+  auto l = acquire(client);
+  // The rollback ran before the connection was handed out again: the server
+  // sees the backend idle, not "idle in transaction".
+  EXPECT_EQ(pg.query_value("select state from pg_stat_activity where pid = " + std::to_string(backend)), "idle");
+  auto [ec, r] = q(l, "select pg_backend_pid(), (select count(*) from lease_drop)");
+  ASSERT_FALSE(ec) << r.diag().to_string();
+  EXPECT_EQ(r[0].get<int>(0), backend);  // the same connection came back...
+  EXPECT_EQ(r[0].get<int>(1), 0);        // ...without the insert
+  EXPECT_EQ(pg.query_value("select count(*) from lease_drop"), "0");
+}
+
+TEST(async_lease, error_inside_a_transaction_aborts_it_until_rollback) {
+  pgpipe::async_client client(params_for(1));
+  auto l = acquire(client);
+  ASSERT_FALSE(std::get<0>(q(l, "begin")));
+  EXPECT_EQ(pgpipe::sqlstate_of(std::get<0>(q(l, "select 1/0"))), "22012");
+  EXPECT_EQ(pgpipe::sqlstate_of(std::get<0>(q(l, "select 1"))), "25P02");
+  ASSERT_FALSE(std::get<0>(q(l, "rollback")));
+  auto [ec, r] = q(l, "select 2");
+  ASSERT_FALSE(ec);
+  EXPECT_EQ(r.value<int>(), 2);
+}
+
+TEST(async_lease, pipelined_statements_on_a_lease_run_in_order) {
+  pgpipe::async_client client(params_for(1));
+  auto l = acquire(client);
+  std::vector<std::future<std::tuple<std::error_code, pgpipe::result>>> fs;
+  fs.push_back(l.async_query("begin", asio::use_future));
+  fs.push_back(l.async_query("create temporary table ord(n int) on commit drop", asio::use_future));
+  for (int i = 0; i < 100; ++i) fs.push_back(l.async_query("insert into ord values ($1)", i, asio::use_future));
+  fs.push_back(l.async_query("select string_agg(n::text, ',' order by n), count(*) from ord", asio::use_future));
+  fs.push_back(l.async_query("commit", asio::use_future));
+  std::string agg;
+  for (std::size_t i = 0; i < fs.size(); ++i) {
+    auto [ec, r] = fs[i].get();
+    ASSERT_FALSE(ec) << i << ": " << r.diag().to_string();
+    if (i == fs.size() - 2) {
+      EXPECT_EQ(r[0].get<int>(1), 100);
+      agg = r[0].get<std::string>(0);
+    }
+  }
+  std::string expected;
+  for (int i = 0; i < 100; ++i) expected += (i ? "," : "") + std::to_string(i);
+  EXPECT_EQ(agg, expected);
+}
+
+TEST(async_lease, cancelling_a_written_query_on_a_lease_cancels_it_on_the_server) {
+  auto& pg = pgpipe::test::shared_cluster();
+  pgpipe::async_client client(params_for(1, "async_lease_cancel"));
+  auto l = acquire(client);
+  asio::cancellation_signal sig;
+  std::promise<std::error_code> p;
+  l.async_query("select pg_sleep(60)",
+                asio::bind_cancellation_slot(sig.slot(), [&](std::error_code ec, pgpipe::result) { p.set_value(ec); }));
+  // Nothing to wait on but the server's own view: the query is running.
+  ASSERT_TRUE(pgpipe::test::wait_until([&] {
+    return pg.query_value("select count(*) from pg_stat_activity where application_name = 'async_lease_cancel' "
+                          "and query = 'select pg_sleep(60)' and state = 'active'") == "1";
+  }));
+  // Emitted from the lease's loop, where the handler runs (Asio's rule for slots).
+  asio::post(l.get_executor(), [&] { sig.emit(asio::cancellation_type::terminal); });
+  auto f = p.get_future();
+  ASSERT_EQ(f.wait_for(30s), std::future_status::ready) << "PQcancel did not stop pg_sleep(60)";
+  EXPECT_EQ(f.get(), pgpipe::errc::cancelled);
+  // The connection is still good and in order.
+  auto [ec, r] = q(l, "select 'after'::text");
+  ASSERT_FALSE(ec) << r.diag().to_string();
+  EXPECT_EQ(r.value<std::string>(), "after");
+}
+
+TEST(async_lease, transaction_in_a_coroutine) {
+  auto& pg = pgpipe::test::shared_cluster();
+  pg.exec("drop table if exists lease_co; create table lease_co(v int)");
+  pgpipe::async_client client(params_for(2));
+  std::promise<std::error_code> p;
+  asio::co_spawn(
+      client.get_executor(),
+      [&]() -> asio::awaitable<std::error_code> {
+        auto [ec, l] = co_await client.async_acquire(asio::use_awaitable);
+        if (ec) co_return ec;
+        for (auto sql : {"begin", "insert into lease_co values (1)", "insert into lease_co values (2)", "commit"}) {
+          auto [e, r] = co_await l.async_query(sql, asio::use_awaitable);
+          if (e) co_return e;
+        }
+        co_return std::error_code{};
+      },
+      [&](std::exception_ptr e, std::error_code ec) { p.set_value(e ? make_error_code(pgpipe::errc::protocol_error) : ec); });
+  EXPECT_FALSE(p.get_future().get());
+  EXPECT_EQ(pg.query_value("select sum(v) from lease_co"), "3");
+}
+
+TEST(async_lease, released_lease_rejects_new_queries_with_closed) {
+  pgpipe::async_client client(params_for(1));
+  auto l = acquire(client);
+  l.release();
+  EXPECT_FALSE(l.valid());
+  auto [ec, r] = q(l, "select 1");
+  EXPECT_EQ(ec, pgpipe::errc::closed);
+}
