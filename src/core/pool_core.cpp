@@ -431,7 +431,11 @@ struct pool_core::impl {
       slot* target = nullptr;
       if (reserved_slot) {
         slot& r = slots.at(*reserved_slot);
-        if (r.load == 0 && !lifetime_due(r, now)) target = &r;
+        if (lifetime_due(r, now)) {
+          expire_slot(r);  // drops the reservation; the next round picks another
+          continue;
+        }
+        if (r.load == 0) target = &r;
       }
       if (target == nullptr) target = pick(request_kind::exclusive, now);
       if (target != nullptr) {

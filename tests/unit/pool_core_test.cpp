@@ -307,6 +307,29 @@ TEST(pool_core, reservation_holds_a_full_slot_as_its_units_free_up) {
   EXPECT_EQ(granted_slot(h, sh.waiter), s);
 }
 
+TEST(pool_core, reserved_slot_past_lifetime_hands_the_reservation_to_another_slot) {
+  auto p = base_params();
+  p.max_size = 2;
+  p.max_lifetime = 100'000ms;
+  harness h(p, 2);
+  const auto ids = h.warm(2);
+  h.now += 50'000ms;
+  h.tick();
+  ASSERT_EQ(h.req().slot, ids[0]);
+  ASSERT_EQ(h.req().slot, ids[1]);
+  auto e = h.req(exclusive, 200'000ms);
+  ASSERT_EQ(e.what, request_outcome::kind::queued);
+  h.now += 50'000ms;  // both slots past lifetime: both drain, nothing new is granted on them
+  h.tick();
+  EXPECT_EQ(h.pool.state_of(ids[0]), slot_state::draining);
+  EXPECT_EQ(h.pool.state_of(ids[1]), slot_state::draining);
+  h.release(ids[0]);
+  EXPECT_FALSE(h.granted.contains(e.waiter)) << "a drained slot is closed, not leased";
+  ASSERT_EQ(h.pending_opens.size(), 1u) << "its replacement is opened for the lease";
+  h.succeed_all_opens();
+  EXPECT_EQ(granted_slot(h, e.waiter), h.opened_ever.back());
+}
+
 TEST(pool_core, consecutive_leases_are_served_in_order_with_shared_work_in_between) {
   auto p = base_params();
   p.max_size = 1;
