@@ -40,7 +40,7 @@
 //
 // Data structures, chosen so that request/release stay cheap with ~10k queued
 // waiters and a few hundred slots:
-//  - slots: std::map by id (ids grow, so map order is age order; ticks walk it).
+//  - slots: std::map by id (ids grow, so map order is age order).
 //  - by_load: ordered (load, id) index of the grantable slots (idle or busy,
 //    not draining, not checking, not reserved). The least-loaded slot is
 //    begin(); an idle one has load 0, so "idle first" falls out of the order.

@@ -80,6 +80,8 @@ class harness {
           break;
         case pool_action::kind::grant:
           EXPECT_FALSE(granted.contains(a.waiter) || failed.contains(a.waiter)) << "waiter " << a.waiter << " completed twice";
+          // The grant names a live slot that now carries the work.
+          EXPECT_EQ(pool.state_of(a.slot), slot_state::busy) << "grant of waiter " << a.waiter;
           granted[a.waiter] = a.slot;
           grant_order.push_back(a.waiter);
           break;
