@@ -315,4 +315,74 @@ TEST(blocking_pool, min_size_connections_open_eagerly) {
   EXPECT_TRUE(wait_until([&] { return pool.stats().idle == 3; }));
 }
 
+TEST(blocking_pool, idle_connections_close_after_idle_timeout) {
+  const std::string app = "blocking_idle_timeout";
+  auto p = params_for(with_options(shared_cluster().conninfo(), "application_name=" + app), 4);
+  p.idle_timeout = 300ms;
+  blocking_pool pool{p};
+  {
+    auto a = pool.acquire();
+    auto b = pool.acquire();
+  }
+  EXPECT_EQ(server_connections(app), 2);
+  // Closed by the housekeeping thread, with nobody calling into the pool.
+  EXPECT_TRUE(wait_until([&] { return server_connections(app) == 0; }));
+  EXPECT_EQ(pool.stats().disconnects, 2u);
+  EXPECT_EQ(pool.exec("select 1")[0][0].as<int>(), 1);  // and it reconnects on demand
+}
+
+TEST(blocking_pool, connections_are_replaced_after_max_lifetime_and_min_size_is_kept) {
+  auto p = params_for(shared_cluster().conninfo(), 2);
+  p.min_size = 1;
+  p.max_lifetime = 400ms;
+  blocking_pool pool{p};
+  const int first = pool.exec("select pg_backend_pid()")[0][0].as<int>();
+  // The housekeeper retires the connection and opens a new one for min_size.
+  EXPECT_TRUE(wait_until([&] {
+    const auto s = pool.stats();
+    return s.disconnects >= 1 && s.idle >= 1;
+  }));
+  const int later = pool.exec("select pg_backend_pid()")[0][0].as<int>();
+  EXPECT_NE(later, first);
+}
+
+TEST(blocking_pool, health_check_replaces_a_connection_that_died_while_idle) {
+  auto p = params_for(shared_cluster().conninfo(), 1);
+  p.health_check_interval = 200ms;
+  blocking_pool pool{p};
+  const int pid = pool.exec("select pg_backend_pid()")[0][0].as<int>();
+  ASSERT_TRUE(shared_cluster().terminate_backend(pid));
+  // Nobody uses the pool: the periodic check finds the dead connection.
+  EXPECT_TRUE(wait_until([&] { return pool.stats().disconnects == 1; }));
+  EXPECT_NE(pool.exec("select pg_backend_pid()")[0][0].as<int>(), pid);
+}
+
+TEST(blocking_pool, discarded_lease_is_not_reused) {
+  blocking_pool pool{params_for(shared_cluster().conninfo(), 1)};
+  int pid = 0;
+  {
+    auto lease = pool.acquire();
+    pqxx::nontransaction tx{*lease};
+    pid = tx.exec1("select pg_backend_pid()")[0].as<int>();
+    tx.exec0("set statement_timeout = 1234");  // session state the next borrower must not inherit
+    lease.discard();
+    EXPECT_FALSE(lease);
+  }
+  auto r = pool.exec("select pg_backend_pid(), current_setting('statement_timeout')");
+  EXPECT_NE(r[0][0].as<int>(), pid);
+  EXPECT_EQ(r[0][1].as<std::string>(), "0");
+}
+
+TEST(blocking_pool, stats_count_work_and_the_pools_own_threads) {
+  blocking_pool pool{params_for(shared_cluster().conninfo(), 2)};
+  for (int i = 0; i < 5; ++i) pool.exec("select 1");
+  const auto s = pool.stats();
+  EXPECT_EQ(s.completed, 5u);
+  EXPECT_EQ(s.idle + s.busy, 1u);
+  EXPECT_GE(s.threads, 1u);  // the housekeeper (+ connector threads while they linger)
+  EXPECT_LE(s.threads, 3u);
+  EXPECT_EQ(s.loop_lag_max.count(), 0);
+  EXPECT_NE(pgpipe::to_prometheus(s).find("pgpipe"), std::string::npos);
+}
+
 }  // namespace
