@@ -57,10 +57,15 @@ class coroutine_driver final : public driver {
       for (std::size_t k = 0; k < args.size(); ++k) args[k] = draw(p_.work.params[k], r);
       const auto started = bench_clock::now();
       // The signature starts with error_code, so use_awaitable yields the
-      // (error_code, result) pair instead of throwing.
-      auto [ec, res] = args.size() == 1
-                           ? co_await client_->async_query(p_.work.sql, args[0], asio::use_awaitable)
-                           : co_await query_n(args);
+      // (error_code, result) pair instead of throwing. (Not a ?: of two
+      // co_awaits: g++ 12 destroys that temporary twice.)
+      std::tuple<std::error_code, pgpipe::result> done;
+      if (args.size() == 1) {
+        done = co_await client_->async_query(p_.work.sql, args[0], asio::use_awaitable);
+      } else {
+        done = co_await query_n(args);
+      }
+      auto& [ec, res] = done;
       if (!ec) {
         if (auto bad = consume(res, p_.work.builtin); !bad.empty()) {
           m_->end_query_failed(started, bad);
