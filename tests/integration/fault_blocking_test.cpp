@@ -1,0 +1,461 @@
+// Faults through the blocking driver (issue 7): backends killed mid-query,
+// a server restarted under an idle pool, an error inside a transaction, a
+// role connection limit, and pool exhaustion told apart from a server that is
+// down. Each fault test prints "[figure] ..." lines for docs/reliability.md.
+#include <pgpipe/blocking_pool.hpp>
+
+#include "support/cluster_fixture.hpp"
+#include "support/wait.hpp"
+
+#include <gtest/gtest.h>
+#include <libpq-fe.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+using pgpipe::blocking_pool;
+using pgpipe::errc;
+using pgpipe::pool_params;
+using pgpipe::devcluster::cluster;
+using pgpipe::test::wait_until;
+using pgpipe::test::with_options;
+using steady = std::chrono::steady_clock;
+
+long long ms_since(steady::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t).count();
+}
+
+pool_params params_for(const std::string& conninfo, std::size_t max_size) {
+  pool_params p;
+  p.conninfo = conninfo;
+  p.max_size = max_size;
+  p.acquire_timeout = 10s;
+  p.connect_timeout = 2s;
+  return p;
+}
+
+int count_where(const cluster& pg, const std::string& where) {
+  return std::stoi(pg.query_value("select count(*) from pg_stat_activity where " + where));
+}
+int app_connections(const cluster& pg, const std::string& app) {
+  return count_where(pg, "application_name = '" + app + "'");
+}
+
+// Samples, until stopped, the most connections the server and the pool ever
+// held at once: the evidence that a recovering pool does not storm the server.
+class connection_sampler {
+ public:
+  connection_sampler(const cluster& pg, const blocking_pool& pool, std::string app)
+      : pg_(pg), pool_(pool), app_(std::move(app)), thread_([this] { run(); }) {}
+  ~connection_sampler() { stop(); }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  int max_server() const { return max_server_.load(); }
+  std::size_t max_pool() const { return max_pool_.load(); }
+
+ private:
+  void run() {
+    while (!stop_) {
+      const auto s = pool_.stats();
+      const std::size_t held = s.connecting + s.idle + s.busy + s.draining + s.checking;
+      max_pool_ = std::max(max_pool_.load(), held);
+      try {
+        max_server_ = std::max(max_server_.load(), app_connections(pg_, app_));
+      } catch (const std::exception&) {
+        // The server is restarting: nothing to sample right now.
+      }
+      std::this_thread::sleep_for(5ms);  // sampling period (pg_stat_activity has no event)
+    }
+  }
+  const cluster& pg_;
+  const blocking_pool& pool_;
+  const std::string app_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> max_server_{0};
+  std::atomic<std::size_t> max_pool_{0};
+  std::thread thread_;
+};
+
+struct outcome {
+  int completions = 0;
+  std::error_code ec;
+  std::string message;
+};
+
+// Starts `n` threads that each run `sql` once and record how it ended.
+class sleepers {
+ public:
+  sleepers(blocking_pool& pool, int n, std::string sql) : outcomes_(n) {
+    for (int i = 0; i < n; ++i) {
+      threads_.emplace_back([this, &pool, i, sql] {
+        outcome o;
+        try {
+          pool.exec(sql);
+        } catch (const pgpipe::error& e) {
+          o.ec = e.code();
+          o.message = e.what();
+        } catch (const std::exception& e) {
+          o.ec = std::make_error_code(std::errc::state_not_recoverable);
+          o.message = std::string("non-pgpipe exception: ") + e.what();
+        }
+        std::lock_guard lk(mu_);
+        ++outcomes_[i].completions;
+        outcomes_[i].ec = o.ec;
+        outcomes_[i].message = o.message;
+      });
+    }
+  }
+  const std::vector<outcome>& join() {
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+    return outcomes_;
+  }
+  ~sleepers() {
+    for (auto& t : threads_) t.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<outcome> outcomes_;
+  std::vector<std::thread> threads_;
+};
+
+bool all_sleeping(const cluster& pg, const std::string& app, int n) {
+  return count_where(pg, "application_name = '" + app + "' and state = 'active' and query like '%pg_sleep%'") == n;
+}
+
+// Runs `n` threads x `per_thread` trivial queries; returns failures.
+int hammer(blocking_pool& pool, int n, int per_thread, std::string* first_error = nullptr) {
+  std::atomic<int> failures{0};
+  std::mutex mu;
+  std::vector<std::thread> ts;
+  for (int t = 0; t < n; ++t) {
+    ts.emplace_back([&] {
+      for (int i = 0; i < per_thread; ++i) {
+        try {
+          if (pool.exec("select 1")[0][0].as<int>() != 1) ++failures;
+        } catch (const std::exception& e) {
+          ++failures;
+          std::lock_guard lk(mu);
+          if (first_error && first_error->empty()) *first_error = e.what();
+        }
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  return failures.load();
+}
+
+TEST(fault_blocking, terminated_backends_fail_their_query_once_with_connection_lost_and_the_pool_refills) {
+  auto& pg = pgpipe::test::shared_cluster();
+  const std::string app = "fault_b_term";
+  constexpr int n = 4;
+  blocking_pool pool{params_for(with_options(pg.conninfo(), "application_name=" + app), n)};
+  connection_sampler sampler(pg, pool, app);
+  sleepers work(pool, n, "select pg_sleep(30)");
+  ASSERT_TRUE(wait_until([&] { return all_sleeping(pg, app, n); }));
+  const auto t0 = steady::now();
+  for (pid_t pid : pg.backend_pids(app)) EXPECT_TRUE(pg.terminate_backend(pid));
+  const auto& outcomes = work.join();
+  const auto fail_ms = ms_since(t0);
+  for (const auto& o : outcomes) {
+    EXPECT_EQ(o.completions, 1);
+    EXPECT_EQ(o.ec, errc::connection_lost) << o.ec.message() << ": " << o.message;
+    EXPECT_TRUE(pgpipe::may_have_executed(o.ec));
+  }
+  // The pool refills: every thread of a new wave gets a working connection.
+  const auto t1 = steady::now();
+  std::string first_error;
+  EXPECT_EQ(hammer(pool, 2 * n, 10, &first_error), 0) << first_error;
+  const auto refill_ms = ms_since(t1);
+  sampler.stop();
+  EXPECT_LE(sampler.max_server(), n);
+  EXPECT_LE(sampler.max_pool(), static_cast<std::size_t>(n));
+  std::printf("[figure] backend_terminated.blocking.all_failed_ms=%lld\n", fail_ms);
+  std::printf("[figure] backend_terminated.blocking.refill_80_queries_ms=%lld\n", refill_ms);
+  std::printf("[figure] backend_terminated.blocking.max_server_connections=%d (max_size %d)\n", sampler.max_server(), n);
+}
+
+TEST(fault_blocking, sigkilled_backend_crash_restarts_the_server_and_every_query_completes_once) {
+  // SIGKILL of one backend makes the postmaster reset every backend (crash
+  // recovery): a private cluster, so other tests keep theirs.
+  auto pg = pgpipe::test::fresh_cluster();
+  const std::string app = "fault_b_kill";
+  constexpr int n = 4;
+  blocking_pool pool{params_for(with_options(pg->conninfo(), "application_name=" + app), n)};
+  connection_sampler sampler(*pg, pool, app);
+  sleepers work(pool, n, "select pg_sleep(30)");
+  ASSERT_TRUE(wait_until([&] { return all_sleeping(*pg, app, n); }));
+  const auto pids = pg->backend_pids(app);
+  ASSERT_EQ(pids.size(), static_cast<std::size_t>(n));
+  pg->signal_backend(pids.front(), SIGKILL);
+  const auto t0 = steady::now();
+  const auto& outcomes = work.join();
+  for (const auto& o : outcomes) {
+    EXPECT_EQ(o.completions, 1);
+    EXPECT_TRUE(pgpipe::is_connection_lost(o.ec)) << o.ec.message() << ": " << o.message;
+  }
+  // The next queries wait through crash recovery (57P03 is transient) and succeed.
+  std::string first_error;
+  EXPECT_EQ(hammer(pool, 2 * n, 5, &first_error), 0) << first_error;
+  const auto recovered_ms = ms_since(t0);
+  sampler.stop();
+  EXPECT_LE(sampler.max_server(), n);
+  EXPECT_LE(sampler.max_pool(), static_cast<std::size_t>(n));
+  std::printf("[figure] backend_sigkill.blocking.recovered_ms=%lld\n", recovered_ms);
+  std::printf("[figure] backend_sigkill.blocking.max_server_connections=%d (max_size %d)\n", sampler.max_server(), n);
+  std::printf("[figure] backend_sigkill.blocking.connect_errors=%llu\n",
+              static_cast<unsigned long long>(pool.stats().errors.connect));
+}
+
+TEST(fault_blocking, server_restarted_under_an_idle_pool_every_next_query_succeeds_without_a_storm) {
+  auto pg = pgpipe::test::fresh_cluster();
+  const std::string app = "fault_b_restart";
+  constexpr int n = 4;
+  auto params = params_for(with_options(pg->conninfo(), "application_name=" + app), n);
+  params.min_size = n;
+  blocking_pool pool{params};
+  ASSERT_TRUE(wait_until([&] { return pool.stats().idle == static_cast<std::size_t>(n); }));
+  const auto connects_before = pool.stats().connects;
+  pg->restart(pgpipe::devcluster::stop_mode::immediate);
+  connection_sampler sampler(*pg, pool, app);
+  const auto t0 = steady::now();
+  std::string first_error;
+  EXPECT_EQ(hammer(pool, 3 * n, 10, &first_error), 0) << first_error;
+  const auto first_wave_ms = ms_since(t0);
+  sampler.stop();
+  const auto s = pool.stats();
+  EXPECT_LE(sampler.max_server(), n);
+  EXPECT_LE(sampler.max_pool(), static_cast<std::size_t>(n));
+  // Each dead connection is replaced once: no reconnect loop.
+  EXPECT_LE(s.connects - connects_before, static_cast<std::uint64_t>(2 * n));
+  std::printf("[figure] server_restart_idle_pool.blocking.120_queries_ms=%lld\n", first_wave_ms);
+  std::printf("[figure] server_restart_idle_pool.blocking.reconnects=%llu (max_size %d)\n",
+              static_cast<unsigned long long>(s.connects - connects_before), n);
+  std::printf("[figure] server_restart_idle_pool.blocking.max_server_connections=%d\n", sampler.max_server());
+}
+
+TEST(fault_blocking, error_inside_begin_commit_fails_only_what_depends_on_it_and_the_session_is_usable) {
+  auto& pg = pgpipe::test::shared_cluster();
+  pg.exec("drop table if exists fault_b_tx; create table fault_b_tx(n int)");
+  blocking_pool pool{params_for(pg.conninfo(), 1)};
+  {
+    auto lease = pool.acquire();
+    pqxx::nontransaction tx{*lease};
+    tx.exec("begin");
+    tx.exec("insert into fault_b_tx values (1)");
+    try {
+      tx.exec("select 1/0");
+      ADD_FAILURE() << "division by zero succeeded";
+    } catch (...) {
+      std::error_code ec;
+      try {
+        pgpipe::detail::rethrow_translated(nullptr);
+      } catch (const pgpipe::error& e) {
+        ec = e.code();
+      }
+      EXPECT_EQ(pgpipe::sqlstate_of(ec), "22012");
+    }
+    // Depends on the failed statement (same transaction): 25P02.
+    try {
+      tx.exec("insert into fault_b_tx values (2)");
+      ADD_FAILURE() << "insert in an aborted transaction succeeded";
+    } catch (const pqxx::sql_error& e) {
+      EXPECT_EQ(e.sqlstate(), "25P02");
+    }
+    // COMMIT of a failed transaction rolls back.
+    tx.exec("commit");
+    EXPECT_EQ(tx.exec("select count(*) from fault_b_tx")[0][0].as<int>(), 0);
+    // Implicit transactions on the same session: only the failing one fails.
+    EXPECT_THROW(tx.exec("select 1/0"), pqxx::sql_error);
+    EXPECT_EQ(tx.exec("select 2")[0][0].as<int>(), 2);
+  }
+  // The pool's transaction(): an error rolls back, the connection is reused.
+  std::error_code ec;
+  try {
+    pool.transaction([](pqxx::work& tx) {
+      tx.exec("insert into fault_b_tx values (3)");
+      tx.exec("select 1/0");
+    });
+  } catch (const pgpipe::error& e) {
+    ec = e.code();
+  }
+  EXPECT_EQ(pgpipe::sqlstate_of(ec), "22012");
+  pool.transaction([](pqxx::work& tx) { tx.exec("insert into fault_b_tx values (4)"); });
+  EXPECT_EQ(pool.exec("select array_agg(n)::text from fault_b_tx")[0][0].as<std::string>(), "{4}");
+  EXPECT_EQ(pool.stats().connects, 1u);  // the one connection survived every error
+}
+
+// A non-superuser role limited to two connections (superusers ignore the limit).
+struct limited_role {
+  explicit limited_role(const cluster& pg, const std::string& name) : pg_(pg), name_(name) {
+    pg.exec("drop role if exists " + name);
+    pg.exec("create role " + name + " login password 'lim-pw-8812' connection limit 2");
+  }
+  ~limited_role() {
+    try {
+      pg_.exec("select pg_terminate_backend(pid) from pg_stat_activity where usename = '" + name_ + "'");
+      pg_.exec("drop role if exists " + name_);
+    } catch (...) {
+    }
+  }
+  std::string conninfo(const std::string& app) const {
+    return "host=127.0.0.1 port=" + std::to_string(pg_.port()) + " dbname=postgres user=" + name_ +
+           " password=lim-pw-8812 application_name=" + app;
+  }
+  const cluster& pg_;
+  std::string name_;
+};
+
+TEST(fault_blocking, connection_limit_reports_53300_when_nothing_can_be_opened) {
+  auto& pg = pgpipe::test::shared_cluster();
+  limited_role role(pg, "fault_b_lim1");
+  // Two outside connections use up the role's limit.
+  std::vector<std::unique_ptr<PGconn, decltype(&PQfinish)>> held;
+  for (int i = 0; i < 2; ++i) {
+    held.emplace_back(PQconnectdb(role.conninfo("outside").c_str()), &PQfinish);
+    ASSERT_EQ(PQstatus(held.back().get()), CONNECTION_OK) << PQerrorMessage(held.back().get());
+  }
+  auto params = params_for(role.conninfo("fault_b_lim1"), 10);
+  params.acquire_timeout = 1s;
+  blocking_pool pool{params};
+  std::error_code ec;
+  std::string what;
+  try {
+    (void)pool.acquire();
+  } catch (const pgpipe::error& e) {
+    ec = e.code();
+    what = e.what();
+  }
+  EXPECT_EQ(pgpipe::sqlstate_of(ec), "53300") << ec.message() << ": " << what;
+  EXPECT_NE(what.find("too many connections for role"), std::string::npos) << what;
+  EXPECT_EQ(what.find("lim-pw-8812"), std::string::npos);
+}
+
+TEST(fault_blocking, connection_limit_2_with_a_pool_of_10_backs_off_and_serves_on_two) {
+  auto& pg = pgpipe::test::shared_cluster();
+  limited_role role(pg, "fault_b_lim2");
+  constexpr int max_size = 10;
+  auto params = params_for(role.conninfo("fault_b_lim2"), max_size);
+  blocking_pool pool{params};
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0};
+  std::atomic<int> failed{0};
+  std::string first_error;
+  std::mutex mu;
+  // Sample the server side: the role never holds more than its limit.
+  std::atomic<int> max_server{0};
+  std::thread sampler([&] {
+    while (!stop) {
+      max_server = std::max(max_server.load(), count_where(pg, "usename = 'fault_b_lim2'"));
+      std::this_thread::sleep_for(10ms);  // sampling period
+    }
+  });
+  const auto errors_before = pool.stats().errors.connect;
+  const auto t0 = steady::now();
+  std::vector<std::thread> ts;
+  for (int t = 0; t < max_size; ++t) {
+    ts.emplace_back([&] {
+      while (!stop) {
+        try {
+          pool.exec("select pg_sleep(0.01)");
+          ++ok;
+        } catch (const std::exception& e) {
+          ++failed;
+          std::lock_guard lk(mu);
+          if (first_error.empty()) first_error = e.what();
+        }
+      }
+    });
+  }
+  // The observation windows: the first second holds the start-up burst (the
+  // pool opens connects for its queued callers in parallel, at most max_size);
+  // the next two seconds are the steady state.
+  std::this_thread::sleep_for(1s);
+  const auto errors_mid = pool.stats().errors.connect;
+  const auto t_mid = steady::now();
+  std::this_thread::sleep_for(2s);
+  const auto steady_attempts = pool.stats().errors.connect - errors_mid;
+  const double steady_seconds = std::chrono::duration<double>(steady::now() - t_mid).count();
+  stop = true;
+  for (auto& t : ts) t.join();
+  sampler.join();
+  const double seconds = std::chrono::duration<double>(steady::now() - t0).count();
+  const auto attempts = pool.stats().errors.connect - errors_before;
+  EXPECT_EQ(failed.load(), 0) << first_error;
+  EXPECT_GT(ok.load(), 50);
+  EXPECT_LE(max_server.load(), 2);
+  EXPECT_GE(attempts, 1u) << "the pool never tried to grow past the limit";
+  // At start the queued callers open up to max_size connects at once (the
+  // limit refuses max_size - 2); after that the pool keeps one attempt in
+  // flight, spaced by a back-off doubling from 50 ms to 500 ms: about 2 per
+  // second. A storm would be hundreds.
+  const double per_second = 1000.0 / static_cast<double>(params.connect_backoff_max.count());
+  const double bound = (max_size - 2) + seconds * per_second + 5;  // + the doubling steps 50..400 ms
+  const double steady_bound = steady_seconds * per_second + 2;
+  EXPECT_LE(static_cast<double>(attempts), bound);
+  EXPECT_LE(static_cast<double>(steady_attempts), steady_bound);
+  std::printf("[figure] connection_limit.blocking.queries_ok=%d in %.1f s\n", ok.load(), seconds);
+  std::printf("[figure] connection_limit.blocking.failed_connect_attempts=%llu in %.1f s (bound %.0f)\n",
+              static_cast<unsigned long long>(attempts), seconds, bound);
+  std::printf("[figure] connection_limit.blocking.steady_failed_attempts=%llu in %.1f s (bound %.1f)\n",
+              static_cast<unsigned long long>(steady_attempts), steady_seconds, steady_bound);
+  std::printf("[figure] connection_limit.blocking.max_server_connections=%d\n", max_server.load());
+}
+
+TEST(fault_blocking, pool_exhaustion_and_server_down_are_two_different_errors) {
+  auto pg = pgpipe::test::fresh_cluster();
+  auto params = params_for(pg->conninfo(), 1);
+  params.acquire_timeout = 300ms;
+  blocking_pool pool{params};
+  std::error_code exhausted;
+  std::string exhausted_what;
+  {
+    auto held = pool.acquire();
+    try {
+      (void)pool.acquire();
+    } catch (const pgpipe::error& e) {
+      exhausted = e.code();
+      exhausted_what = e.what();
+    }
+  }
+  pg->stop(pgpipe::devcluster::stop_mode::immediate);
+  std::error_code down;
+  std::string down_what;
+  // The idle connection died with the server; the acquire finds that out.
+  try {
+    pool.exec("select 1");
+  } catch (const pgpipe::error& e) {
+    down = e.code();
+    down_what = e.what();
+  }
+  // A connection lost on first use is allowed once; the next acquire must
+  // name the cause.
+  if (pgpipe::is_connection_lost(down)) {
+    try {
+      pool.exec("select 1");
+    } catch (const pgpipe::error& e) {
+      down = e.code();
+      down_what = e.what();
+    }
+  }
+  EXPECT_EQ(exhausted, errc::pool_timeout) << exhausted_what;
+  EXPECT_EQ(down, errc::server_unreachable) << down.message() << ": " << down_what;
+  EXPECT_NE(exhausted, down);
+  EXPECT_NE(down_what.find("Connection refused"), std::string::npos) << down_what;
+}
+
+}  // namespace
