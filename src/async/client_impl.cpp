@@ -392,6 +392,16 @@ void client_impl::complete_acquire_failure(const std::shared_ptr<acquire_request
 void client_impl::maybe_closed_locked(todo& out) {
   if (!core_.is_closed() || !core_.is_drained() || live_conns_ != 0) return;
   drained_cv_.notify_all();
+  if (tick_at_ != time_point::max() || !tick_stopped_) {
+    // Nothing is left to time: a pending pool timer must not keep a caller's
+    // io_context running after close.
+    tick_stopped_ = true;
+    tick_at_ = time_point::max();
+    ++tick_gen_;
+    out.push_back([self = shared_from_this()] {
+      asio::post(self->pool_ex_, [self] { self->tick_timer_->cancel(); });
+    });
+  }
   if (close_waiters_.empty()) return;
   auto waiters = std::make_shared<std::vector<std::unique_ptr<completion<std::monostate>>>>(std::move(close_waiters_));
   close_waiters_.clear();

@@ -136,6 +136,7 @@ class client_impl final : public query_target,
   std::size_t next_loop_ = 0;
   time_point tick_at_ = time_point::max();
   std::uint64_t tick_gen_ = 0;
+  bool tick_stopped_ = false;
   std::string last_connect_message_;
   std::vector<std::unique_ptr<completion<std::monostate>>> close_waiters_;
   std::condition_variable drained_cv_;

@@ -547,7 +547,12 @@ void pipelined_connection::close() {
 void pipelined_connection::maybe_finish_close() {
   if (!closing_ || st_ == state::dead) return;
   if (st_ == state::connecting) return;  // connected()/connect_failed() come back here
-  if (!waiting_.empty() || !written_.empty()) return;
+  if (!waiting_.empty()) return;
+  // Detached requests (timed out, cancelled, a failed health check) have
+  // nobody waiting: closing need not wait for a server that may never answer.
+  for (auto& r : written_)
+    if (!r->completed.load(std::memory_order_acquire)) return;
+  written_.clear();
   if (auto owner = owner_.lock())
     owner->log(log_level::info, "disconnected (slot " + std::to_string(slot_) + "): closed by the pool");
   teardown();
