@@ -1055,16 +1055,17 @@ TEST(pool_core, stats_count_states_requests_and_churn) {
 // ---- invariants under random churn ------------------------------------------
 
 TEST(pool_core, random_churn_keeps_max_size_and_completes_every_waiter_once) {
-  for (std::uint32_t seed : {1u, 2u, 3u, 42u, 1234u}) {
+  for (std::uint32_t seed : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 42u, 1234u}) {
     SCOPED_TRACE(seed);
     std::mt19937 rng(seed);
     auto p = base_params();
-    p.max_size = 5;
-    p.min_size = 2;
+    // Vary the shape per seed: tiny pools hit max_size constantly.
+    p.max_size = 1 + seed % 6;
+    p.min_size = seed % (p.max_size + 1);
     p.max_queued = 30;
-    p.max_lifetime = 3'000ms;
-    p.idle_timeout = 1'500ms;
-    p.health_check_interval = 700ms;
+    p.max_lifetime = seed % 5 == 0 ? 0ms : 3'000ms;
+    p.idle_timeout = seed % 7 == 0 ? 0ms : 1'500ms;
+    p.health_check_interval = seed % 3 == 0 ? 0ms : 700ms;
     const std::size_t capacity = 1 + seed % 4;
     harness h(p, capacity);
     h.start();
