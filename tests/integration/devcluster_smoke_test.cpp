@@ -17,6 +17,10 @@
 #include <fstream>
 #include <memory>
 #include <poll.h>
+#include <arpa/inet.h>
+#include <cstring>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -179,6 +183,33 @@ TEST_F(devcluster_smoke, restart_keeps_port_and_data) {
   EXPECT_EQ(pg->query_value("SELECT v FROM kept"), "42");
   auto c = connect(pg->conninfo());
   EXPECT_EQ(PQstatus(c.get()), CONNECTION_OK) << PQerrorMessage(c.get());
+}
+
+TEST_F(devcluster_smoke, start_failure_reports_the_server_log) {
+  auto pg = fresh_cluster();
+  pg->stop();
+  // Someone else takes the port while the server is down; restart keeps
+  // the port, so start() must fail and say why.
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(pg->port()));
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << std::strerror(errno);
+  ASSERT_EQ(listen(fd, 1), 0);
+  try {
+    pg->start();
+    ADD_FAILURE() << "start() succeeded on a taken port";
+  } catch (const std::runtime_error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("could not bind"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find(pg->password()), std::string::npos);
+  }
+  EXPECT_FALSE(pg->running());
+  close(fd);
+  pg->start();
+  EXPECT_EQ(pg->query_value("SELECT 1"), "1");
 }
 
 TEST_F(devcluster_smoke, stop_immediate_then_start_recovers) {
