@@ -1,0 +1,273 @@
+// pgpipe-bench's helpers: the latency histogram the numbers come from, the
+// --sql workload format and its pgbench translation (run through the real
+// pgbench), the child-to-parent result line, the JSON keys issue 5 fixes,
+// and the server-side observations (table loading, pg_stat_activity count).
+// The binary's end-to-end smoke run is in .ci/run.
+#include <gtest/gtest.h>
+
+#ifdef PGPIPE_HAVE_BENCH_CORE
+
+#include "driver_pgbench.hpp"
+#include "latency.hpp"
+#include "options.hpp"
+#include "report.hpp"
+#include "run_result.hpp"
+#include "sampler.hpp"
+#include "workload.hpp"
+
+#include "support/cluster_fixture.hpp"
+#include "support/wait.hpp"
+
+#include <libpq-fe.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <set>
+
+namespace pgpipe::bench {
+namespace {
+
+TEST(bench_latency, percentiles_within_bucket_precision_and_never_below_truth) {
+  latency_histogram h;
+  for (std::uint64_t v = 1; v <= 100'000; ++v) h.record(v);
+  EXPECT_EQ(h.count(), 100'000u);
+  EXPECT_EQ(h.max(), 100'000u);
+  for (double q : {0.5, 0.95, 0.99}) {
+    const double truth = q * 100'000;
+    const double got = static_cast<double>(h.percentile(q));
+    EXPECT_GE(got, truth) << q;
+    EXPECT_LE(got, truth * (1 + 1.0 / 64)) << q;
+  }
+  EXPECT_EQ(h.percentile(1.0), 100'000u);
+}
+
+TEST(bench_latency, small_values_are_exact_and_empty_is_zero) {
+  latency_histogram h;
+  EXPECT_EQ(h.percentile(0.5), 0u);
+  for (int i = 0; i < 10; ++i) h.record(7);
+  h.record(40);
+  EXPECT_EQ(h.percentile(0.5), 7u);
+  EXPECT_EQ(h.percentile(1.0), 40u);
+  for (std::uint64_t v : {1ull, 63ull, 64ull, 1000ull, 123456789ull}) {
+    const auto i = latency_histogram::index_of(v);
+    EXPECT_GE(latency_histogram::upper_edge(i), v);
+    if (i > 0) {
+      EXPECT_LT(latency_histogram::upper_edge(i - 1), v);
+    }
+  }
+}
+
+TEST(bench_workload, builtin_draws_keys_like_the_table) {
+  const auto w = builtin_workload();
+  ASSERT_EQ(w.params.size(), 1u);
+  EXPECT_EQ(w.sql, "select ten, so_luong from san_pham where ma = $1");
+  EXPECT_EQ(format_key(w.params[0], 42), "SP000042");
+  EXPECT_EQ(format_key(w.params[0], 100000), "SP100000");
+  rng r(1);
+  for (int i = 0; i < 1000; ++i) {
+    const auto k = draw(w.params[0], r);
+    ASSERT_TRUE(std::regex_match(k, std::regex("SP[0-9]{6}"))) << k;
+    const int n = std::stoi(k.substr(2));
+    ASSERT_GE(n, 1);
+    ASSERT_LE(n, 100000);
+  }
+}
+
+TEST(bench_workload, file_format_params_in_order) {
+  const auto w = parse_workload(
+      "-- my workload\n"
+      "-- param: int 5 9\n"
+      "-- param: pick red, green ,blue\n"
+      "-- param: format K%d-x 1 3\n"
+      "select *\n  from t where a = $1 and b = $2 and c = $3;\n",
+      "w.sql");
+  ASSERT_EQ(w.params.size(), 3u);
+  EXPECT_EQ(w.sql, "select *\n  from t where a = $1 and b = $2 and c = $3");
+  EXPECT_EQ(w.params[1].choices, (std::vector<std::string>{"red", "green", "blue"}));
+  EXPECT_EQ(format_key(w.params[2], 2), "K2-x");
+  rng r(2);
+  std::set<std::string> ints, picks;
+  for (int i = 0; i < 500; ++i) {
+    ints.insert(draw(w.params[0], r));
+    picks.insert(draw(w.params[1], r));
+  }
+  EXPECT_EQ(ints, (std::set<std::string>{"5", "6", "7", "8", "9"}));
+  EXPECT_EQ(picks, (std::set<std::string>{"red", "green", "blue"}));
+}
+
+TEST(bench_workload, malformed_files_name_the_line) {
+  auto message = [](const std::string& text) {
+    try {
+      parse_workload(text, "f.sql");
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("select 1\n-- param: float 1 2\n").find("f.sql:2"), std::string::npos);
+  EXPECT_NE(message("-- param: int 9 1\nselect $1\n").find("empty"), std::string::npos);
+  EXPECT_NE(message("-- param: format SP%s 1 2\nselect $1\n").find("%d"), std::string::npos);
+  EXPECT_NE(message("-- only a comment\n").find("no SQL"), std::string::npos);
+  EXPECT_NE(message("select 1; select 2\n").find("one statement"), std::string::npos);
+  std::string nine;
+  for (int i = 0; i < 9; ++i) nine += "-- param: int 1 2\n";
+  EXPECT_NE(message(nine + "select 1\n").find("at most 8"), std::string::npos);
+}
+
+TEST(bench_workload, pgbench_script_translation) {
+  const auto s = pgbench_script(builtin_workload());
+  EXPECT_EQ(s,
+            "\\set p1 random(1, 100000)\n"
+            "select ten, so_luong from san_pham where ma = ('SP' || lpad(:p1::text, 6, '0'));\n");
+  // $1 inside a literal stays; $10 is parameter ten, not $1 followed by 0.
+  workload w = parse_workload("-- param: pick a,it's\nselect '$1', $1\n", "q");
+  EXPECT_EQ(pgbench_script(w), "\\set p1 random(1, 2)\nselect '$1', (array['a','it''s']::text[])[:p1];\n");
+}
+
+TEST(bench_result, line_round_trip_keeps_every_field) {
+  run_result r;
+  r.driver = "blocking";
+  r.pool = 20;
+  r.concurrency = 10000;
+  r.duration_s = 10;
+  r.queries = 123456;
+  r.qps = 12345.6;
+  r.p50_ms = 1.5;
+  r.p95_ms = 2.5;
+  r.p99_ms = 3.5;
+  r.max_ms = 99.25;
+  r.errors = 7;
+  r.errors_by_kind = {{"queue_full", 5}, {"sqlstate_53300", 2}};
+  r.rss_peak_mb = 20.5;
+  r.rss_end_mb = 19.5;
+  r.threads_max = 523;
+  r.client_cpu_s = 4.75;
+  r.startup_ms = 12.5;
+  r.ok = false;
+  r.failure = "a message with spaces, = signs and 100% of\nnewlines";
+  const auto back = decode_result(encode_result(r));
+  EXPECT_EQ(encode_result(back), encode_result(r));
+  EXPECT_EQ(back.failure, r.failure);
+  EXPECT_EQ(back.errors_by_kind, r.errors_by_kind);
+  EXPECT_EQ(back.threads_max, 523u);
+  EXPECT_FALSE(back.ok);
+  EXPECT_EQ(encode_result(r).find('\n'), std::string::npos);
+}
+
+TEST(bench_report, json_has_exactly_the_issue_keys_and_escapes_strings) {
+  options o;
+  o.pools = {20};
+  report_input in;
+  in.opts = &o;
+  in.drivers = {"async"};
+  in.server_version = "15.20 \"quoted\"";
+  in.workload_name = "built-in";
+  in.sql = "select\t1";
+  run_result r;
+  r.driver = "async";
+  r.pool = 20;
+  r.round = 1;
+  r.failure = "line\nbreak";
+  in.runs.push_back(r);
+  const std::string j = json_report(in);
+  EXPECT_NE(j.find("\"server_version\": \"15.20 \\\"quoted\\\"\""), std::string::npos);
+  EXPECT_NE(j.find("\"failure\": \"line\\nbreak\""), std::string::npos);
+  EXPECT_EQ(j.find('\t'), std::string::npos);
+  // Top-level keys: two spaces of indent.
+  std::set<std::string> top;
+  std::regex top_key("\n  \"([a-z_]+)\":");
+  for (std::sregex_iterator it(j.begin(), j.end(), top_key), end; it != end; ++it) top.insert((*it)[1]);
+  EXPECT_EQ(top, (std::set<std::string>{"version", "server_version", "machine", "params", "runs"}));
+  for (const char* key : {"driver", "pool", "concurrency", "duration_s", "queries", "qps", "p50_ms", "p95_ms",
+                          "p99_ms", "max_ms", "errors", "rss_peak_mb", "rss_end_mb", "threads_max", "client_cpu_s",
+                          "server_connections_max", "startup_ms", "round"}) {
+    EXPECT_NE(j.find(std::string("\"") + key + "\": "), std::string::npos) << key;
+  }
+  EXPECT_NE(j.find("\"machine\": {\"cpus\": "), std::string::npos);
+  EXPECT_NE(j.find("\"version\": 1,"), std::string::npos);
+}
+
+TEST(bench_server, ensure_table_loads_once_and_sampler_counts_client_connections) {
+  auto& pg = pgpipe::test::shared_cluster();
+  pg.exec("drop database if exists bench_smoke");
+  pg.exec("create database bench_smoke");
+  const std::string conninfo = pg.conninfo("bench_smoke");
+  EXPECT_TRUE(ensure_table(conninfo));
+  EXPECT_FALSE(ensure_table(conninfo));
+  EXPECT_EQ(pg.query_value("select count(*) from san_pham", "bench_smoke"), "100000");
+  EXPECT_EQ(pg.query_value("select ten from san_pham where ma = 'SP000042'", "bench_smoke"), "San pham 42");
+
+  server_sampler sampler(conninfo);
+  EXPECT_EQ(sampler.server_version().substr(0, 2), "15");
+  EXPECT_EQ(sampler.local_postmaster(), std::optional<pid_t>(pg.postmaster_pid()));
+  const int before = sampler.client_connections();
+  ASSERT_GE(before, 0);
+  std::vector<std::unique_ptr<PGconn, void (*)(PGconn*)>> extra;
+  for (int i = 0; i < 3; ++i) {
+    extra.emplace_back(PQconnectdb(conninfo.c_str()), PQfinish);
+    ASSERT_EQ(PQstatus(extra.back().get()), CONNECTION_OK);
+  }
+  // Connections elsewhere do not count: only the bench database's.
+  std::unique_ptr<PGconn, void (*)(PGconn*)> other(PQconnectdb(pg.conninfo().c_str()), PQfinish);
+  EXPECT_TRUE(pgpipe::test::wait_until([&] { return sampler.client_connections() == before + 3; }));
+  EXPECT_GT(server_cpu_seconds(pg.postmaster_pid()), 0.0);
+}
+
+TEST(bench_server, pgbench_runs_the_translated_script) {
+  const auto pgbench = find_pgbench();
+  if (!pgbench) GTEST_SKIP() << "pgbench not installed";
+  auto& pg = pgpipe::test::shared_cluster();
+  pg.exec("create table if not exists bench_kinds (id int primary key, colour text, code text)");
+  pg.exec("insert into bench_kinds values (1, 'red', 'K01'), (2, 'blue', 'K02') on conflict do nothing");
+  const auto w = parse_workload(
+      "-- param: int 1 2\n-- param: pick red,blue\n-- param: format K%02d 1 2\n"
+      "select count(*) from bench_kinds where id = $1 or colour = $2 or code = $3\n",
+      "kinds.sql");
+  char dir[] = "/tmp/bench-smoke-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const auto cmd = prepare_pgbench(*pgbench, dir, "t", w, pg.conninfo(), 2, 0, 1);
+  // The password travels in PGPASSWORD, never in argv.
+  for (const auto& a : cmd.argv) EXPECT_EQ(a.find(pg.password()), std::string::npos) << a;
+  // Run it as the bench does: the connection in the environment (so no
+  // password on a command line), output captured in a file.
+  const std::string out_path = std::string(dir) + "/out";
+  std::vector<std::string> argv{cmd.argv[0], "-n", "-M", "prepared", "-c", "2", "-t", "20", "-f",
+                                std::string(dir) + "/t.sql"};
+  std::vector<char*> cargv, cenv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  std::vector<std::string> env = cmd.env;
+  env.push_back("PATH=/usr/bin:/bin");
+  for (auto& e : env) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    FILE* f = std::freopen(out_path.c_str(), "w", stdout);
+    if (f == nullptr || dup2(fileno(stdout), 2) < 0) _exit(126);
+    execve(cargv[0], cargv.data(), cenv.data());
+    _exit(127);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  std::ifstream out(out_path);
+  std::string text((std::istreambuf_iterator<char>(out)), {});
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
+  EXPECT_NE(text.find("number of transactions actually processed: 40/40"), std::string::npos) << text;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace pgpipe::bench
+
+#else
+
+TEST(bench_smoke, skipped) { GTEST_SKIP() << "pgpipe-bench is not built (PGPIPE_BUILD_BENCH=OFF)"; }
+
+#endif
