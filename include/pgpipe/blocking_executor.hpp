@@ -32,6 +32,14 @@
 // async_run() itself.
 //
 // Cancellation: none; a queued callable runs unless the executor stops.
+//
+// GCC 12 and coroutines: do not write a capturing lambda as a temporary inside
+// the co_await expression (`co_await w.async_run([k] {...}, use_awaitable)`):
+// GCC 12 relocates such temporaries bitwise, so a captured std::string ends up
+// pointing into the coroutine frame and is freed twice or from the wrong
+// place (seen here under ASan; asio issue #858 and others). Name it first:
+//   auto call = [&pool, k] { return pool.exec(sql, k); };
+//   auto [ec, rows] = co_await workers.async_run(std::move(call), asio::use_awaitable);
 #pragma once
 
 #include <pgpipe/blocking_lease.hpp>

@@ -114,6 +114,30 @@ TEST(blocking_executor, coroutine_gets_the_tuple) {
   EXPECT_EQ(got, 5);
 }
 
+TEST(blocking_executor, coroutine_callers_can_pass_callables_owning_strings) {
+  // The pattern the header recommends for GCC 12 (a named callable), with
+  // captures that own memory, from many coroutines at once.
+  blocking_executor ex{3};
+  asio::io_context ctx;
+  std::atomic<int> ok{0};
+  for (int c = 0; c < 50; ++c) {
+    asio::co_spawn(
+        ctx,
+        [&ex, &ok, c]() -> asio::awaitable<void> {
+          for (int i = 0; i < 20; ++i) {
+            std::string shorty = "k" + std::to_string(c);
+            std::string longer(100, static_cast<char>('a' + i % 26));
+            auto call = [shorty, longer] { return shorty + longer; };
+            auto [ec, v] = co_await ex.async_run(std::move(call), asio::use_awaitable);
+            if (!ec && v == shorty + longer) ++ok;
+          }
+        },
+        asio::detached);
+  }
+  ctx.run();
+  EXPECT_EQ(ok.load(), 50 * 20);
+}
+
 TEST(blocking_executor, exceptions_become_error_codes_with_diagnostics) {
   blocking_executor ex{1};
   pgpipe::diagnostics diag;
