@@ -345,6 +345,13 @@ void pipelined_connection::on_readable() {
 }
 
 void pipelined_connection::drain_results() {
+  const bool outer = !batching_;
+  batching_ = true;
+  drain_results_batch();
+  if (outer) deliver_deferred();
+}
+
+void pipelined_connection::drain_results_batch() {
   bool last_null = false;
   while (st_ == state::ready && !written_.empty()) {
     if (PQisBusy(pg_)) break;
@@ -444,9 +451,22 @@ void pipelined_connection::complete(const std::shared_ptr<query_request>& req, s
   if (!req->internal && !req->completed.load(std::memory_order_acquire)) {
     if (auto owner = owner_.lock()) owner->count_outcome(ec);
   }
+  if (batching_) {
+    // Delivered after this batch's capacity went back to the pool, so a
+    // handler that looks at stats() or starts the next query sees it free.
+    deferred_.push_back({req, ec, std::move(r)});
+    return;
+  }
   // Runs inline when the handler has no executor of its own (we are on its
   // loop already); everything the handler may call back into posts.
   req->try_complete(ex_, false, ec, std::move(r));
+}
+
+void pipelined_connection::deliver_deferred() {
+  batching_ = false;
+  auto batch = std::move(deferred_);
+  deferred_.clear();
+  for (auto& d : batch) d.req->try_complete(ex_, false, d.ec, std::move(d.res));
 }
 
 // ---- cancellation, checks, close ------------------------------------------------

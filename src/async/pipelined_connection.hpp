@@ -38,6 +38,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace pgpipe::detail {
 
@@ -119,6 +120,8 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   void arm_write();
   void on_readable();
   void drain_results();
+  void drain_results_batch();
+  void deliver_deferred();
   void finish(const std::shared_ptr<query_request>& req);
   void complete(const std::shared_ptr<query_request>& req, std::error_code ec, result r);
 
@@ -149,6 +152,13 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   std::deque<std::shared_ptr<query_request>> waiting_;
   std::deque<std::shared_ptr<query_request>> written_;
   std::size_t release_units_ = 0;  ///< shared units to hand back after this batch
+  struct deferred_completion {
+    std::shared_ptr<query_request> req;
+    std::error_code ec;
+    result res;
+  };
+  bool batching_ = false;
+  std::vector<deferred_completion> deferred_;
 
   boost::asio::steady_timer timer_;
   time_point timer_at_ = time_point::max();

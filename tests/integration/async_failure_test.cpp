@@ -204,7 +204,7 @@ TEST(async_failure, total_cancellation_does_not_touch_a_written_query) {
   pgpipe::async_client client(params_for(app_conninfo("async_ct"), 1));
   asio::cancellation_signal sig;
   std::promise<std::tuple<std::error_code, std::string>> p;
-  client.async_query("select 'done'::text from pg_sleep(0.3)",
+  client.async_query("select 'done'::text from pg_sleep(1.5)",
                      asio::bind_cancellation_slot(sig.slot(), [&](std::error_code ec, pgpipe::result r) {
                        p.set_value({ec, ec ? std::string() : r.value<std::string>()});
                      }));
