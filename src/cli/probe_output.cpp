@@ -58,7 +58,10 @@ std::string render_human(const scram::probe_report& r) {
   line("method", method_text(r.method));
   if (r.method == scram::auth_method::sasl) {
     std::string list;
-    for (const auto& m : r.mechanisms) list += (list.empty() ? "" : ", ") + m;
+    for (const auto& m : r.mechanisms) {
+      if (!list.empty()) list += ", ";
+      list += m;
+    }
     line("mechanisms", list);
     if (!r.mechanism_used.empty()) line("mechanism used", r.mechanism_used + " (channel binding: " + r.channel_binding + ")");
     if (r.iterations > 0) {
@@ -91,7 +94,12 @@ std::string render_human(const scram::probe_report& r) {
 std::string render_json(const scram::probe_report& r) {
   auto s = [&](const std::string& v) { return json_string(v); };
   std::string mechs = "[";
-  for (std::size_t i = 0; i < r.mechanisms.size(); ++i) mechs += (i ? "," : "") + s(r.mechanisms[i]);
+  for (std::size_t i = 0; i < r.mechanisms.size(); ++i) {
+    // Appended piecewise: `"," + std::string&&` trips GCC 12's -Wrestrict
+    // false positive (GCC PR 105329) in optimised builds.
+    if (i != 0) mechs += ',';
+    mechs += s(r.mechanisms[i]);
+  }
   mechs += "]";
   std::string out = "{";
   out += "\"host\":" + s(r.host) + ",\"port\":" + s(r.port) + ",\"user\":" + s(r.user) + ",\"dbname\":" + s(r.dbname);
