@@ -39,7 +39,7 @@ std::string template_key(const std::string& bindir, const std::string& superuser
   return key.str();
 }
 
-// The cache is in world-writable /tmp: use it only if the server account
+// The cache is in a world-writable directory: use it only if the server account
 // owns it and nobody else can write to it.
 bool trustworthy(const std::string& dir) {
   struct stat st {};
@@ -128,7 +128,7 @@ std::optional<initdb_template> cached_initdb_template(const std::string& bindir,
   if (const char* off = std::getenv("PGPIPE_DEVCLUSTER_NO_TEMPLATE"); off && *off && std::string(off) != "0") {
     return std::nullopt;
   }
-  const std::string dir = "/tmp/pgpipe-devcluster-template-" + template_key(bindir, superuser);
+  const std::string dir = temp_root() + "/pgpipe-devcluster-template-" + template_key(bindir, superuser);
   static std::mutex process_mutex;  // flock is per open file, not per thread
   std::lock_guard guard(process_mutex);
   if (auto t = load(dir)) return t;

@@ -2,7 +2,7 @@
 // costs a copy (~0.1 s) instead of an initdb (~1-2 s). Every test binary is
 // its own process, so a per-process cache would not help ctest much.
 //
-// The template lives in /tmp/pgpipe-devcluster-template-<key>/ where <key>
+// The template lives in <temp_root>/pgpipe-devcluster-template-<key>/ where <key>
 // hashes the server binaries, the superuser name and the server account; it
 // is built once under an flock and published with rename(2), and is never
 // started, only copied. Its superuser password is a template secret that

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include <stdexcept>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <thread>
@@ -213,8 +215,23 @@ void chown_to_server_user(const std::string& path, bool recursive) {
   if (ec) throw std::runtime_error("devcluster: walk " + path + ": " + ec.message());
 }
 
+const std::string& temp_root() {
+  static const std::string root = [] {
+    if (const char* env = std::getenv("PGPIPE_DEVCLUSTER_TMPDIR"); env && *env) return std::string(env);
+    struct statvfs vfs {};
+    struct stat st {};
+    if (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && access("/dev/shm", W_OK | X_OK) == 0 &&
+        statvfs("/dev/shm", &vfs) == 0 &&
+        static_cast<unsigned long long>(vfs.f_bavail) * vfs.f_frsize >= (1ULL << 30)) {
+      return std::string("/dev/shm");
+    }
+    return std::string("/tmp");
+  }();
+  return root;
+}
+
 std::string make_temp_dir(const std::string& prefix) {
-  std::string templ = "/tmp/" + prefix + "XXXXXX";
+  std::string templ = temp_root() + "/" + prefix + "XXXXXX";
   if (mkdtemp(templ.data()) == nullptr) throw_errno("devcluster: mkdtemp " + templ);
   try {
     chown_to_server_user(templ);
@@ -483,7 +500,8 @@ void write_owner_file(const std::string& dir) {
 void sweep_stale_dirs(const std::string& prefix, const std::string& pidfile, int signo) noexcept {
   try {
     std::error_code ec;
-    for (auto it = std::filesystem::directory_iterator("/tmp", ec); !ec && it != std::filesystem::directory_iterator();
+    for (auto it = std::filesystem::directory_iterator(temp_root(), ec);
+         !ec && it != std::filesystem::directory_iterator();
          it.increment(ec)) {
       const std::string name = it->path().filename().string();
       if (name.rfind(prefix, 0) != 0) continue;

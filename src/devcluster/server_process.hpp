@@ -32,7 +32,14 @@ const server_account& server_user();
 /// Make `path` owned by the server account (no-op when not switching users).
 void chown_to_server_user(const std::string& path, bool recursive = false);
 
-/// mkdtemp("/tmp/<prefix>XXXXXX"), mode 0700, owned by the server account.
+/// Where throwaway directories go: $PGPIPE_DEVCLUSTER_TMPDIR if set, else
+/// /dev/shm when it is a writable directory with at least 1 GiB free (a
+/// memory file system: copying a data directory there takes ~0.05 s instead
+/// of ~1 s on a busy disk), else /tmp. Computed once; thread-safe.
+const std::string& temp_root();
+
+/// mkdtemp("<temp_root>/<prefix>XXXXXX"), mode 0700, owned by the server
+/// account.
 std::string make_temp_dir(const std::string& prefix);
 
 /// Remove a directory tree; never throws (clean-up path).
@@ -100,7 +107,7 @@ class background_process {
 /// killed by a ctest timeout) from a directory in use.
 void write_owner_file(const std::string& dir);
 
-/// Remove leftovers of dead test processes: every /tmp/<prefix>* directory
+/// Remove leftovers of dead test processes: every <temp_root>/<prefix>* directory
 /// with an owner file written by a process that no longer exists. A server
 /// still running there (pid on the first line of `dir`/`pidfile`, whose
 /// working directory or command line mentions `dir`) is stopped first with
