@@ -1,0 +1,601 @@
+// Faults through the async (pipelined) driver (issue 7): a hung server
+// (SIGSTOP), backends terminated or SIGKILLed with a pipeline in flight, a
+// server restarted under an idle pool, an error mid-pipeline (implicit
+// transactions and BEGIN...COMMIT on a lease), a role connection limit, pool
+// exhaustion told apart from a server that is down. Each prints
+// "[figure] ..." lines for docs/reliability.md. Cancellation races are in
+// fault_cancel_test.cpp.
+#include <pgpipe/async_client.hpp>
+
+#include "support/cluster_fixture.hpp"
+#include "support/wait.hpp"
+
+#include <boost/asio/use_future.hpp>
+
+#include <gtest/gtest.h>
+#include <libpq-fe.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using pgpipe::async_client;
+using pgpipe::errc;
+using pgpipe::pool_params;
+using pgpipe::devcluster::cluster;
+using pgpipe::test::wait_until;
+using pgpipe::test::with_options;
+using steady = std::chrono::steady_clock;
+
+long long ms_between(steady::time_point a, steady::time_point b) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
+}
+
+pool_params params_for(const std::string& conninfo, std::size_t max_size) {
+  pool_params p;
+  p.conninfo = conninfo;
+  p.max_size = max_size;
+  p.acquire_timeout = 10s;
+  p.connect_timeout = 2s;
+  return p;
+}
+
+int count_where(const cluster& pg, const std::string& where) {
+  return std::stoi(pg.query_value("select count(*) from pg_stat_activity where " + where));
+}
+
+// Outcome of every request of a batch: how many times its handler ran (must
+// be exactly once), its code and the backend that answered.
+class tally {
+ public:
+  explicit tally(std::size_t n) : calls_(n), codes_(n), pids_(n, 0), done_at_(n) {}
+
+  // A handler for request i of a "select pg_backend_pid(), ..." query.
+  auto handler(std::size_t i) {
+    return [this, i](std::error_code ec, pgpipe::result r) {
+      std::lock_guard lk(mu_);
+      ++calls_[i];
+      codes_[i] = ec;
+      done_at_[i] = steady::now();
+      if (!ec && r.size() == 1) pids_[i] = r.value<int>(0, 0);
+      if (!ec) ++ok_;
+      if (++completions_ == calls_.size()) cv_.notify_all();
+    };
+  }
+  bool wait_all(std::chrono::seconds timeout = 30s) {
+    std::unique_lock lk(mu_);
+    return cv_.wait_for(lk, timeout, [this] { return completions_ >= calls_.size(); });
+  }
+  // Called once nothing can complete any more (after the client is gone).
+  void expect_each_completed_once() {
+    std::lock_guard lk(mu_);
+    for (std::size_t i = 0; i < calls_.size(); ++i) ASSERT_EQ(calls_[i], 1) << "request " << i;
+  }
+  std::map<std::string, int> codes() {
+    std::lock_guard lk(mu_);
+    std::map<std::string, int> m;
+    for (auto& c : codes_) ++m[c ? c.message() : "ok"];
+    return m;
+  }
+  std::error_code code(std::size_t i) {
+    std::lock_guard lk(mu_);
+    return codes_[i];
+  }
+  int pid(std::size_t i) {
+    std::lock_guard lk(mu_);
+    return pids_[i];
+  }
+  steady::time_point done_at(std::size_t i) {
+    std::lock_guard lk(mu_);
+    return done_at_[i];
+  }
+  std::size_t ok() {
+    std::lock_guard lk(mu_);
+    return ok_;
+  }
+  std::size_t size() const { return calls_.size(); }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<int> calls_;
+  std::vector<std::error_code> codes_;
+  std::vector<int> pids_;
+  std::vector<steady::time_point> done_at_;
+  std::size_t completions_ = 0;
+  std::size_t ok_ = 0;
+};
+
+std::string codes_text(const std::map<std::string, int>& m) {
+  std::string s;
+  for (auto& [k, v] : m) s += k + "=" + std::to_string(v) + "; ";
+  return s;
+}
+
+// Samples the most connections the server and the client ever held at once.
+class connection_sampler {
+ public:
+  connection_sampler(const cluster& pg, const async_client& client, std::string app)
+      : pg_(pg), client_(client), app_(std::move(app)), thread_([this] { run(); }) {}
+  ~connection_sampler() { stop(); }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  int max_server() const { return max_server_.load(); }
+  std::size_t max_pool() const { return max_pool_.load(); }
+
+ private:
+  void run() {
+    while (!stop_) {
+      const auto s = client_.stats();
+      max_pool_ = std::max(max_pool_.load(), s.connecting + s.idle + s.busy + s.draining + s.checking);
+      try {
+        max_server_ = std::max(max_server_.load(), count_where(pg_, "application_name = '" + app_ + "'"));
+      } catch (const std::exception&) {
+        // Server restarting: nothing to sample now.
+      }
+      std::this_thread::sleep_for(5ms);  // sampling period (pg_stat_activity has no event)
+    }
+  }
+  const cluster& pg_;
+  const async_client& client_;
+  const std::string app_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> max_server_{0};
+  std::atomic<std::size_t> max_pool_{0};
+  std::thread thread_;
+};
+
+// Collects the driver's log lines.
+struct log_sink {
+  std::mutex mu;
+  std::vector<std::string> lines;
+  pgpipe::logger_fn fn() {
+    return [this](pgpipe::log_level, std::string_view line) {
+      std::lock_guard lk(mu);
+      lines.emplace_back(line);
+    };
+  }
+  std::size_t count(const std::string& needle) {
+    std::lock_guard lk(mu);
+    return static_cast<std::size_t>(
+        std::count_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(needle) != std::string::npos; }));
+  }
+};
+
+std::pair<std::error_code, pgpipe::result> run_sync(async_client& c, std::string_view sql) {
+  auto f = c.async_query(sql, asio::use_future);
+  if (f.wait_for(30s) != std::future_status::ready) return {make_error_code(std::errc::timed_out), pgpipe::result{}};
+  auto [ec, r] = f.get();
+  return {ec, std::move(r)};
+}
+
+// Sends SIGCONT when it goes out of scope, so a failing test never leaves a
+// backend stopped (the cluster could not shut down cleanly otherwise).
+struct sigcont_guard {
+  const cluster& pg;
+  pid_t pid;
+  ~sigcont_guard() {
+    try {
+      pg.signal_backend(pid, SIGCONT);
+    } catch (...) {
+    }
+  }
+};
+
+// Client with two connections open and idle, and their backend pids.
+std::vector<pid_t> wait_for_idle_pair(const cluster& pg, async_client& client, const std::string& app) {
+  EXPECT_TRUE(wait_until([&] { return client.stats().idle == 2; }));
+  std::vector<pid_t> pids;
+  EXPECT_TRUE(wait_until([&] {
+    pids = pg.backend_pids(app);
+    return pids.size() == 2;
+  }));
+  return pids;
+}
+
+void run_hung_server(std::chrono::milliseconds stall, std::chrono::milliseconds query_timeout, errc expected,
+                     const char* figure) {
+  auto& pg = pgpipe::test::shared_cluster();
+  const std::string app = std::string("fault_a_hung_") + figure;
+  auto params = params_for(with_options(pg.conninfo(), "application_name=" + app), 2);
+  params.min_size = 2;
+  params.stall_timeout = stall;
+  params.query_timeout = query_timeout;
+  log_sink logs;
+  pgpipe::async_client_options opts;
+  opts.loops = 1;
+  opts.logger = logs.fn();
+  async_client client(params, opts);
+  const auto pids = wait_for_idle_pair(pg, client, app);
+  ASSERT_EQ(pids.size(), 2u);
+  const pid_t hung = pids[0];
+
+  constexpr std::size_t n = 40;
+  tally t(n);
+  steady::time_point sent;
+  {
+    pg.signal_backend(hung, SIGSTOP);
+    sigcont_guard cont{pg, hung};
+    sent = steady::now();
+    // One burst: least-loaded placement alternates between the two connections.
+    for (std::size_t i = 0; i < n; ++i) client.async_query("select pg_backend_pid(), $1::int", static_cast<int>(i), t.handler(i));
+    ASSERT_TRUE(t.wait_all(20s)) << codes_text(t.codes());
+    // The other connection kept serving while the hung one was stuck.
+    EXPECT_GT(t.ok(), 0u);
+    // The hung connection is declared broken and closed (logged with its reason).
+    EXPECT_TRUE(wait_until([&] { return logs.count("stall_timeout") >= 1; }, 10s));
+    // More work is served while the backend is still stopped.
+    for (int i = 0; i < 50; ++i) {
+      auto [ec, r] = run_sync(client, "select pg_backend_pid()");
+      ASSERT_FALSE(ec) << ec.message() << ": " << r.diag().to_string();
+      EXPECT_NE(r.value<int>(), hung);
+    }
+  }
+  // SIGCONT sent: the stopped backend finds its client gone and exits.
+  EXPECT_TRUE(wait_until([&] {
+    auto now = pg.backend_pids(app);
+    return std::find(now.begin(), now.end(), hung) == now.end();
+  }));
+  long long worst_fail_ms = 0;
+  std::size_t failed = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto ec = t.code(i);
+    if (!ec) {
+      EXPECT_NE(t.pid(i), hung);
+      continue;
+    }
+    ++failed;
+    EXPECT_EQ(ec, expected) << "request " << i << ": " << ec.message();
+    EXPECT_TRUE(pgpipe::may_have_executed(ec));
+    worst_fail_ms = std::max(worst_fail_ms, ms_between(sent, t.done_at(i)));
+  }
+  EXPECT_GT(failed, 0u) << "no request went to the hung connection";
+  const auto s = client.stats();
+  client.close();
+  std::printf("[figure] hung_server.async.%s.failed=%zu ok=%zu codes: %s\n", figure, failed, n - failed,
+              codes_text(t.codes()).c_str());
+  std::printf("[figure] hung_server.async.%s.worst_failure_ms=%lld (stall_timeout %lld, query_timeout %lld)\n", figure,
+              worst_fail_ms, static_cast<long long>(stall.count()), static_cast<long long>(query_timeout.count()));
+  std::printf("[figure] hung_server.async.%s.disconnects=%llu\n", figure, static_cast<unsigned long long>(s.disconnects));
+  std::fflush(stdout);
+  t.expect_each_completed_once();
+}
+
+TEST(fault_async, hung_server_stall_timeout_breaks_the_connection_and_fails_its_requests_with_connection_lost) {
+  run_hung_server(500ms, 10s, errc::connection_lost, "stall");
+}
+
+TEST(fault_async, hung_server_query_timeout_fires_first_then_the_stalled_connection_is_closed) {
+  run_hung_server(1500ms, 300ms, errc::query_timeout, "query_timeout");
+}
+
+// Submits n "pg_sleep" queries in one burst and kills backends once they run.
+void run_killed_mid_pipeline(cluster& pg, const std::string& app, bool sigkill) {
+  constexpr std::size_t max_size = 2;
+  auto params = params_for(with_options(pg.conninfo(), "application_name=" + app), max_size);
+  params.min_size = max_size;
+  auto client = std::make_unique<async_client>(params, 1);
+  ASSERT_TRUE(wait_until([&] { return client->stats().idle == max_size; }));
+  connection_sampler sampler(pg, *client, app);
+  constexpr std::size_t n = 400;  // ~200 per connection, 5 ms each: about a second of pipeline
+  tally t(n);
+  for (std::size_t i = 0; i < n; ++i)
+    client->async_query("select pg_backend_pid(), pg_sleep(0.005)", t.handler(i));
+  ASSERT_TRUE(wait_until([&] {
+    return count_where(pg, "application_name = '" + app + "' and state = 'active' and query like '%pg_sleep%'") >= 1;
+  }));
+  const auto pids = pg.backend_pids(app);
+  ASSERT_FALSE(pids.empty());
+  const auto killed_at = steady::now();
+  if (sigkill) pg.signal_backend(pids.front(), SIGKILL);
+  else EXPECT_TRUE(pg.terminate_backend(pids.front()));
+  ASSERT_TRUE(t.wait_all(60s)) << codes_text(t.codes());
+  const auto all_done_ms = ms_between(killed_at, steady::now());
+  std::size_t lost = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto ec = t.code(i);
+    if (!ec) continue;
+    ++lost;
+    EXPECT_TRUE(pgpipe::is_connection_lost(ec) || ec.category() == pgpipe::sqlstate_category())
+        << "request " << i << ": " << ec.message();
+  }
+  EXPECT_GT(lost, 0u) << "the kill hit no request";
+  // The pool refills and serves: every next query succeeds (waiting through
+  // crash recovery after SIGKILL).
+  const auto refill_start = steady::now();
+  tally after(200);
+  for (std::size_t i = 0; i < after.size(); ++i) client->async_query("select pg_backend_pid()", after.handler(i));
+  ASSERT_TRUE(after.wait_all(60s));
+  EXPECT_EQ(after.ok(), after.size()) << codes_text(after.codes());
+  const auto refill_ms = ms_between(refill_start, steady::now());
+  sampler.stop();
+  const auto s = client->stats();
+  EXPECT_LE(sampler.max_server(), static_cast<int>(max_size));
+  EXPECT_LE(sampler.max_pool(), max_size);
+  client.reset();  // waits for everything in flight: no handler can run after this
+  t.expect_each_completed_once();
+  after.expect_each_completed_once();
+  const char* kind = sigkill ? "backend_sigkill" : "backend_terminated";
+  std::printf("[figure] %s.async.pipeline=%zu failed=%zu codes: %s\n", kind, n, lost, codes_text(t.codes()).c_str());
+  std::printf("[figure] %s.async.all_completed_ms=%lld\n", kind, all_done_ms);
+  std::printf("[figure] %s.async.next_200_queries_ms=%lld\n", kind, refill_ms);
+  std::printf("[figure] %s.async.max_server_connections=%d max_pool=%zu (max_size %zu) connects=%llu\n", kind,
+              sampler.max_server(), sampler.max_pool(), max_size, static_cast<unsigned long long>(s.connects));
+  std::fflush(stdout);
+}
+
+TEST(fault_async, terminated_backend_mid_pipeline_every_request_completes_once_and_the_pool_refills) {
+  run_killed_mid_pipeline(pgpipe::test::shared_cluster(), "fault_a_term", false);
+}
+
+TEST(fault_async, sigkilled_backend_mid_pipeline_every_request_completes_once_and_the_pool_refills) {
+  // SIGKILL makes the postmaster reset every backend: a private cluster.
+  auto pg = pgpipe::test::fresh_cluster();
+  run_killed_mid_pipeline(*pg, "fault_a_kill", true);
+}
+
+TEST(fault_async, server_restarted_under_an_idle_pool_is_noticed_and_the_pool_refills_without_a_storm) {
+  auto pg = pgpipe::test::fresh_cluster();
+  const std::string app = "fault_a_restart";
+  constexpr std::size_t max_size = 4;
+  auto params = params_for(with_options(pg->conninfo(), "application_name=" + app), max_size);
+  params.min_size = max_size;
+  auto client = std::make_unique<async_client>(params, 1);
+  ASSERT_TRUE(wait_until([&] { return client->stats().idle == max_size; }));
+  const auto connects_before = client->stats().connects;
+  pg->restart(pgpipe::devcluster::stop_mode::immediate);
+  const auto restarted = steady::now();
+  connection_sampler sampler(*pg, *client, app);
+  // Queries right after the restart: each completes once; a connection-loss
+  // error is allowed only for a query written to a socket that had not yet
+  // reported its end.
+  tally t(1000);
+  for (std::size_t i = 0; i < t.size(); ++i) client->async_query("select pg_backend_pid()", t.handler(i));
+  ASSERT_TRUE(t.wait_all(60s));
+  const auto first_wave_ms = ms_between(restarted, steady::now());
+  std::size_t failed = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const auto ec = t.code(i);
+    if (!ec) continue;
+    ++failed;
+    EXPECT_TRUE(pgpipe::is_connection_lost(ec)) << i << ": " << ec.message();
+  }
+  // The pool is back to min_size, serving.
+  ASSERT_TRUE(wait_until([&] { return client->stats().idle == max_size; }));
+  auto [ec, r] = run_sync(*client, "select 1");
+  EXPECT_FALSE(ec) << ec.message();
+  sampler.stop();
+  const auto reconnects = client->stats().connects - connects_before;
+  EXPECT_LE(sampler.max_server(), static_cast<int>(max_size));
+  EXPECT_LE(sampler.max_pool(), max_size);
+  EXPECT_LE(reconnects, 2 * max_size);
+  client.reset();
+  t.expect_each_completed_once();
+  std::printf("[figure] server_restart_idle_pool.async.1000_queries_ms=%lld failed=%zu codes: %s\n", first_wave_ms, failed,
+              codes_text(t.codes()).c_str());
+  std::printf("[figure] server_restart_idle_pool.async.reconnects=%llu (max_size %zu) max_server_connections=%d\n",
+              static_cast<unsigned long long>(reconnects), max_size, sampler.max_server());
+}
+
+// Runs the statements pipelined (all submitted before any answer) on a lease
+// and returns their codes in order.
+std::vector<std::error_code> pipelined_on_lease(pgpipe::lease& l, const std::vector<std::string>& sqls) {
+  std::vector<std::future<std::tuple<std::error_code, pgpipe::result>>> fs;
+  for (const auto& s : sqls) fs.push_back(l.async_query(s, asio::use_future));
+  std::vector<std::error_code> out;
+  for (auto& f : fs) {
+    if (f.wait_for(30s) != std::future_status::ready) {
+      out.push_back(make_error_code(std::errc::timed_out));
+      continue;
+    }
+    out.push_back(std::get<0>(f.get()));
+  }
+  return out;
+}
+
+TEST(fault_async, error_mid_pipeline_fails_only_the_statement_and_what_depends_on_it) {
+  auto& pg = pgpipe::test::shared_cluster();
+  pg.exec("drop table if exists fault_a_tx; create table fault_a_tx(n int)");
+  async_client client(params_for(pg.conninfo(), 1), 1);
+  auto [lec, l] = client.async_acquire(asio::use_future).get();
+  ASSERT_FALSE(lec) << lec.message();
+
+  // Implicit transactions: each statement has its own Sync, so only the
+  // failing one fails and its neighbours commit.
+  auto implicit = pipelined_on_lease(l, {"insert into fault_a_tx values (1)", "select 1/0",
+                                         "insert into fault_a_tx values (2)", "select count(*) from fault_a_tx"});
+  ASSERT_EQ(implicit.size(), 4u);
+  EXPECT_FALSE(implicit[0]) << implicit[0].message();
+  EXPECT_EQ(pgpipe::sqlstate_of(implicit[1]), "22012") << implicit[1].message();
+  EXPECT_FALSE(implicit[2]) << implicit[2].message();
+  EXPECT_FALSE(implicit[3]) << implicit[3].message();
+
+  // BEGIN...COMMIT: the failing statement aborts the block; the statements
+  // after it in the block depend on it (25P02); COMMIT ends the block (as a
+  // rollback); what follows the block runs normally.
+  auto block = pipelined_on_lease(l, {"begin", "insert into fault_a_tx values (3)", "select 1/0",
+                                      "insert into fault_a_tx values (4)", "commit", "select 5"});
+  ASSERT_EQ(block.size(), 6u);
+  EXPECT_FALSE(block[0]) << block[0].message();
+  EXPECT_FALSE(block[1]) << block[1].message();
+  EXPECT_EQ(pgpipe::sqlstate_of(block[2]), "22012") << block[2].message();
+  EXPECT_EQ(pgpipe::sqlstate_of(block[3]), "25P02") << block[3].message();
+  EXPECT_FALSE(block[4]) << block[4].message();
+  EXPECT_FALSE(block[5]) << block[5].message();
+  auto [ec, r] = l.async_query("select array_agg(n order by n)::text from fault_a_tx", asio::use_future).get();
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(r.value<std::string>(), "{1,2}");
+  l.release();
+
+  // The shared pipeline: a failure in one caller's query leaves the others.
+  auto shared = std::vector<std::future<std::tuple<std::error_code, pgpipe::result>>>{};
+  for (int i = 0; i < 30; ++i) shared.push_back(client.async_query(i == 15 ? "select 1/0" : "select 1", asio::use_future));
+  for (int i = 0; i < 30; ++i) {
+    auto c = std::get<0>(shared[i].get());
+    if (i == 15) EXPECT_EQ(pgpipe::sqlstate_of(c), "22012");
+    else EXPECT_FALSE(c) << i << ": " << c.message();
+  }
+  EXPECT_EQ(client.stats().connects, 1u);  // one session survived every error
+}
+
+struct limited_role {
+  limited_role(const cluster& pg, std::string name) : pg_(pg), name_(std::move(name)) {
+    pg.exec("drop role if exists " + name_);
+    pg.exec("create role " + name_ + " login password 'lim-pw-4471' connection limit 2");
+  }
+  ~limited_role() {
+    try {
+      pg_.exec("select pg_terminate_backend(pid) from pg_stat_activity where usename = '" + name_ + "'");
+      pg_.exec("drop role if exists " + name_);
+    } catch (...) {
+    }
+  }
+  std::string conninfo() const {
+    return "host=127.0.0.1 port=" + std::to_string(pg_.port()) + " dbname=postgres user=" + name_ +
+           " password=lim-pw-4471 application_name=" + name_;
+  }
+  const cluster& pg_;
+  std::string name_;
+};
+
+TEST(fault_async, connection_limit_reports_53300_when_nothing_can_be_opened) {
+  auto& pg = pgpipe::test::shared_cluster();
+  limited_role role(pg, "fault_a_lim1");
+  std::vector<std::unique_ptr<PGconn, decltype(&PQfinish)>> held;
+  for (int i = 0; i < 2; ++i) {
+    held.emplace_back(PQconnectdb(role.conninfo().c_str()), &PQfinish);
+    ASSERT_EQ(PQstatus(held.back().get()), CONNECTION_OK) << PQerrorMessage(held.back().get());
+  }
+  auto params = params_for(role.conninfo(), 10);
+  params.acquire_timeout = 1s;
+  log_sink logs;
+  pgpipe::async_client_options opts;
+  opts.loops = 1;
+  opts.logger = logs.fn();
+  async_client client(params, opts);
+  auto [ec, r] = run_sync(client, "select 1");
+  EXPECT_EQ(pgpipe::sqlstate_of(ec), "53300") << ec.message() << ": " << r.diag().to_string();
+  const std::string text = r.diag().to_string();
+  EXPECT_NE(text.find("too many connections for role"), std::string::npos) << text;
+  EXPECT_GE(logs.count("too many connections for role"), 1u);
+  EXPECT_EQ(logs.count("lim-pw-4471"), 0u);
+}
+
+TEST(fault_async, connection_limit_2_with_a_pool_of_10_backs_off_and_serves_on_two) {
+  auto& pg = pgpipe::test::shared_cluster();
+  limited_role role(pg, "fault_a_lim2");
+  constexpr std::size_t max_size = 10;
+  auto params = params_for(role.conninfo(), max_size);
+  params.pipeline_depth = 4;  // so that the load really asks for more connections
+  log_sink logs;
+  pgpipe::async_client_options opts;
+  opts.loops = 1;
+  opts.logger = logs.fn();
+  async_client client(params, opts);
+  std::atomic<bool> stop{false};
+  std::atomic<int> max_server{0};
+  std::thread sampler([&] {
+    while (!stop) {
+      max_server = std::max(max_server.load(), count_where(pg, "usename = 'fault_a_lim2'"));
+      std::this_thread::sleep_for(10ms);  // sampling period
+    }
+  });
+  // 40 logical clients in a closed loop, each with one query in flight.
+  std::atomic<int> ok{0};
+  std::atomic<int> failed{0};
+  std::mutex mu;
+  std::string first_error;
+  std::atomic<int> running{0};
+  std::condition_variable done_cv;
+  std::function<void()> start_one;
+  start_one = [&] {
+    ++running;
+    client.async_query("select pg_sleep(0.01)", [&](std::error_code ec, pgpipe::result r) {
+      if (ec) {
+        ++failed;
+        std::lock_guard lk(mu);
+        if (first_error.empty()) first_error = ec.message() + ": " + r.diag().to_string();
+      } else {
+        ++ok;
+      }
+      if (!stop) start_one();
+      std::lock_guard lk(mu);
+      if (--running == 0) done_cv.notify_all();
+    });
+  };
+  const auto t0 = steady::now();
+  for (int i = 0; i < 40; ++i) start_one();
+  // The observation windows: start-up burst, then two seconds of steady state.
+  std::this_thread::sleep_for(1s);
+  const auto at_mid = logs.count("connect failed");
+  const auto t_mid = steady::now();
+  std::this_thread::sleep_for(2s);
+  const auto steady_attempts = logs.count("connect failed") - at_mid;
+  const double steady_seconds = std::chrono::duration<double>(steady::now() - t_mid).count();
+  stop = true;
+  {
+    std::unique_lock lk(mu);
+    ASSERT_TRUE(done_cv.wait_for(lk, 30s, [&] { return running.load() == 0; }));
+  }
+  sampler.join();
+  const double seconds = std::chrono::duration<double>(steady::now() - t0).count();
+  const auto attempts = logs.count("connect failed");
+  const auto limit_lines = logs.count("too many connections for role");
+  EXPECT_EQ(failed.load(), 0) << first_error;
+  EXPECT_GT(ok.load(), 100);
+  EXPECT_LE(max_server.load(), 2);
+  EXPECT_GE(limit_lines, 1u) << "no 53300 connect error seen in the log";
+  const double per_second = 1000.0 / static_cast<double>(params.connect_backoff_max.count());
+  const double bound = static_cast<double>(max_size - 2) + seconds * per_second + 5;
+  const double steady_bound = steady_seconds * per_second + 2;
+  EXPECT_LE(static_cast<double>(attempts), bound);
+  EXPECT_LE(static_cast<double>(steady_attempts), steady_bound);
+  const auto s = client.stats();
+  std::printf("[figure] connection_limit.async.queries_ok=%d in %.1f s\n", ok.load(), seconds);
+  std::printf("[figure] connection_limit.async.failed_connect_attempts=%zu in %.1f s (bound %.0f), stats.errors.connect=%llu\n",
+              attempts, seconds, bound, static_cast<unsigned long long>(s.errors.connect));
+  std::printf("[figure] connection_limit.async.steady_failed_attempts=%zu in %.1f s (bound %.1f)\n", steady_attempts,
+              steady_seconds, steady_bound);
+  std::printf("[figure] connection_limit.async.max_server_connections=%d\n", max_server.load());
+}
+
+TEST(fault_async, pool_exhaustion_and_server_down_are_two_different_errors) {
+  auto pg = pgpipe::test::fresh_cluster();
+  auto params = params_for(pg->conninfo(), 1);
+  params.acquire_timeout = 300ms;
+  async_client client(params, 1);
+  std::error_code exhausted;
+  {
+    auto [ec, held] = client.async_acquire(asio::use_future).get();
+    ASSERT_FALSE(ec) << ec.message();
+    exhausted = std::get<0>(client.async_acquire(asio::use_future).get());
+    // A shared query cannot use a leased connection either.
+    EXPECT_EQ(run_sync(client, "select 1").first, errc::pool_timeout);
+  }
+  pg->stop(pgpipe::devcluster::stop_mode::immediate);
+  // The idle connection sees the server go; the next query cannot connect.
+  ASSERT_TRUE(wait_until([&] { return client.stats().idle == 0; }));
+  auto [down, r] = run_sync(client, "select 1");
+  EXPECT_EQ(exhausted, errc::pool_timeout) << exhausted.message();
+  EXPECT_EQ(down, errc::server_unreachable) << down.message() << ": " << r.diag().to_string();
+  EXPECT_NE(exhausted, down);
+  EXPECT_NE(r.diag().to_string().find("Connection refused"), std::string::npos) << r.diag().to_string();
+}
+
+}  // namespace
