@@ -177,3 +177,14 @@ TEST(ScramBase64, StrictDecoding) {
   const std::vector<unsigned char> bytes{0, 255, 1, 254, 2};
   EXPECT_EQ(*scram::base64_decode(scram::base64_encode(bytes)), bytes);
 }
+
+TEST(ScramResult, ValueThrowsPgpipeErrorWithTheCodeAndMessage) {
+  auto v = scram::parse_verifier("SCRAM-SHA-256$0:QUJD$AAAA:AAAA");
+  try {
+    v.value();
+    FAIL() << "value() did not throw";
+  } catch (const pgpipe::error& e) {
+    EXPECT_EQ(e.code(), errc::verifier_bad_iterations);
+    EXPECT_NE(std::string(e.what()).find("iteration count"), std::string::npos) << e.what();
+  }
+}

@@ -13,6 +13,8 @@
 #include <utility>
 #include <variant>
 
+#include "pgpipe/error.hpp"
+
 namespace pgpipe::scram {
 
 enum class errc {
@@ -64,9 +66,10 @@ class result {
   const T& operator*() const { assert(has_value()); return std::get<0>(v_); }
   T* operator->() { return &**this; }
   const T* operator->() const { return &**this; }
-  /// The value, or throws std::system_error(code, message) when there is none.
+  /// The value, or throws pgpipe::error(code, message) (a std::system_error)
+  /// when there is none.
   T& value() {
-    if (!has_value()) throw std::system_error(error().code, error().message);
+    if (!has_value()) throw pgpipe::error(error().code, error().message);
     return std::get<0>(v_);
   }
   /// The failure; precondition !has_value().
@@ -84,8 +87,9 @@ class result<void> {
   result(failure f) : f_(std::move(f)), failed_(true) {}  // NOLINT
   bool has_value() const noexcept { return !failed_; }
   explicit operator bool() const noexcept { return has_value(); }
+  /// Throws pgpipe::error(code, message) on failure.
   void value() const {
-    if (failed_) throw std::system_error(f_.code, f_.message);
+    if (failed_) throw pgpipe::error(f_.code, f_.message);
   }
   const failure& error() const { assert(failed_); return f_; }
 
