@@ -169,6 +169,9 @@ class blocking_executor {
   /// One worker per pool connection (params.max_size) and params.max_queued.
   explicit blocking_executor(const pool_params& params);
   /// stop(), then joins the workers (waits for the calls they are running).
+  /// Calls still queued complete with errc::closed through their handlers'
+  /// executors, so destroy the executor before the io_contexts it completes on
+  /// (declare it after them).
   ~blocking_executor();
   blocking_executor(const blocking_executor&) = delete;
   blocking_executor& operator=(const blocking_executor&) = delete;
