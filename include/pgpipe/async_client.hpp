@@ -72,7 +72,57 @@ struct async_client_options {
 namespace detail {
 class client_impl;
 class lease_impl;
+struct stream_state;
 }  // namespace detail
+
+/// A large result read in chunks with bounded memory (single-row mode), from
+/// lease::stream(). Move-only. While the caller does not ask for more, the
+/// connection stops reading the socket, so the server blocks instead of the
+/// client buffering the whole result. Destroying the stream (or cancel())
+/// stops early: buffered rows are dropped, the query is cancelled on the
+/// server (PQcancel: a lease is exclusive) and the rest of its rows discarded.
+class row_stream {
+ public:
+  row_stream() noexcept = default;
+  row_stream(row_stream&&) noexcept = default;
+  row_stream& operator=(row_stream&& other) noexcept;
+  row_stream(const row_stream&) = delete;
+  row_stream& operator=(const row_stream&) = delete;
+  ~row_stream();
+
+  bool valid() const noexcept { return st_ != nullptr; }
+
+  /// The next chunk: token for void(std::error_code, pgpipe::result). A chunk
+  /// holds one or more rows. The end of the stream is an empty result
+  /// (r.empty(); its command_tag() says e.g. "SELECT 1000" when known), and
+  /// asking again keeps returning it. An SQL error (possibly after some rows)
+  /// is reported once as its SQLSTATE, then the stream is at its end.
+  /// One async_next at a time (a second concurrent one fails with
+  /// errc::invalid_argument). Errors: SQLSTATE codes, errc::connection_lost,
+  /// errc::cancelled (after cancel()), errc::closed (empty stream).
+  /// Executor: the handler's, else the lease's loop. Not cancellable per
+  /// operation: use cancel().
+  template <class CompletionToken>
+  auto async_next(CompletionToken&& token) {
+    return boost::asio::async_initiate<CompletionToken, void(std::error_code, result)>(
+        [](auto handler, std::shared_ptr<detail::stream_state> st) {
+          using H = decltype(handler);
+          submit_next(st, std::make_unique<detail::completion_impl<result, H>>(std::move(handler)));
+        },
+        token, st_);
+  }
+
+  /// Stops the stream (see the class comment). Idempotent; thread-safe with
+  /// respect to the loop, but not to a concurrent move of this object.
+  void cancel() noexcept;
+
+ private:
+  friend class lease;
+  explicit row_stream(std::shared_ptr<detail::stream_state> st) noexcept : st_(std::move(st)) {}
+  static void submit_next(const std::shared_ptr<detail::stream_state>& st,
+                          std::unique_ptr<detail::completion<result>> done);
+  std::shared_ptr<detail::stream_state> st_;
+};
 
 /// An exclusive connection taken from the pool, for transactions and session
 /// state. Move-only. Destroying it (or calling release()) returns the
@@ -109,6 +159,17 @@ class lease {
     return detail::initiate_query_args(target(), opts, sql, std::forward<ArgsAndToken>(args_and_token)...);
   }
 
+  /// Starts `sql` in single-row mode and returns a row_stream to read it
+  /// chunk by chunk (see row_stream). Never blocks; errors (including a NUL
+  /// byte in a parameter) arrive through the stream's first async_next. The
+  /// statement is not prepared (unnamed) and has no query timeout: stop it
+  /// with row_stream::cancel(). Queries started after it on this lease run
+  /// once it has been read to the end or cancelled.
+  template <class... Args>
+  row_stream stream(std::string_view sql, const Args&... args) {
+    return start_stream(detail::query_spec{std::string(sql), detail::encode_params(args...), std::nullopt});
+  }
+
   /// Returns the connection to the pool now (what the destructor does):
   /// queries still in flight complete normally, then ROLLBACK is sent if a
   /// transaction is open, then the connection is released.
@@ -121,6 +182,7 @@ class lease {
   friend class detail::client_impl;
   explicit lease(std::shared_ptr<detail::lease_impl> impl) noexcept : impl_(std::move(impl)) {}
   std::shared_ptr<detail::query_target> target() const noexcept;
+  row_stream start_stream(detail::query_spec spec);
   std::shared_ptr<detail::lease_impl> impl_;
 };
 

@@ -3,6 +3,8 @@
 
 #include "async/client_impl.hpp"
 
+#include <boost/asio/post.hpp>
+
 namespace pgpipe {
 
 // ---- lease ---------------------------------------------------------------------
@@ -28,6 +30,44 @@ lease::executor_type lease::get_executor() const noexcept {
 }
 
 std::shared_ptr<detail::query_target> lease::target() const noexcept { return impl_; }
+
+row_stream lease::start_stream(detail::query_spec spec) {
+  if (!impl_) return row_stream();
+  return row_stream(impl_->start_stream(std::move(spec)));
+}
+
+// ---- row_stream ---------------------------------------------------------------------
+
+row_stream& row_stream::operator=(row_stream&& other) noexcept {
+  if (this != &other) {
+    cancel();
+    st_ = std::move(other.st_);
+  }
+  return *this;
+}
+
+row_stream::~row_stream() { cancel(); }
+
+void row_stream::cancel() noexcept {
+  if (!st_) return;
+  try {
+    auto c = st_->conn;
+    boost::asio::post(c->get_executor(), [c, st = st_] { c->stream_cancel(st); });
+  } catch (...) {
+    // Out of memory posting: the rows are drained when the lease is returned.
+  }
+}
+
+void row_stream::submit_next(const std::shared_ptr<detail::stream_state>& st,
+                             std::unique_ptr<detail::completion<result>> done) {
+  if (!st) {
+    done->complete(boost::asio::system_executor(), true, make_error_code(errc::closed),
+                   detail::client_error_result("empty row_stream"));
+    return;
+  }
+  auto c = st->conn;
+  boost::asio::post(c->get_executor(), [c, st, d = std::move(done)]() mutable { c->stream_next(st, std::move(d)); });
+}
 
 // ---- async_client ------------------------------------------------------------------
 

@@ -101,6 +101,37 @@ void lease_impl::submit_query(query_spec spec, std::unique_ptr<completion<result
   asio::post(conn_->get_executor(), [c = conn_, req] { c->enqueue(req); });
 }
 
+std::shared_ptr<stream_state> lease_impl::start_stream(query_spec spec) {
+  auto st = std::make_shared<stream_state>();
+  st->conn = conn_;
+  auto req = std::make_shared<query_request>();
+  req->on_lease = true;
+  req->stream = st;
+  st->req = req;
+  // The reader is the stream; the request's own handler has nothing to do.
+  auto noop = [](std::error_code, result) {};
+  req->done = std::make_unique<completion_impl<result, decltype(noop)>>(noop);
+  req->conn = conn_;
+  req->slot = slot_;
+  std::error_code ec;
+  std::string why;
+  if (released_.load(std::memory_order_acquire)) {
+    ec = make_error_code(errc::closed);
+    why = "the lease was released";
+  } else if (spec.params.ec) {
+    ec = spec.params.ec;
+    why = spec.params.error_message;
+  }
+  req->spec = std::move(spec);
+  if (ec) {
+    asio::post(conn_->get_executor(),
+               [c = conn_, req, ec, why] { c->fail_request(req, ec, client_error_result(why)); });
+  } else {
+    asio::post(conn_->get_executor(), [c = conn_, req] { c->enqueue(req); });
+  }
+  return st;
+}
+
 void lease_impl::release() noexcept {
   if (released_.exchange(true, std::memory_order_acq_rel)) return;
   try {

@@ -42,6 +42,7 @@ class lease_impl final : public query_target, public std::enable_shared_from_thi
   void submit_query(query_spec spec, std::unique_ptr<completion<result>> done,
                     boost::asio::cancellation_slot slot) override;
   void release() noexcept;
+  std::shared_ptr<stream_state> start_stream(query_spec spec);
   const boost::asio::any_io_executor& get_executor() const noexcept { return conn_->get_executor(); }
 
  private:

@@ -29,6 +29,9 @@ void release_descriptor(asio::posix::stream_descriptor& sd) noexcept {
 
 // libpq's wire format limits a Bind to 65535 parameters.
 constexpr std::size_t max_params = 65535;
+// Chunks a stream buffers before the connection stops reading; it resumes
+// at half. Bounds memory to this many rows plus the socket buffers.
+constexpr std::size_t stream_buffer_limit = 256;
 }  // namespace
 
 pipelined_connection::pipelined_connection(asio::any_io_executor ex, slot_id slot,
@@ -241,6 +244,7 @@ void pipelined_connection::write_pending() {
     sent = true;
   }
   if (sent) {
+    prime_single_row();
     if (was_quiet) {
       // The stall clock starts when work is outstanding, not at the last read.
       last_progress_ = pool_clock::now();
@@ -263,7 +267,9 @@ bool pipelined_connection::send(query_request& req) {
   const char* const* p = ptrs.empty() ? nullptr : ptrs.data();
   const std::string& sql = req.spec.sql;
 
-  bool named = cfg_->prepared_statements && !req.internal;
+  // Streams stay unnamed: single-row mode must be set when the Execute
+  // becomes current, which a preceding Parse would complicate.
+  bool named = cfg_->prepared_statements && !req.internal && !req.stream;
   const std::string* name = nullptr;
   if (named) {
     auto it = statements_.find(sql);
@@ -304,7 +310,7 @@ void pipelined_connection::flush() {
 }
 
 void pipelined_connection::arm_read() {
-  if (read_armed_ || !sd_ || st_ != state::ready) return;
+  if (read_armed_ || paused_ || !sd_ || st_ != state::ready) return;
   read_armed_ = true;
   sd_->async_wait(asio::posix::stream_descriptor::wait_read,
                   [self = shared_from_this(), gen = sd_gen_](const boost::system::error_code& ec) {
@@ -328,6 +334,7 @@ void pipelined_connection::arm_write() {
 }
 
 void pipelined_connection::on_readable() {
+  if (paused_) return;  // resume_if_paused() re-arms
   if (!PQconsumeInput(pg_)) {
     break_connection(pq_error());
     return;
@@ -354,6 +361,13 @@ void pipelined_connection::drain_results() {
 void pipelined_connection::drain_results_batch() {
   bool last_null = false;
   while (st_ == state::ready && !written_.empty()) {
+    if (auto& head = written_.front(); head->stream) {
+      prime_single_row();
+      if (!head->stream->abandoned && head->stream->chunks.size() >= stream_buffer_limit) {
+        paused_ = true;
+        break;
+      }
+    }
     if (PQisBusy(pg_)) break;
     PGresult* raw = PQgetResult(pg_);
     if (!raw) {
@@ -398,6 +412,13 @@ void pipelined_connection::drain_results_batch() {
         break_connection("COPY is not supported on a pipelined connection");
         return;
       default:  // TUPLES_OK, COMMAND_OK, EMPTY_QUERY, SINGLE_TUPLE
+        if (req->stream && PQntuples(raw) > 0) {
+          // A row (single-row mode), or all rows when the mode could not be
+          // set: a chunk for the reader; the end marker comes at the Sync.
+          if (!req->completed.load(std::memory_order_acquire))
+            stream_push(*req->stream, {}, result(res.release()), false);
+          break;
+        }
         // The Execute's result replaces the Parse's COMMAND_OK.
         req->ok = std::move(res);
         break;
@@ -451,6 +472,13 @@ void pipelined_connection::complete(const std::shared_ptr<query_request>& req, s
   if (!req->internal && !req->completed.load(std::memory_order_acquire)) {
     if (auto owner = owner_.lock()) owner->count_outcome(ec);
   }
+  if (req->stream) {
+    // The stream's reader gets the outcome (end marker or error); the
+    // request itself completes with its no-op handler.
+    if (!req->completed.load(std::memory_order_acquire)) stream_push(*req->stream, ec, std::move(r), true);
+    req->try_complete(ex_, false, ec, result());
+    return;
+  }
   if (batching_) {
     // Delivered after this batch's capacity went back to the pool, so a
     // handler that looks at stats() or starts the next query sees it free.
@@ -496,17 +524,10 @@ void pipelined_connection::cancel(const std::shared_ptr<query_request>& req, asi
     return;
   if (req->on_lease && pg_ && !req->cancel_sent) {
     // Exclusive connection: nobody else's query can be hit, so ask the server
-    // to cancel. libpq 15's PQcancel blocks: run it on its own thread. The
-    // request completes with errc::cancelled when the server answers, or at
-    // the latest after connect_timeout (then its result is discarded).
-    req->cancel_sent = true;
-    if (PGcancel* c = PQgetCancel(pg_)) {
-      std::thread([c] {
-        char buf[256];
-        PQcancel(c, buf, sizeof buf);
-        PQfreeCancel(c);
-      }).detach();
-    }
+    // to cancel. The request completes with errc::cancelled when the server
+    // answers, or at the latest after connect_timeout (then its result is
+    // discarded).
+    send_cancel_request(*req);
     auto bound = pool_clock::now() + std::max(cfg_->connect_timeout, milliseconds(1000));
     if (bound < req->deadline) {
       req->deadline = bound;
@@ -517,6 +538,109 @@ void pipelined_connection::cancel(const std::shared_ptr<query_request>& req, asi
   // Shared pipelined connection: detach. The caller is answered now; the
   // server's answer is matched and discarded when it arrives.
   complete(req, make_error_code(errc::cancelled), client_error_result("cancelled after it was sent; result discarded"));
+}
+
+void pipelined_connection::send_cancel_request(query_request& req) {
+  if (!pg_ || req.cancel_sent) return;
+  req.cancel_sent = true;
+  // libpq 15's PQcancel blocks (it opens a connection): never on the loop.
+  if (PGcancel* c = PQgetCancel(pg_)) {
+    std::thread([c] {
+      char buf[256];
+      PQcancel(c, buf, sizeof buf);
+      PQfreeCancel(c);
+    }).detach();
+  }
+}
+
+// ---- streams ----------------------------------------------------------------------
+
+void pipelined_connection::fail_request(const std::shared_ptr<query_request>& req, std::error_code ec, result r) {
+  complete(req, ec, std::move(r));
+}
+
+void pipelined_connection::prime_single_row() {
+  // Pipeline mode: single-row mode is set when the query becomes the one
+  // libpq is processing, before any of its results are parsed.
+  if (written_.empty() || st_ != state::ready) return;
+  auto& h = written_.front();
+  if (!h->stream || h->single_row_set || h->stage != 1) return;
+  h->single_row_set = true;
+  (void)PQsetSingleRowMode(pg_);  // if refused, the rows arrive as one chunk
+}
+
+void pipelined_connection::stream_push(stream_state& st, std::error_code ec, result r, bool final) {
+  if (st.ended) return;
+  if (final) st.ended = true;
+  if (st.abandoned) return;
+  if (st.waiter) {
+    auto w = std::move(st.waiter);
+    w->complete(ex_, false, ec, std::move(r));
+    return;
+  }
+  st.chunks.emplace_back(ec, std::move(r));
+}
+
+void pipelined_connection::resume_if_paused() {
+  if (!paused_ || st_ != state::ready) return;
+  if (!written_.empty() && written_.front()->stream) {
+    auto& sst = *written_.front()->stream;
+    if (!sst.abandoned && sst.chunks.size() > stream_buffer_limit / 2) return;
+  }
+  paused_ = false;
+  drain_results();
+  if (st_ != state::ready || paused_) return;
+  if (flush_pending_) flush();
+  arm_read();
+}
+
+void pipelined_connection::stream_next(const std::shared_ptr<stream_state>& st,
+                                       std::unique_ptr<completion<result>> done) {
+  if (st->waiter) {
+    done->complete(ex_, false, make_error_code(errc::invalid_argument),
+                   client_error_result("row_stream::async_next is already pending"));
+    return;
+  }
+  if (st->abandoned) {
+    done->complete(ex_, false, make_error_code(errc::cancelled), client_error_result("the stream was cancelled"));
+    return;
+  }
+  if (!st->chunks.empty()) {
+    auto [ec, r] = std::move(st->chunks.front());
+    st->chunks.pop_front();
+    done->complete(ex_, false, ec, std::move(r));
+    resume_if_paused();
+    return;
+  }
+  if (st->ended) {
+    done->complete(ex_, false, {}, result());  // past the end: the end again
+    return;
+  }
+  st->waiter = std::move(done);
+  resume_if_paused();
+}
+
+void pipelined_connection::stream_cancel(const std::shared_ptr<stream_state>& st) {
+  if (st->abandoned) return;
+  st->abandoned = true;
+  st->chunks.clear();
+  if (st->waiter) {
+    auto w = std::move(st->waiter);
+    w->complete(ex_, false, make_error_code(errc::cancelled), client_error_result("the stream was cancelled"));
+  }
+  auto req = st->req.lock();
+  if (req && !req->completed.load(std::memory_order_acquire)) {
+    if (req->ph == query_request::phase::waiting) {
+      auto it = std::find(waiting_.begin(), waiting_.end(), req);
+      if (it != waiting_.end()) waiting_.erase(it);
+      complete(req, make_error_code(errc::cancelled), client_error_result("the stream was cancelled"));
+    } else if (req->ph == query_request::phase::written) {
+      // Stop the server producing rows nobody will read; the rest of the
+      // result is discarded as it arrives.
+      send_cancel_request(*req);
+    }
+  }
+  resume_if_paused();
 }
 
 void pipelined_connection::check() {

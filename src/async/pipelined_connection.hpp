@@ -100,6 +100,12 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   void close();
   /// Immediate close (client teardown): in-flight requests fail with errc::closed.
   void abort();
+  /// Completes `req` with (ec, r) now (used for requests that fail before
+  /// they reach the FIFO, e.g. a stream with a bad parameter).
+  void fail_request(const std::shared_ptr<query_request>& req, std::error_code ec, result r);
+  /// row_stream::async_next and cancel.
+  void stream_next(const std::shared_ptr<stream_state>& st, std::unique_ptr<completion<result>> done);
+  void stream_cancel(const std::shared_ptr<stream_state>& st);
   /// The lease on this connection ended: roll back if a transaction may be
   /// open (or work is still in flight), then conn_lease_returned.
   void lease_returned();
@@ -125,6 +131,11 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   void finish(const std::shared_ptr<query_request>& req);
   void complete(const std::shared_ptr<query_request>& req, std::error_code ec, result r);
 
+  void stream_push(stream_state& st, std::error_code ec, result r, bool final);
+  void prime_single_row();
+  void resume_if_paused();
+  void send_cancel_request(query_request& req);
+
   void set_timer(time_point at);
   void on_timer();
   void break_connection(const std::string& reason);
@@ -147,6 +158,9 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   bool flush_pending_ = false;
   bool write_scheduled_ = false;
   bool closing_ = false;
+  /// A stream's reader is behind: stop reading the socket (TCP backpressure
+  /// then stops the server) until it catches up.
+  bool paused_ = false;
   bool finished_reported_ = false;
 
   std::deque<std::shared_ptr<query_request>> waiting_;

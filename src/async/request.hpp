@@ -10,6 +10,8 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include <atomic>
+#include <deque>
+#include <utility>
 #include <memory>
 #include <string>
 
@@ -17,6 +19,18 @@ namespace pgpipe::detail {
 
 class pipelined_connection;
 class client_impl;
+struct query_request;
+
+/// A lease's row_stream: chunks of a single-row-mode result on their way to
+/// the caller. Everything but `conn` is touched only on conn's executor.
+struct stream_state {
+  std::shared_ptr<pipelined_connection> conn;
+  std::weak_ptr<query_request> req;
+  std::deque<std::pair<std::error_code, result>> chunks;
+  bool ended = false;      ///< the final item (end marker or error) was produced
+  bool abandoned = false;  ///< cancel(): drop everything from now on
+  std::unique_ptr<completion<result>> waiter;
+};
 
 struct query_request {
   query_spec spec;
@@ -49,6 +63,9 @@ struct query_request {
   std::unique_ptr<PGresult, pgresult_deleter> ok;
   std::unique_ptr<PGresult, pgresult_deleter> err;
   bool err_in_parse = false;
+  /// Set for lease::stream(): rows go to the stream, `done` is a no-op.
+  std::shared_ptr<stream_state> stream;
+  bool single_row_set = false;
 
   /// Delivers the outcome unless someone already did. must_post: never run
   /// the handler inline (we may be inside the initiating function).
