@@ -31,6 +31,15 @@ std::string escape_saslname(std::string_view name) {
   return out;
 }
 
+// Server-controlled text quoted in a message: bounded, and printable so it
+// cannot play tricks on a terminal.
+std::string quote_server_text(std::string_view s, std::size_t max) {
+  std::string out;
+  for (unsigned char c : s.substr(0, max)) out += (c >= 0x20 && c < 0x7F) ? static_cast<char>(c) : '?';
+  if (s.size() > max) out += "...";
+  return out;
+}
+
 struct attribute {
   char name;
   std::string_view value;
@@ -192,7 +201,7 @@ result<std::string> client::client_final(std::string_view server_first) {
   const auto first_nonzero = iter_text.find_first_not_of('0');
   if (!all_digits || first_nonzero == std::string_view::npos) {
     return fail(errc::bad_server_iterations, "server-first-message iteration count \"" +
-                                                 std::string(iter_text.substr(0, 24)) + "\" is not a positive integer");
+                                                 quote_server_text(iter_text, 24) + "\" is not a positive integer");
   }
   // A long run of digits is a huge count, not a malformed one: the cap is
   // the answer for a server that asks for it.
@@ -202,7 +211,7 @@ result<std::string> client::client_final(std::string_view server_first) {
     std::from_chars(significant.data(), significant.data() + significant.size(), iter_value);
   }
   if (significant.size() > 18 || iter_value > params_.iteration_cap) {
-    return fail(errc::iterations_above_cap, "server asks for " + std::string(significant.substr(0, 24)) +
+    return fail(errc::iterations_above_cap, "server asks for " + quote_server_text(significant, 24) +
                                                 " iterations, above the cap of " + std::to_string(params_.iteration_cap));
   }
   const int iterations = static_cast<int>(iter_value);
@@ -254,7 +263,7 @@ result<void> client::verify_server_final(std::string_view server_final) {
   if (a[0].name == 'e') {
     // server-error-value is a short token such as "invalid-proof"; quote it
     // (bounded) because it is the useful part of the message.
-    return fail(errc::server_error, "server reported SCRAM error \"" + std::string(a[0].value.substr(0, 64)) + "\"");
+    return fail(errc::server_error, "server reported SCRAM error \"" + quote_server_text(a[0].value, 64) + "\"");
   }
   if (a[0].name != 'v') {
     return fail(errc::malformed_server_final,

@@ -395,12 +395,10 @@ void prober::run() {
   io_ = std::make_unique<detail::transport>(timeout);
   const bool unix_socket = t_.hostaddr.empty() && !t_.host.empty() && t_.host.front() == '/';
   if (unix_socket) {
-    if (t_.sslmode == "require" || t_.sslmode == "verify-ca" || t_.sslmode == "verify-full") {
-      fail("sslmode=" + t_.sslmode + " is impossible over a Unix socket");
-      return;
-    }
-    t_.sslmode = "disable";  // libpq never negotiates TLS on a Unix socket
-    r_.sslmode = t_.sslmode + " (Unix socket)";
+    // libpq ignores sslmode on Unix sockets (TLS is never negotiated there);
+    // the report keeps the requested mode and says why it did not apply.
+    r_.sslmode = t_.sslmode + " (ignored on a Unix socket)";
+    t_.sslmode = "disable";
   }
   const std::string err = unix_socket ? io_->connect_unix(t_.host, t_.port) : io_->connect_tcp(t_.host, t_.hostaddr, t_.port);
   if (!err.empty()) {

@@ -413,3 +413,16 @@ TEST(ScramProbeFake, NotPostgresIsAProtocolError) {
   EXPECT_EQ(r.outcome, probe_outcome::client_error);
   EXPECT_NE(r.client_message.find("not a PostgreSQL server"), std::string::npos) << r.client_message;
 }
+
+TEST(ScramProbe, UnixSocketIgnoresSslmodeAsLibpqDoes) {
+  auto& s = the_server();
+  scram::probe_params p;
+  p.conninfo = "host=" + s.pg->socket_dir() + " port=" + std::to_string(s.pg->port()) +
+               " user=u_scram dbname=postgres sslmode=require";
+  p.password = user_password;
+  auto r = scram::probe(p);
+  EXPECT_EQ(r.outcome, probe_outcome::authenticated) << r.client_message << r.server_message;
+  EXPECT_FALSE(r.tls);
+  EXPECT_EQ(r.mechanisms, std::vector<std::string>{"SCRAM-SHA-256"});
+  EXPECT_NE(r.sslmode.find("ignored on a Unix socket"), std::string::npos) << r.sslmode;
+}

@@ -235,6 +235,17 @@ TEST(ScramClient, ServerErrorIsReportedWithItsValue) {
   EXPECT_NE(r.error().message.find("invalid-proof"), std::string::npos);
 }
 
+TEST(ScramClient, ServerTextInMessagesIsBoundedAndPrintable) {
+  auto c = rfc_client();
+  ASSERT_TRUE(c.client_first().has_value());
+  ASSERT_TRUE(c.client_final(rfc_server_first).has_value());
+  auto r = c.verify_server_final("e=bad\x1b[31m" + std::string(200, 'z'));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().message.find('\x1b'), std::string::npos);
+  EXPECT_NE(r.error().message.find("bad?[31m"), std::string::npos) << r.error().message;
+  EXPECT_LT(r.error().message.size(), 120u);
+}
+
 TEST(ScramClient, ServerFinalExtensionsAreAccepted) {
   auto c = rfc_client();
   ASSERT_TRUE(c.client_first().has_value());
