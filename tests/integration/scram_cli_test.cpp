@@ -19,9 +19,9 @@
 
 // Set by src/cli/CMakeLists.txt when the tool is built (PGPIPE_BUILD_TOOLS).
 #ifdef PGPIPE_SCRAM_BIN
-constexpr const char* scram_bin = PGPIPE_SCRAM_BIN;
+const std::string scram_bin = PGPIPE_SCRAM_BIN;
 #else
-constexpr const char* scram_bin = nullptr;
+const std::string scram_bin;
 #endif
 
 extern char** environ;
@@ -58,13 +58,13 @@ run_result run(const std::vector<std::string>& args, std::optional<std::string> 
     }
     dup2(out[1], 1);
     dup2(err[1], 2);
-    std::vector<char*> argv{const_cast<char*>(scram_bin)};
+    std::vector<char*> argv{const_cast<char*>(scram_bin.c_str())};
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     std::vector<char*> envp;
     for (auto& e : envs) envp.push_back(e.data());
     envp.push_back(nullptr);
-    execve(scram_bin, argv.data(), envp.data());
+    execve(scram_bin.c_str(), argv.data(), envp.data());
     _exit(127);
   }
   close(in[0]);
@@ -110,7 +110,7 @@ const std::string secret = "cli s3cret \xE2\x85\xA8";
 class ScramCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (scram_bin == nullptr) GTEST_SKIP() << "pgpipe-scram is not built (PGPIPE_BUILD_TOOLS=OFF)";
+    if (scram_bin.empty()) GTEST_SKIP() << "pgpipe-scram is not built (PGPIPE_BUILD_TOOLS=OFF)";
   }
 };
 
@@ -183,7 +183,7 @@ TEST_F(ScramCli, UsageErrorsExit2) {
 class ScramCliProbe : public ScramCli {
  protected:
   static void SetUpTestSuite() {
-    if (scram_bin == nullptr) return;
+    if (scram_bin.empty()) return;
     auto& pg = pgpipe::test::shared_cluster();
     auto v = pgpipe::scram::make_verifier(secret);
     pg.exec("DROP ROLE IF EXISTS cli_user");
