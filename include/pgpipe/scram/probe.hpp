@@ -84,10 +84,13 @@ struct probe_report {
 const char* to_string(auth_method m) noexcept;
 const char* to_string(probe_outcome o) noexcept;
 
-/// Runs the probe. Blocks the calling thread for at most a few timeouts;
-/// thread-safe (no shared state). Never throws for a server or network
-/// problem: everything goes into the report. The password is wiped from
-/// the probe's own buffers when it returns.
+/// Runs the probe. Blocks the calling thread; every connect and every wait
+/// for the server is bounded by the timeout, so a silent server costs a few
+/// timeouts at most. Cancellation: none beyond that bound. Thread-safe (no
+/// shared state; OpenSSL 3 needs no locking setup). Never throws for a
+/// server or network problem: everything goes into the report (it may throw
+/// std::bad_alloc). The password is wiped from the probe's own buffers when
+/// it returns; the caller's copy in `params` is the caller's to wipe.
 probe_report probe(const probe_params& params);
 
 }  // namespace pgpipe::scram
