@@ -10,6 +10,12 @@
 //    a query still running), it is discarded and the pool opens a replacement.
 // A pqxx::work destroyed without commit() already rolls itself back: declare
 // transaction objects *after* the lease so that they die first.
+//
+// Precondition of release(), discard(), move-assignment and the destructor:
+// no libpqxx transaction object (work, nontransaction, pipeline, stream) is
+// still alive on the connection. As with a pqxx::connection, an object that
+// outlives its connection dangles: the pool may hand the connection to
+// another thread or close it.
 #pragma once
 
 #include <pgpipe/error.hpp>

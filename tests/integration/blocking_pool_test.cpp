@@ -362,9 +362,11 @@ TEST(blocking_pool, discarded_lease_is_not_reused) {
   int pid = 0;
   {
     auto lease = pool.acquire();
-    pqxx::nontransaction tx{*lease};
-    pid = tx.exec1("select pg_backend_pid()")[0].as<int>();
-    tx.exec0("set statement_timeout = 1234");  // session state the next borrower must not inherit
+    {
+      pqxx::nontransaction tx{*lease};
+      pid = tx.exec1("select pg_backend_pid()")[0].as<int>();
+      tx.exec0("set statement_timeout = 1234");  // session state the next borrower must not inherit
+    }  // the transaction object goes before the connection does
     lease.discard();
     EXPECT_FALSE(lease);
   }
