@@ -18,12 +18,17 @@ double median(std::vector<double> v) {
 }  // namespace
 
 std::string with_commas(double v) {
-  std::string s = std::to_string(static_cast<long long>(std::llround(v)));
-  const std::size_t first = s[0] == '-' ? 1 : 0;
-  for (int i = static_cast<int>(s.size()) - 3; i > static_cast<int>(first); i -= 3) {
-    s.insert(static_cast<std::size_t>(i), ",");
+  // Built forwards: std::string::insert here trips g++ 12's -Wrestrict
+  // false positive in optimised builds.
+  const long long n = std::llround(v);
+  const std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out;
+  if (n < 0) out.push_back('-');
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i != 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
   }
-  return s;
+  return out;
 }
 
 std::vector<summary_row> summarize(const report_input& in) {

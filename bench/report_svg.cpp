@@ -75,7 +75,7 @@ std::string svg_chart(const report_input& in) {
   s << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   s << "<text x=\"" << width / 2 << "\" y=\"28\" text-anchor=\"middle\" font-size=\"18\" font-weight=\"bold\">"
     << "pgpipe-bench: " << in.opts->concurrency << " clients, " << in.machine.cpus << " CPUs, PostgreSQL "
-    << escape(in.server_version) << "</text>\n";
+    << escape(in.server_version.substr(0, in.server_version.find(' '))) << "</text>\n";
   s << "<text x=\"" << width / 2 << "\" y=\"48\" text-anchor=\"middle\" font-size=\"12\" fill=\"#555\">"
     << "medians of " << in.opts->repeat << (in.opts->repeat == 1 ? " round" : " rounds") << ", "
     << in.opts->duration_s << " s per run; " << escape(in.workload_name) << " workload</text>\n";

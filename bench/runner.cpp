@@ -2,6 +2,7 @@
 
 #include "child.hpp"
 #include "driver_pgbench.hpp"
+#include "report.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -105,14 +106,6 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>
   return pid;
 }
 
-std::string thousands(double v) {
-  std::string s = std::to_string(static_cast<long long>(std::llround(v)));
-  for (int i = static_cast<int>(s.size()) - 3; i > 0 && s[static_cast<std::size_t>(i - 1)] != '-'; i -= 3) {
-    s.insert(static_cast<std::size_t>(i), ",");
-  }
-  return s;
-}
-
 double seconds_of(const timeval& t) {
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
 }
@@ -203,7 +196,7 @@ run_result run_one(run_context& ctx, const std::string& driver, std::size_t pool
     const bool warm = elapsed_s < o.warmup_s;
     std::ostringstream line;
     line << label << "  " << static_cast<int>(elapsed_s) << " s" << (warm ? " (warm-up)" : "") << "  "
-         << thousands(qps) << " q/s  threads " << threads_max << "  server conns " << conns_last;
+         << with_commas(qps) << " q/s  threads " << threads_max << "  server conns " << conns_last;
     std::cerr << (tty ? "\r\033[K" : "") << line.str() << (tty ? "" : "\n") << std::flush;
   };
 
