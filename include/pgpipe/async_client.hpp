@@ -199,10 +199,12 @@ class async_client {
   /// threads); the client owns no loop thread (only the watchdog, if enabled).
   async_client(pool_params params, boost::asio::io_context& io, async_client_options options = {});
 
-  /// close(), then waits for work in flight to finish and joins the loops.
-  /// Must not be called from one of the client's own loop threads (it then
-  /// detaches the threads instead of deadlocking, and the last handler out
-  /// tears down).
+  /// close(), then waits (up to 2 s) for work in flight to finish, fails what
+  /// is left with errc::closed, and joins the loops. Release leases and
+  /// row_streams first: a lease that outlives its client only answers
+  /// errc::closed.
+  /// When run on one of the client's own loop threads (from a handler), the
+  /// shutdown finishes on a separate thread after that handler returns.
   ~async_client();
   async_client(async_client&&) noexcept = default;
   async_client& operator=(async_client&&) noexcept = default;

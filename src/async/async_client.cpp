@@ -5,6 +5,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include <thread>
+
 namespace pgpipe {
 
 // ---- lease ---------------------------------------------------------------------
@@ -93,7 +95,14 @@ async_client::async_client(pool_params params, boost::asio::io_context& io, asyn
 }
 
 async_client::~async_client() {
-  if (impl_) impl_->shutdown();
+  if (!impl_) return;
+  if (impl_->on_own_loop_thread()) {
+    // Destroyed from one of its own handlers: a loop cannot join itself, so
+    // another thread finishes the shutdown once this handler has returned.
+    std::thread([impl = std::move(impl_)] { impl->shutdown(); }).detach();
+    return;
+  }
+  impl_->shutdown();
 }
 
 void async_client::submit_acquire(const std::shared_ptr<detail::client_impl>& impl,

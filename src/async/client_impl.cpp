@@ -4,6 +4,7 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/system_executor.hpp>
 
 #include <algorithm>
 
@@ -83,6 +84,12 @@ void lease_impl::submit_query(query_spec spec, std::unique_ptr<completion<result
   auto req = std::make_shared<query_request>();
   req->on_lease = true;
   req->done = std::move(done);
+  if (owner_->loops_stopped()) {
+    // The client is gone: its loops will never run this handler.
+    req->try_complete(asio::system_executor(), true, make_error_code(errc::closed),
+                      client_error_result("the client was destroyed before this lease"));
+    return;
+  }
   if (released_.load(std::memory_order_acquire)) {
     req->try_complete(conn_->get_executor(), true, make_error_code(errc::closed),
                       client_error_result("the lease was released"));
@@ -134,6 +141,7 @@ std::shared_ptr<stream_state> lease_impl::start_stream(query_spec spec) {
 
 void lease_impl::release() noexcept {
   if (released_.exchange(true, std::memory_order_acq_rel)) return;
+  if (owner_->loops_stopped()) return;  // nothing left to give the connection back to
   try {
     asio::post(conn_->get_executor(), [c = conn_] { c->lease_returned(); });
   } catch (...) {
@@ -226,8 +234,7 @@ void client_impl::shutdown() {
     shut_down_ = true;
   }
   close();
-  const bool on_own_loop =
-      std::any_of(loops_.begin(), loops_.end(), [](auto& l) { return l->thread.get_id() == std::this_thread::get_id(); });
+  const bool on_own_loop = on_own_loop_thread();
   if (!external_ && !on_own_loop) {
     // Let work in flight finish, for a bounded time: a query that runs for
     // minutes must not make a destructor hang for minutes.
@@ -255,7 +262,13 @@ void client_impl::shutdown() {
   }
   for (auto& l : loops_)
     if (l->thread.joinable()) l->thread.join();
+  loops_stopped_ = true;
   if (watchdog_.joinable()) watchdog_.join();
+}
+
+bool client_impl::on_own_loop_thread() const noexcept {
+  return std::any_of(loops_.begin(), loops_.end(),
+                     [](auto& l) { return l->thread.get_id() == std::this_thread::get_id(); });
 }
 
 asio::any_io_executor client_impl::executor_for_new_connection() {

@@ -91,6 +91,10 @@ class client_impl final : public query_target,
   void log(log_level level, const std::string& line) override;
 
   const pool_params& params() const noexcept { return params_; }
+  /// True once the client's own loops have stopped: nothing posted to them
+  /// will ever run (a lease that outlived its client).
+  bool on_own_loop_thread() const noexcept;
+  bool loops_stopped() const noexcept { return loops_stopped_.load(std::memory_order_acquire); }
 
  private:
   struct loop {
@@ -148,6 +152,7 @@ class client_impl final : public query_target,
 
   std::atomic<bool> stopping_{false};
   std::atomic<bool> probes_stopped_{false};
+  std::atomic<bool> loops_stopped_{false};
   std::thread watchdog_;
   std::mutex watchdog_mu_;
   std::condition_variable watchdog_cv_;

@@ -82,6 +82,7 @@ TEST(async_query, returns_rows_and_values_callback_style) {
 
 TEST(async_query, ten_thousand_concurrent_over_two_connections_each_get_their_own_value) {
   auto params = params_for(2);
+  params.conninfo = pgpipe::test::with_options(params.conninfo, "application_name=async_10k");
   params.max_queued = 20000;
   pgpipe::async_client client(params);
   constexpr std::size_t n = 10000;
@@ -110,7 +111,8 @@ TEST(async_query, ten_thousand_concurrent_over_two_connections_each_get_their_ow
   auto s = client.stats();
   EXPECT_LE(s.connects, 2u);  // pipelining, not more connections, carried the load
   EXPECT_GE(s.completed, n);
-  EXPECT_EQ(pgpipe::test::shared_cluster().connection_count(), static_cast<int>(s.idle + s.busy));
+  // The server agrees: this client never had more than two backends.
+  EXPECT_LE(pgpipe::test::shared_cluster().backend_pids("async_10k").size(), 2u);
 }
 
 TEST(async_query, every_tenth_of_a_thousand_fails_with_22012_and_only_those) {
@@ -254,8 +256,10 @@ TEST(async_query, thousand_pipelined_inserts_of_64_kib_do_not_deadlock) {
 }
 
 TEST(async_query, coroutine_style_with_use_awaitable) {
-  pgpipe::async_client client(params_for(2));
+  // Declared first so that it outlives the client: a client loop may still be
+  // returning from posting the last completion when io.run() returns.
   asio::io_context io;
+  pgpipe::async_client client(params_for(2));
   std::int64_t sum = 0;
   std::error_code last;
   asio::co_spawn(
