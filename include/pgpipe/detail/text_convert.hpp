@@ -33,7 +33,9 @@ struct param_traits;
 template <class T, class Enable = void>
 struct field_traits;
 
-namespace detail {
+namespace detail::text_conv {
+// A nested namespace: other headers of pgpipe::detail have helpers of the
+// same common names.
 
 template <class T>
 inline constexpr bool is_char_type_v =
@@ -53,11 +55,11 @@ struct is_optional<std::optional<T>> : std::true_type {};
 template <class T>
 inline constexpr bool is_optional_v = is_optional<T>::value;
 
-}  // namespace detail
+}  // namespace detail::text_conv
 
 // ---- parameters ------------------------------------------------------------
 
-template <detail::sql_integer T>
+template <detail::text_conv::sql_integer T>
 struct param_traits<T> {
   static std::optional<std::string> encode(T v) {
     char buf[24];
@@ -175,7 +177,7 @@ encoded_params encode_params(const Args&... args) {
 
 // ---- fields ----------------------------------------------------------------
 
-template <detail::sql_integer T>
+template <detail::text_conv::sql_integer T>
 struct field_traits<T> {
   // Whole text must be a number that fits T: "12x" and 300 into int8_t both
   // fail instead of silently truncating.
@@ -238,7 +240,7 @@ namespace detail {
 /// maps NULL to std::nullopt; any other T gives errc::null_value.
 template <class T>
 std::error_code decode_field(std::optional<std::string_view> text, T& out) {
-  if constexpr (is_optional_v<T>) {
+  if constexpr (text_conv::is_optional_v<T>) {
     using V = typename T::value_type;
     if (!text) {
       out.reset();
