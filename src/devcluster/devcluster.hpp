@@ -86,6 +86,14 @@ class cluster {
   const std::string& base_dir() const noexcept;
 
   /// Start (waits until it accepts connections), stop, restart (same port).
+  /// The first start picks a free port (retrying on another one if the
+  /// server loses a bind race); later starts keep it and throw if it is
+  /// taken. A failed start throws std::runtime_error with the tail of the
+  /// server log. stop(): smart waits for clients to leave, fast disconnects
+  /// them, immediate crashes the server (committed rows survive: this is a
+  /// postmaster crash, not an OS crash). Backends a test SIGSTOPped are
+  /// continued first, and after a deadline (60 s, immediate 10 s) everything
+  /// is SIGKILLed, so stop() never hangs. No-op when not running.
   void start();
   void stop(stop_mode mode = stop_mode::fast);
   void restart(stop_mode mode = stop_mode::fast);
