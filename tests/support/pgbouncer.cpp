@@ -99,7 +99,10 @@ struct pgbouncer_instance::state {
 
 pgbouncer_instance::pgbouncer_instance(const devcluster::cluster& server, pgbouncer_params params)
     : s_(std::make_unique<state>()) {
-  if (access(binary, X_OK) != 0) throw std::runtime_error("pgbouncer_instance: no pgbouncer at " + std::string(binary));
+  if (access(binary, X_OK) != 0) {
+    throw std::runtime_error("pgbouncer_instance: no pgbouncer at " + std::string(binary) +
+                             " (apt-get install pgbouncer)");
+  }
   s_->server = &server;
   s_->params = std::move(params);
   static std::once_flag swept;
