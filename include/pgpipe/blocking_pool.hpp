@@ -32,6 +32,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -75,7 +76,8 @@ class blocking_pool {
   /// Thread-safe; blocks. Throws what acquire() throws, or pgpipe::error with
   /// the statement's SQLSTATE and the server's diagnostics, or
   /// errc::connection_lost when the connection died during the statement (it
-  /// may have executed).
+  /// may have executed), or errc::invalid_argument (before anything is sent)
+  /// when a std::string/std::string_view argument contains a NUL byte.
   template <typename... Args>
   pqxx::result exec(std::string_view sql, Args&&... args);
 
@@ -105,8 +107,44 @@ class blocking_pool {
   std::shared_ptr<detail::blocking_pool_impl> impl_;
 };
 
+namespace detail {
+template <typename T>
+struct is_optional : std::false_type {};
+template <typename T>
+struct is_optional<std::optional<T>> : std::true_type {};
+
+// libpq sends text parameters as C strings: an embedded NUL would silently
+// cut the value short. Such a value cannot be sent as text at all.
+template <typename T>
+bool text_has_nul(const T& v) {
+  using D = std::remove_cvref_t<T>;
+  if constexpr (std::is_same_v<D, std::string> || std::is_same_v<D, std::string_view>) {
+    return v.find('\0') != D::npos;
+  } else if constexpr (is_optional<D>::value) {
+    return v.has_value() && text_has_nul(*v);
+  } else {
+    return false;
+  }
+}
+
+/// Throws errc::invalid_argument naming the first parameter ($n) holding a NUL byte.
+template <typename... Args>
+void check_text_params(const Args&... args) {
+  std::size_t n = 0;
+  std::size_t bad = 0;
+  ((++n, bad = (bad == 0 && text_has_nul(args)) ? n : bad), ...);
+  (void)n;  // unused when there are no arguments
+  if (bad != 0) {
+    throw error(errc::invalid_argument, "query parameter $" + std::to_string(bad) +
+                                            " contains a NUL byte, which text parameters cannot carry "
+                                            "(nothing was sent)");
+  }
+}
+}  // namespace detail
+
 template <typename... Args>
 pqxx::result blocking_pool::exec(std::string_view sql, Args&&... args) {
+  detail::check_text_params(args...);
   blocking_lease lease = acquire();
   try {
     pqxx::nontransaction tx{*lease};

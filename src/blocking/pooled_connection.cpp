@@ -8,6 +8,7 @@
 #include <array>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 namespace pgpipe::detail {
 namespace {
@@ -57,14 +58,62 @@ constexpr std::array<sqlstate_hint, 6> server_hints{{
 
 }  // namespace
 
+namespace {
+
+void replace_all(std::string& text, std::string_view what, std::string_view with) {
+  if (what.empty()) return;
+  for (auto pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + with.size())) {
+    text.replace(pos, what.size(), with);
+  }
+}
+
+// What might be a password in a connection string that libpq could not
+// parse (so libpq cannot tell us): the userinfo password of a URI and the
+// value of password=, quoted or not, terminated or not.
+std::vector<std::string> password_candidates(std::string_view conninfo) {
+  std::vector<std::string> out;
+  if (auto scheme = conninfo.find("://"); scheme != std::string_view::npos) {
+    auto rest = conninfo.substr(scheme + 3);
+    auto at = rest.rfind('@');
+    auto colon = rest.find(':');
+    if (at != std::string_view::npos && colon != std::string_view::npos && colon < at) {
+      out.emplace_back(rest.substr(colon + 1, at - colon - 1));
+    }
+    for (auto p = conninfo.find("password="); p != std::string_view::npos; p = conninfo.find("password=", p + 1)) {
+      auto v = conninfo.substr(p + 9);
+      out.emplace_back(v.substr(0, v.find('&')));
+    }
+    return out;
+  }
+  for (auto p = conninfo.find("password"); p != std::string_view::npos; p = conninfo.find("password", p + 1)) {
+    auto v = conninfo.substr(p + 8);
+    while (!v.empty() && (v.front() == ' ' || v.front() == '=')) v.remove_prefix(1);
+    if (!v.empty() && v.front() == '\'') {
+      v.remove_prefix(1);
+      out.emplace_back(v.substr(0, v.find('\'')));  // unterminated: up to the end
+    }
+    out.emplace_back(v.substr(0, v.find_first_of(" \t\n")));
+  }
+  return out;
+}
+
+}  // namespace
+
 connect_settings make_connect_settings(const std::string& conninfo, std::chrono::milliseconds connect_timeout) {
   char* errmsg = nullptr;
   PQconninfoOption* opts = PQconninfoParse(conninfo.c_str(), &errmsg);
   if (opts == nullptr) {
     std::string why = errmsg != nullptr ? trim(errmsg) : std::string("out of memory");
     if (errmsg != nullptr) PQfreemem(errmsg);
-    // libpq's parse errors quote option names, never values; redact anyway.
-    throw error(errc::bad_conninfo, "invalid connection string (" + redact_conninfo(conninfo) + "): " + why);
+    // libpq quotes what it could not parse, a whole URI included, password
+    // and all: mask the string itself, then anything that looks like its
+    // password.
+    const std::string redacted = redact_conninfo(conninfo);
+    replace_all(why, conninfo, redacted);
+    for (const auto& secret : password_candidates(conninfo)) {
+      if (!secret.empty()) why = redact_secret(std::move(why), secret);
+    }
+    throw error(errc::bad_conninfo, "invalid connection string (" + redacted + "): " + why);
   }
   connect_settings out;
   out.conninfo = conninfo;
@@ -164,6 +213,11 @@ pooled_connection::pooled_connection(const connect_settings& settings)
 #include <pqxx/internal/ignore-deprecated-pre.hxx>
   inhibit_reactivation(true);
 #include <pqxx/internal/ignore-deprecated-post.hxx>
+  // Verbose errors carry the SQLSTATE in the text. libpqxx 6.4 turns every
+  // class-08 SQLSTATE into pqxx::broken_connection without keeping the code,
+  // although 08P01 (e.g. a Bind with the wrong parameter count) leaves the
+  // connection healthy; the text is then the only place the code survives.
+  set_verbosity(pqxx::connection_base::verbose);
   // The settings object may not outlive us; the policy needs it only to connect.
   policy_.configure(nullptr);
 }

@@ -17,6 +17,14 @@ std::string trim(std::string_view s) {
   return std::string(s);
 }
 
+bool is_sqlstate(std::string_view s) {
+  if (s.size() != 5) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z'))) return false;
+  }
+  return true;
+}
+
 // libpq's default-verbosity error text, as libpqxx 6.4 passes it on:
 //   "ERROR:  division by zero\nDETAIL:  ...\nHINT:  ...\nCONTEXT:  ...\n"
 // Split it into the diagnostics fields. The SQLSTATE comes from sql_error
@@ -34,11 +42,21 @@ void parse_server_message(std::string_view text, diagnostics& d) {
       return true;
     };
     if (field("DETAIL:", d.detail) || field("HINT:", d.hint) || field("CONTEXT:", d.context)) continue;
+    if (line.starts_with("LOCATION:") || line.starts_with("QUERY:") || line.starts_with("STATEMENT:")) {
+      current = nullptr;  // verbose-mode lines the diagnostics do not keep
+      continue;
+    }
     bool severity_line = false;
     for (std::string_view sev : {"ERROR:", "FATAL:", "PANIC:"}) {
       if (line.starts_with(sev)) {
         d.severity = std::string(sev.substr(0, sev.size() - 1));
-        d.message = trim(line.substr(sev.size()));
+        std::string msg = trim(line.substr(sev.size()));
+        // Pooled connections use verbose errors: "ERROR:  22012: division by zero".
+        if (msg.size() > 7 && msg[5] == ':' && msg[6] == ' ' && is_sqlstate(std::string_view(msg).substr(0, 5))) {
+          if (d.sqlstate.empty()) d.sqlstate = msg.substr(0, 5);
+          msg.erase(0, 7);
+        }
+        d.message = std::move(msg);
         current = &d.message;
         severity_line = true;
         break;
@@ -65,8 +83,15 @@ std::error_code code_of_current(blocking_lease* lease, diagnostics& d) {
     d = e.diag();
     return e.code();
   } catch (const pqxx::broken_connection& e) {
-    if (lease != nullptr) lease->mark_broken();
     parse_server_message(e.what(), d);
+    if (lease != nullptr && *lease && (*lease)->is_open() && !d.message.empty()) {
+      // libpqxx 6.4 throws broken_connection for every class-08 SQLSTATE, but
+      // the connection is fine: the server reported an ordinary error (08P01
+      // protocol_violation, e.g. a Bind with the wrong parameter count).
+      if (d.sqlstate.empty()) d.sqlstate = "08000";
+      return make_sqlstate(d.sqlstate);
+    }
+    if (lease != nullptr) lease->mark_broken();
     d.client_message = "connection lost during the statement (it may have executed)";
     return errc::connection_lost;
   } catch (const pqxx::in_doubt_error& e) {
