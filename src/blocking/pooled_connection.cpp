@@ -40,20 +40,23 @@ void parse_server_part(const std::string& msg, diagnostics& diag) {
 
 struct sqlstate_hint {
   std::string_view text;
+  std::string_view also;  ///< must appear too (empty: no second condition)
   std::string_view sqlstate;
 };
 
 // Server messages whose SQLSTATE a pool needs (pool_core treats 3D000 and
 // 28xxx as permanent, 53300 and 57P03 as transient) but which libpq 15 reports
-// only as text. English messages: lc_messages of a non-English server defeats
-// this, and the error falls back to connect_failed.
-constexpr std::array<sqlstate_hint, 6> server_hints{{
-    {"does not exist", "3D000"},  // database "x" does not exist (role: see auth below)
-    {"too many clients", "53300"},
-    {"remaining connection slots are reserved", "53300"},
-    {"the database system is starting up", "57P03"},
-    {"the database system is shutting down", "57P03"},
-    {"the database system is in recovery mode", "57P03"},
+// only as text. First match wins. English messages: lc_messages of a
+// non-English server defeats this, and the error falls back to connect_failed.
+constexpr std::array<sqlstate_hint, 8> server_hints{{
+    {"too many clients", "", "53300"},
+    {"too many connections", "", "53300"},  // ... for role "x" / for database "x" (connection limits)
+    {"remaining connection slots are reserved", "", "53300"},
+    {"role \"", "does not exist", "28000"},  // what the async driver reports too
+    {"database \"", "does not exist", "3D000"},
+    {"the database system is starting up", "", "57P03"},
+    {"the database system is shutting down", "", "57P03"},
+    {"the database system is in recovery mode", "", "57P03"},
 }};
 
 }  // namespace
@@ -134,8 +137,7 @@ std::error_code classify_connect_error(const std::string& libpq_message, bool ne
   std::error_code ec;
   if (contains(msg, "password authentication failed") || contains(msg, "no password supplied") ||
       contains(msg, "SCRAM authentication") || contains(msg, "no pg_hba.conf entry") ||
-      contains(msg, "authentication failed") || needs_password ||
-      (contains(msg, "role \"") && contains(msg, "does not exist"))) {
+      contains(msg, "authentication failed") || needs_password) {
     ec = errc::auth_failed;
     diag.sqlstate = contains(msg, "password authentication failed") ? "28P01" : diag.message.empty() ? "" : "28000";
   } else if (contains(msg, "invalid connection option") || contains(msg, "missing \"=\"") ||
@@ -147,7 +149,7 @@ std::error_code classify_connect_error(const std::string& libpq_message, bool ne
     // The server answered: look for the conditions the pool treats specially.
     ec = errc::connect_failed;
     for (const auto& h : server_hints) {
-      if (contains(diag.message, h.text)) {
+      if (contains(diag.message, h.text) && (h.also.empty() || contains(diag.message, h.also))) {
         diag.sqlstate = std::string(h.sqlstate);
         ec = make_sqlstate(h.sqlstate);
         break;
