@@ -159,7 +159,7 @@ client_impl::client_impl(pool_params params, async_client_options options, asio:
       core_(params_, std::max<std::size_t>(1, params_.pipeline_depth)) {
   auto cfg = std::make_shared<connection_config>();
   cfg->conninfo = params_.conninfo;
-  cfg->password = password_of(params_.conninfo);
+  cfg->secrets = passwords_of(params_.conninfo);
   cfg->connect_timeout = params_.connect_timeout;
   cfg->stall_timeout = params_.stall_timeout;
   cfg->prepared_statements = params_.prepared_statements;

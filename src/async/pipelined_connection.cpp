@@ -51,7 +51,7 @@ pipelined_connection::~pipelined_connection() {
 }
 
 std::string pipelined_connection::pq_error() const {
-  return clean_message(pg_ ? PQerrorMessage(pg_) : "out of memory", cfg_->password);
+  return clean_message(pg_ ? PQerrorMessage(pg_) : "out of memory", cfg_->secrets);
 }
 
 // ---- connect ----------------------------------------------------------------
@@ -59,6 +59,12 @@ std::string pipelined_connection::pq_error() const {
 void pipelined_connection::start() {
   if (st_ != state::created) return;
   st_ = state::connecting;
+  // A string libpq cannot parse is the caller's mistake, not the network's:
+  // say so precisely (pool_core treats bad_conninfo as permanent).
+  if (auto why = conninfo_parse_error(cfg_->conninfo, cfg_->secrets); !why.empty()) {
+    connect_failed(make_error_code(errc::bad_conninfo), "invalid connection string: " + why);
+    return;
+  }
   // expand_dbname=1: the whole conninfo (key=value or URI) goes in "dbname".
   const char* keys[] = {"dbname", "fallback_application_name", nullptr};
   const char* vals[] = {cfg_->conninfo.c_str(), "pgpipe", nullptr};

@@ -65,7 +65,7 @@ class connection_owner {
 
 struct connection_config {
   std::string conninfo;
-  std::string password;  ///< scrubbed from every message
+  std::vector<std::string> secrets;  ///< the password's spellings: scrubbed from every message
   std::chrono::milliseconds connect_timeout{};
   std::chrono::milliseconds stall_timeout{};
   bool prepared_statements = true;

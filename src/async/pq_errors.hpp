@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 namespace pgpipe::detail {
 
@@ -26,12 +27,16 @@ bool is_session_fatal(const PGresult* res);
 /// 3D000 no such database, 57P03 starting up) or connect_failed.
 std::error_code classify_connect_error(std::string_view message);
 
-/// libpq's message with its trailing newline removed and `secret` (the
-/// password from the connection string, if any) scrubbed.
-std::string clean_message(std::string_view message, std::string_view secret);
+/// libpq's message on one line, with every secret scrubbed.
+std::string clean_message(std::string_view message, const std::vector<std::string>& secrets);
 
-/// The password in a conninfo string (key=value or URI), or "" when none or
-/// when the string does not parse.
-std::string password_of(const std::string& conninfo);
+/// Every spelling of the password in a conninfo string (key=value or URI),
+/// found even when the string does not parse (an unterminated quote, a
+/// broken URI): libpq may quote any part of a malformed string back.
+std::vector<std::string> passwords_of(const std::string& conninfo);
+
+/// Non-empty when libpq cannot parse the conninfo (then errc::bad_conninfo):
+/// libpq's reason, scrubbed.
+std::string conninfo_parse_error(const std::string& conninfo, const std::vector<std::string>& secrets);
 
 }  // namespace pgpipe::detail
