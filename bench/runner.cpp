@@ -176,6 +176,7 @@ run_result run_one(run_context& ctx, const std::string& driver, std::size_t pool
     return r;
   }
 
+  const int conns_before = ctx.sampler->client_connections();
   const double cpu_before = ctx.postmaster ? server_cpu_seconds(*ctx.postmaster) : 0;
   const auto started = steady::now();
   const auto deadline = started + std::chrono::milliseconds(static_cast<long>((o.warmup_s + o.duration_s) * 1000)) +
@@ -316,7 +317,15 @@ run_result run_one(run_context& ctx, const std::string& driver, std::size_t pool
                             static_cast<double>(rss_max_kb) / 1024.0});
   r.threads_max = std::max(r.threads_max, threads_max);
   r.server_connections_max = conns_max;
-  if (ctx.postmaster) r.server_cpu_s = server_cpu_seconds(*ctx.postmaster) - cpu_before;
+  if (ctx.postmaster) {
+    // The run's backends exit after the client is gone; their CPU counts
+    // once they have. Nothing signals that to us: poll, bounded.
+    const auto until = steady::now() + std::chrono::seconds(5);
+    while (steady::now() < until && ctx.sampler->client_connections() > conns_before) {
+      poll(nullptr, 0, 20);
+    }
+    r.server_cpu_s = server_cpu_seconds(*ctx.postmaster) - cpu_before;
+  }
   return r;
 }
 
