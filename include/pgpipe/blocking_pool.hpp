@@ -11,10 +11,12 @@
 // idle_timeout, health_check_interval, connect back-off.
 //
 // Threads the pool owns (counted in stats().threads): one housekeeping thread
-// that drives pool_core's deadlines, and connector threads that open, check
-// and close connections off the pool's lock (started on demand, at most one
-// per connection being opened at once, gone after a few idle seconds). A slow
-// connect never delays handing out an idle connection.
+// that drives pool_core's deadlines, and connector threads that open and
+// health-check connections off the pool's lock (started on demand, at most
+// one per connection being opened or checked at once, gone after a second
+// without work). A slow connect never delays handing out an idle connection.
+// Closing a connection happens on whichever thread dropped it, after the
+// pool's lock is released.
 //
 //   pgpipe::blocking_pool pool{{.conninfo = "host=... dbname=...", .max_size = 8}};
 //   pqxx::result r = pool.exec("select ten from san_pham where ma = $1", key);

@@ -26,8 +26,9 @@ namespace pgpipe::detail {
 namespace {
 // Connector threads that found no work for this long exit: the pool needs
 // them in bursts (start-up, replacing connections), and idle threads would
-// blur the thread count the blocking driver is measured by.
-constexpr std::chrono::seconds connector_idle_exit{5};
+// blur the thread count the blocking driver is measured by (a pool of 200
+// opens 200 connections at once, then needs none of those threads).
+constexpr std::chrono::seconds connector_idle_exit{1};
 
 bool is_connect_error(const std::error_code& ec) {
   return ec == errc_condition::connect_error || ec.category() == sqlstate_category();
