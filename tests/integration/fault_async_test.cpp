@@ -165,11 +165,21 @@ class connection_sampler {
 struct log_sink {
   std::mutex mu;
   std::vector<std::string> lines;
+  std::vector<steady::time_point> times;
   pgpipe::logger_fn fn() {
     return [this](pgpipe::log_level, std::string_view line) {
       std::lock_guard lk(mu);
       lines.emplace_back(line);
+      times.push_back(steady::now());
     };
+  }
+  // "<ms since t0> " for every line containing needle.
+  std::string timeline(const std::string& needle, steady::time_point t0) {
+    std::lock_guard lk(mu);
+    std::string s;
+    for (std::size_t i = 0; i < lines.size(); ++i)
+      if (lines[i].find(needle) != std::string::npos) s += std::to_string(ms_between(t0, times[i])) + "ms ";
+    return s;
   }
   std::size_t count(const std::string& needle) {
     std::lock_guard lk(mu);
@@ -545,6 +555,7 @@ TEST(fault_async, connection_limit_2_with_a_pool_of_10_backs_off_and_serves_on_t
   std::this_thread::sleep_for(1s);
   const auto at_mid = logs.count("connect failed");
   const auto t_mid = steady::now();
+  const auto mid = client.stats();
   std::this_thread::sleep_for(2s);
   const auto steady_attempts = logs.count("connect failed") - at_mid;
   const double steady_seconds = std::chrono::duration<double>(steady::now() - t_mid).count();
@@ -558,7 +569,8 @@ TEST(fault_async, connection_limit_2_with_a_pool_of_10_backs_off_and_serves_on_t
   const auto attempts = logs.count("connect failed");
   const auto limit_lines = logs.count("too many connections for role");
   EXPECT_EQ(failed.load(), 0) << first_error;
-  EXPECT_GT(ok.load(), 100);
+  EXPECT_GT(ok.load(), 100) << "at 1 s: idle=" << mid.idle << " busy=" << mid.busy << " connecting=" << mid.connecting
+                            << " in_flight=" << mid.in_flight << " queued=" << mid.queued << " completed=" << mid.completed;
   EXPECT_LE(max_server.load(), 2);
   EXPECT_GE(limit_lines, 1u) << "no 53300 connect error seen in the log";
   const double per_second = 1000.0 / static_cast<double>(params.connect_backoff_max.count());
@@ -573,6 +585,7 @@ TEST(fault_async, connection_limit_2_with_a_pool_of_10_backs_off_and_serves_on_t
   std::printf("[figure] connection_limit.async.steady_failed_attempts=%zu in %.1f s (bound %.1f)\n", steady_attempts,
               steady_seconds, steady_bound);
   std::printf("[figure] connection_limit.async.max_server_connections=%d\n", max_server.load());
+  std::printf("[figure] connection_limit.async.failed_attempts_at=%s\n", logs.timeline("connect failed", t0).c_str());
 }
 
 TEST(fault_async, pool_exhaustion_and_server_down_are_two_different_errors) {

@@ -358,10 +358,17 @@ TEST(fault_blocking, connection_limit_2_with_a_pool_of_10_backs_off_and_serves_o
   std::mutex mu;
   // Sample the server side: the role never holds more than its limit.
   std::atomic<int> max_server{0};
+  // When each failed attempt happened (to 5 ms), to show the back-off schedule.
+  std::vector<std::pair<steady::time_point, std::uint64_t>> attempt_times;
   std::thread sampler([&] {
+    std::uint64_t last = pool.stats().errors.connect;
+    int tick = 0;
     while (!stop) {
-      max_server = std::max(max_server.load(), count_where(pg, "usename = 'fault_b_lim2'"));
-      std::this_thread::sleep_for(10ms);  // sampling period
+      if (tick++ % 2 == 0) max_server = std::max(max_server.load(), count_where(pg, "usename = 'fault_b_lim2'"));
+      const auto now_errors = pool.stats().errors.connect;
+      if (now_errors != last) attempt_times.emplace_back(steady::now(), now_errors - last);
+      last = now_errors;
+      std::this_thread::sleep_for(5ms);  // sampling period
     }
   });
   const auto errors_before = pool.stats().errors.connect;
@@ -414,6 +421,11 @@ TEST(fault_blocking, connection_limit_2_with_a_pool_of_10_backs_off_and_serves_o
   std::printf("[figure] connection_limit.blocking.steady_failed_attempts=%llu in %.1f s (bound %.1f)\n",
               static_cast<unsigned long long>(steady_attempts), steady_seconds, steady_bound);
   std::printf("[figure] connection_limit.blocking.max_server_connections=%d\n", max_server.load());
+  std::string timeline;
+  for (const auto& [at, k] : attempt_times)
+    timeline += std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(at - t0).count()) + "ms" +
+                (k > 1 ? "x" + std::to_string(k) : "") + " ";
+  std::printf("[figure] connection_limit.blocking.failed_attempts_at=%s\n", timeline.c_str());
 }
 
 TEST(fault_blocking, pool_exhaustion_and_server_down_are_two_different_errors) {
