@@ -207,7 +207,8 @@ class async_client {
   /// shutdown finishes on a separate thread after that handler returns.
   ~async_client();
   async_client(async_client&&) noexcept = default;
-  async_client& operator=(async_client&&) noexcept = default;
+  /// Shuts down this client as the destructor does, then takes `other`'s.
+  async_client& operator=(async_client&& other) noexcept;
   async_client(const async_client&) = delete;
   async_client& operator=(const async_client&) = delete;
 
@@ -272,7 +273,8 @@ class async_client {
   void close();
 
   /// close(), and completes (void(std::error_code), always success) once every
-  /// connection has closed, leases included. Not cancellable.
+  /// connection has closed, leases included. Not cancellable. Executor: the
+  /// handler's, else one of the client's loops.
   template <class CompletionToken>
   auto async_close(CompletionToken&& token) {
     return boost::asio::async_initiate<CompletionToken, void(std::error_code)>(

@@ -94,6 +94,14 @@ async_client::async_client(pool_params params, boost::asio::io_context& io, asyn
   impl_->start();
 }
 
+async_client& async_client::operator=(async_client&& other) noexcept {
+  if (this != &other) {
+    async_client old(std::move(*this));  // its destructor shuts the old client down
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
+
 async_client::~async_client() {
   if (!impl_) return;
   if (impl_->on_own_loop_thread()) {
