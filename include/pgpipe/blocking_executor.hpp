@@ -66,11 +66,13 @@ namespace pgpipe {
 namespace detail {
 
 /// One queued call: run() on a worker, or abort(ec) when it will not run.
+/// abort(ec, may_dispatch): may_dispatch is false inside async_run() (the
+/// handler must not run inside its initiating function) and true in stop().
 class blocking_job {
  public:
   virtual ~blocking_job() = default;
   virtual void run() noexcept = 0;
-  virtual void abort(std::error_code ec) noexcept = 0;
+  virtual void abort(std::error_code ec, bool may_dispatch) noexcept = 0;
 };
 
 class blocking_workers;  // the threads and the queue (src/blocking/blocking_executor.cpp)
@@ -124,23 +126,24 @@ class blocking_job_impl final : public blocking_job {
     }
   }
 
-  void abort(std::error_code ec) noexcept override {
+  void abort(std::error_code ec, bool may_dispatch) noexcept override {
     if (diag_ != nullptr) {
       *diag_ = diagnostics{};
       diag_->client_message = ec.message();
     }
     if constexpr (std::is_void_v<result_type>) {
-      complete(true, ec);
+      complete(!may_dispatch, ec);
     } else {
-      complete(true, ec, result_type{});
+      complete(!may_dispatch, ec, result_type{});
     }
   }
 
  private:
-  // abort() may run on the thread that called async_run() or stop(), maybe
-  // inside the handler's own event loop: post, so the handler never runs
-  // inside those calls. run() is on a worker: dispatch (on a loop's executor
-  // that queues; with no associated executor it runs right here).
+  // From async_run() (queue_full, closed) the completion is posted: a handler
+  // never runs inside its initiating function. From run() on a worker, and
+  // from stop(), it is dispatched: on a loop's executor that queues it; a
+  // handler with no associated executor runs right there, so stop() returns
+  // only after such handlers ran (nothing runs later on a hidden thread).
   template <typename... Args>
   void complete(bool must_post, Args&&... args) noexcept {
     auto completion = [h = std::move(handler_), ... a = std::forward<Args>(args)]() mutable {
@@ -193,8 +196,9 @@ class blocking_executor {
   }
 
   /// Stops taking calls: queued calls that have not started complete with
-  /// errc::closed, new ones too; running calls finish. Does not wait.
-  /// Idempotent; thread-safe.
+  /// errc::closed (dispatched from stop(): handlers without an associated
+  /// executor run before stop() returns), new ones fail with errc::closed;
+  /// running calls finish. Does not wait for them. Idempotent; thread-safe.
   void stop() noexcept;
 
   std::size_t thread_count() const noexcept;
@@ -218,7 +222,8 @@ class blocking_executor {
   }
 
   /// Queues the job, or aborts it (queue_full, closed) through a post to its
-  /// handler's executor, never inline.
+  /// handler's executor, never inline. A handler with no associated executor
+  /// then runs on Asio's system executor.
   static void submit(detail::blocking_workers* workers, std::unique_ptr<detail::blocking_job> job);
 
   std::unique_ptr<detail::blocking_workers> workers_;

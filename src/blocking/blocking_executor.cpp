@@ -53,7 +53,7 @@ class blocking_workers {
       dropped.swap(queue_);
     }
     cv_.notify_all();
-    for (auto& j : dropped) j->abort(errc::closed);
+    for (auto& j : dropped) j->abort(errc::closed, /*may_dispatch=*/true);
   }
 
   std::size_t thread_count() const noexcept { return threads_.size(); }
@@ -104,7 +104,7 @@ blocking_executor::~blocking_executor() = default;
 void blocking_executor::submit(detail::blocking_workers* workers, std::unique_ptr<detail::blocking_job> job) {
   std::error_code why;
   job = workers->push(std::move(job), why);
-  if (job) job->abort(why);
+  if (job) job->abort(why, /*may_dispatch=*/false);
 }
 
 void blocking_executor::stop() noexcept { workers_->stop(); }

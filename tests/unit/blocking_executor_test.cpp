@@ -210,6 +210,32 @@ TEST(blocking_executor, stop_fails_queued_and_new_calls_with_closed) {
   EXPECT_EQ(v, 1);
 }
 
+TEST(blocking_executor, stop_runs_plain_callbacks_of_dropped_calls_before_returning) {
+  // A caller tearing down right after stop() must not have a callback run
+  // later on some hidden thread.
+  blocking_executor ex{1};
+  gate g;
+  std::promise<void> busy;
+  auto running = ex.async_run(
+      [&] {
+        busy.set_value();
+        g.wait();
+      },
+      asio::use_future);
+  busy.get_future().wait();
+  std::error_code got;
+  std::thread::id ran_on;
+  ex.async_run([] { return 1; }, [&](std::error_code ec, int) {
+    got = ec;
+    ran_on = std::this_thread::get_id();
+  });
+  ex.stop();
+  EXPECT_EQ(got, errc::closed);  // already ran, on this thread
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  g.open();
+  EXPECT_FALSE(running.get());
+}
+
 TEST(blocking_executor, workers_run_calls_in_parallel) {
   constexpr int n = 4;
   blocking_executor ex{n};
