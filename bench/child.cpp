@@ -65,6 +65,7 @@ int child_main(const options& o) {
       r.rss_end_mb = static_cast<double>(s->rss_kb) / 1024.0;
       r.rss_peak_mb = static_cast<double>(s->hwm_kb) / 1024.0;
       r.threads_max = s->threads;
+      r.threads_end = s->threads;
     }
     r.client_cpu_s = cpu_seconds_self();
     // Report before closing: a close that hangs must not lose the numbers

@@ -31,7 +31,7 @@ struct summary_row {
   std::size_t concurrency = 0;
   std::size_t rounds = 0, failed = 0;
   double qps = 0, p50_ms = 0, p95_ms = 0, p99_ms = 0, max_ms = 0;
-  double errors = 0, rss_peak_mb = 0, rss_end_mb = 0, threads_max = 0, client_cpu_s = 0;
+  double errors = 0, rss_peak_mb = 0, rss_end_mb = 0, threads_max = 0, threads_end = 0, client_cpu_s = 0;
   double server_connections_max = 0, startup_ms = 0, server_cpu_s = -1;
   std::map<std::string, std::uint64_t> errors_by_kind;  ///< summed over rounds
   std::vector<std::string> failures;

@@ -65,7 +65,7 @@ std::string json_report(const report_input& in) {
       << ", \"client_cpu_s\": " << num(r.client_cpu_s) << ", \"server_connections_max\": " << r.server_connections_max
       << ", \"startup_ms\": " << (r.startup_ms >= 0 ? num(r.startup_ms) : "null") << ", \"round\": " << r.round
       << ", \"server_cpu_s\": " << (r.server_cpu_s >= 0 ? num(r.server_cpu_s) : "null")
-      << ", \"ok\": " << (r.ok ? "true" : "false");
+      << ", \"threads_end\": " << r.threads_end << ", \"ok\": " << (r.ok ? "true" : "false");
     if (!r.failure.empty()) j << ", \"failure\": " << quote(r.failure);
     j << ", \"errors_by_kind\": {";
     bool first = true;

@@ -41,7 +41,7 @@ std::string markdown_report(const report_input& in) {
       << " MB, " << in.machine.kernel << "\n\n";
 
   out << "| driver | pool | clients | q/s | p50 ms | p95 ms | p99 ms | max ms | errors | peak RSS MB | end RSS MB "
-         "| threads | client CPU s | server conns | server CPU s | startup ms |\n";
+         "| threads max (end) | client CPU s | server conns | server CPU s | startup ms |\n";
   out << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& r : rows) {
     out << "| " << r.driver << " | " << r.pool << " | " << r.concurrency << " | ";
@@ -51,7 +51,7 @@ std::string markdown_report(const report_input& in) {
     }
     out << with_commas(r.qps) << " | " << ms(r.p50_ms) << " | " << ms(r.p95_ms) << " | " << ms(r.p99_ms) << " | "
         << ms(r.max_ms) << " | " << with_commas(r.errors) << " | " << fixed(r.rss_peak_mb, 1) << " | "
-        << fixed(r.rss_end_mb, 1) << " | " << with_commas(r.threads_max) << " | " << fixed(r.client_cpu_s, 2)
+        << fixed(r.rss_end_mb, 1) << " | " << with_commas(r.threads_max) << " (" << with_commas(r.threads_end) << ") | " << fixed(r.client_cpu_s, 2)
         << " | " << with_commas(r.server_connections_max) << " | "
         << (r.server_cpu_s >= 0 ? fixed(r.server_cpu_s, 2) : "-") << " | "
         << (r.startup_ms >= 0 ? ms(r.startup_ms) : "-") << " |\n";

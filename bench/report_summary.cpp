@@ -58,6 +58,7 @@ std::vector<summary_row> summarize(const report_input& in) {
         f["rss_peak"].push_back(r.rss_peak_mb);
         f["rss_end"].push_back(r.rss_end_mb);
         f["threads"].push_back(static_cast<double>(r.threads_max));
+        f["threads_end"].push_back(static_cast<double>(r.threads_end));
         f["cpu"].push_back(r.client_cpu_s);
         f["conns"].push_back(r.server_connections_max);
         f["startup"].push_back(r.startup_ms);
@@ -73,6 +74,7 @@ std::vector<summary_row> summarize(const report_input& in) {
       s.rss_peak_mb = median(f["rss_peak"]);
       s.rss_end_mb = median(f["rss_end"]);
       s.threads_max = median(f["threads"]);
+      s.threads_end = median(f["threads_end"]);
       s.client_cpu_s = median(f["cpu"]);
       s.server_connections_max = median(f["conns"]);
       s.startup_ms = median(f["startup"]);

@@ -22,6 +22,9 @@ struct run_result {
   double rss_peak_mb = 0;
   double rss_end_mb = 0;
   std::size_t threads_max = 0;
+  /// Threads at the end of the window: the steady state, without the
+  /// connector threads a pool may run while it opens its connections.
+  std::size_t threads_end = 0;
   double client_cpu_s = 0;
   int server_connections_max = 0;
   double startup_ms = -1;   ///< -1: no query succeeded

@@ -187,6 +187,7 @@ run_result run_one(run_context& ctx, const std::string& driver, std::size_t pool
   int status = 0;
   rusage usage{};
   std::size_t threads_max = 0;
+  std::size_t threads_last = 0;
   std::uint64_t rss_last_kb = 0, rss_max_kb = 0;
   int conns_max = 0, conns_last = 0;
   long long last_ms = 0;
@@ -216,6 +217,7 @@ run_result run_one(run_context& ctx, const std::string& driver, std::size_t pool
     if (!reaped && now >= next_sample) {
       if (auto s = read_tree_status(pid)) {
         threads_max = std::max(threads_max, s->threads);
+        threads_last = s->threads;
         rss_last_kb = s->rss_kb;
         rss_max_kb = std::max(rss_max_kb, s->rss_kb);
       }
@@ -286,6 +288,7 @@ run_result run_one(run_context& ctx, const std::string& driver, std::size_t pool
   if (is_pgbench) {
     read_pgbench_logs(pgb, pid, spawned_us, o.warmup_s, o.duration_s, r);
     r.rss_end_mb = static_cast<double>(rss_last_kb) / 1024.0;
+    r.threads_end = threads_last;
     const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (!clean) {
       r.ok = r.queries > 0 && !interrupted();

@@ -147,6 +147,7 @@ TEST(bench_result, line_round_trip_keeps_every_field) {
   r.rss_peak_mb = 20.5;
   r.rss_end_mb = 19.5;
   r.threads_max = 523;
+  r.threads_end = 21;
   r.client_cpu_s = 4.75;
   r.startup_ms = 12.5;
   r.ok = false;
@@ -156,6 +157,7 @@ TEST(bench_result, line_round_trip_keeps_every_field) {
   EXPECT_EQ(back.failure, r.failure);
   EXPECT_EQ(back.errors_by_kind, r.errors_by_kind);
   EXPECT_EQ(back.threads_max, 523u);
+  EXPECT_EQ(back.threads_end, 21u);
   EXPECT_FALSE(back.ok);
   EXPECT_EQ(encode_result(r).find('\n'), std::string::npos);
 }
