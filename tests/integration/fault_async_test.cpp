@@ -551,7 +551,10 @@ TEST(fault_async, connection_limit_2_with_a_pool_of_10_backs_off_and_serves_on_t
   };
   const auto t0 = steady::now();
   for (int i = 0; i < 40; ++i) start_one();
-  // The observation windows: start-up burst, then two seconds of steady state.
+  // The observation windows, timed from the first refused connect (slow
+  // builds such as TSan reach it later): its first second holds the start-up
+  // burst and the back-off doubling 50..400 ms; then two seconds of steady state.
+  EXPECT_TRUE(wait_until([&] { return logs.count("connect failed") > 0; }));
   std::this_thread::sleep_for(1s);
   const auto at_mid = logs.count("connect failed");
   const auto t_mid = steady::now();

@@ -388,9 +388,12 @@ TEST(fault_blocking, connection_limit_2_with_a_pool_of_10_backs_off_and_serves_o
       }
     });
   }
-  // The observation windows: the first second holds the start-up burst (the
-  // pool opens connects for its queued callers in parallel, at most max_size);
-  // the next two seconds are the steady state.
+  // The observation windows, timed from the first refused connect (slow
+  // builds such as TSan reach it later): its first second holds the start-up
+  // burst (the pool opens connects for its queued callers in parallel, at
+  // most max_size) and the back-off doubling 50..400 ms; the two seconds
+  // after it are the steady state.
+  EXPECT_TRUE(wait_until([&] { return pool.stats().errors.connect > errors_before; }));
   std::this_thread::sleep_for(1s);
   const auto errors_mid = pool.stats().errors.connect;
   const auto t_mid = steady::now();
