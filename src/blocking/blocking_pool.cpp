@@ -329,6 +329,9 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
   }
 
   blocking_lease acquire(std::chrono::milliseconds timeout) {
+    // Held for the whole wait: a waiter woken by close() still touches the
+    // pool after it wakes, and it becomes the lease's reference.
+    auto self = shared_from_this();
     const auto deadline = pool_clock::now() + timeout;
     for (;;) {
       std::unique_lock lk(mu);
@@ -361,7 +364,7 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
       pooled_connection* conn = entry.conn.get();
       bury(lk);
       if (conn != nullptr && conn->looks_alive()) {
-        return blocking_lease(shared_from_this(), slot, conn);
+        return blocking_lease(std::move(self), slot, conn);
       }
       // The server side of this idle connection went away while it sat in
       // the pool (terminated backend, server restart). Nothing ran on it, so
