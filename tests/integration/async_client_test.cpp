@@ -246,3 +246,20 @@ TEST(async_client, destructor_with_work_in_flight_completes_everything_once) {
     EXPECT_EQ(ecs[i], pgpipe::errc::closed) << i << ": " << ecs[i].message();
   }
 }
+
+TEST(async_client, destroying_the_client_from_its_own_handler_shuts_down_cleanly) {
+  auto& pg = pgpipe::test::shared_cluster();
+  const int before = threads_of_this_process();
+  auto client = std::make_unique<pgpipe::async_client>(params_for("async_selfdestroy", 1), 1);
+  std::promise<int> p;
+  client->async_query("select 5", [&](std::error_code ec, pgpipe::result r) {
+    const int v = ec ? -1 : r.value<int>();
+    client.reset();  // from the client's own loop thread
+    p.set_value(v);
+  });
+  EXPECT_EQ(p.get_future().get(), 5);
+  // The shutdown finishes on another thread: the connection closes and every
+  // thread the client started goes away.
+  EXPECT_TRUE(pgpipe::test::wait_until([&] { return pg.backend_pids("async_selfdestroy").empty(); }));
+  EXPECT_TRUE(pgpipe::test::wait_until([&] { return threads_of_this_process() == before; }));
+}

@@ -174,3 +174,28 @@ TEST(async_lease, released_lease_rejects_new_queries_with_closed) {
   auto [ec, r] = q(l, "select 1");
   EXPECT_EQ(ec, pgpipe::errc::closed);
 }
+
+TEST(async_lease, waiting_acquire_can_be_cancelled_and_times_out_with_pool_timeout) {
+  auto params = params_for(1, "async_lease_wait");
+  params.acquire_timeout = 300ms;
+  pgpipe::async_client client(params);
+  auto held = acquire(client);
+  // Times out: the only connection is held.
+  auto [ec, l] = client.async_acquire(asio::use_future).get();
+  EXPECT_EQ(ec, pgpipe::errc::pool_timeout);
+  EXPECT_FALSE(l.valid());
+  // Cancelled while waiting.
+  asio::cancellation_signal sig;
+  std::promise<std::error_code> p;
+  client.async_acquire(asio::bind_cancellation_slot(sig.slot(), [&](std::error_code e, pgpipe::lease got) {
+    EXPECT_FALSE(got.valid());
+    p.set_value(e);
+  }));
+  asio::post(client.get_executor(), [&] { sig.emit(asio::cancellation_type::terminal); });
+  EXPECT_EQ(p.get_future().get(), pgpipe::errc::cancelled);
+  // Neither left anything behind: once released, the connection is handed out again.
+  held.release();
+  auto again = acquire(client);
+  auto [qec, r] = q(again, "select 1");
+  EXPECT_FALSE(qec);
+}
