@@ -55,10 +55,16 @@ int child_main(const options& o) {
     d->start(m);
     // Draining 10,000 queued calls can take a while on a slow server; past
     // this the run is reported as not drained rather than waited for forever.
-    const auto left = m.run_timeline(o.result_fd, std::chrono::seconds(60));
+    // connect_timeout (10 s) and acquire_timeout (30 s) end a hopeless wait
+    // with errors well before 60 s.
+    const auto left = m.run_timeline(o.result_fd, [&] { return d->pool_open(); }, std::chrono::seconds(60),
+                                     std::chrono::seconds(30), std::chrono::seconds(60));
     m.fill(r);
     if (left > 0) {
       r.failure = std::to_string(left) + " queries still in flight 60 s after the window closed";
+    }
+    if (m.pool_not_open()) {
+      r.failure += std::string(r.failure.empty() ? "" : "; ") + "the pool was not fully open 30 s after the first result";
     }
     // Memory "at the end" is that of the loaded pool, before it closes.
     if (auto s = read_status(getpid())) {

@@ -30,6 +30,9 @@ class driver {
   /// Called once the measurement drained (or gave up): close the pool and
   /// join every thread the driver started.
   virtual void close() = 0;
+  /// True once the pool has all its connections open (from its stats()):
+  /// the warm-up starts then. Thread-safe.
+  virtual bool pool_open() const = 0;
 };
 
 /// The in-process drivers compiled into this binary (pgbench runs in the

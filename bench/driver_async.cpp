@@ -29,6 +29,11 @@ class async_driver final : public driver {
     for (std::size_t i = 0; i < clients_.size(); ++i) issue(i);
   }
 
+  bool pool_open() const override {
+    const auto s = client_->stats();
+    return s.idle + s.busy + s.checking >= p_.pool;
+  }
+
   void close() override {
     // The destructor closes the pool, waits for work in flight and joins the loops.
     client_.reset();

@@ -58,6 +58,11 @@ class blocking_driver final : public driver {
     for (std::size_t i = 0; i < clients_.size(); ++i) issue(i);
   }
 
+  bool pool_open() const override {
+    const auto s = pool_->stats();
+    return s.idle + s.busy + s.checking >= p_.pool;
+  }
+
   void close() override {
     if (workers_) workers_->stop();
     workers_.reset();  // joins the workers

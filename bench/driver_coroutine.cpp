@@ -38,6 +38,11 @@ class coroutine_driver final : public driver {
     for (std::size_t t = 0; t < loops; ++t) threads_.emplace_back([this] { io_.run(); });
   }
 
+  bool pool_open() const override {
+    const auto s = client_->stats();
+    return s.idle + s.busy + s.checking >= p_.pool;
+  }
+
   void close() override {
     if (client_) {
       // Destroying the client waits for its connections to close, which needs

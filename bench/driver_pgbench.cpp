@@ -58,8 +58,11 @@ pgbench_command prepare_pgbench(const std::string& pgbench, const std::string& d
     if (!out) throw std::runtime_error("cannot write the pgbench script in " + dir);
   }
   c.log_prefix = dir + "/" + run_tag + "_log";
-  // pgbench's -T is whole seconds; the window is cut from its log anyway.
-  const auto total = static_cast<long>(std::ceil(warmup_s + duration_s)) + 1;
+  // pgbench's -T clock includes connecting, which takes seconds for 200
+  // clients. So -T is only a bound: the parent ends the run with SIGALRM
+  // (pgbench's own -T signal: it finishes cleanly and writes its logs) once
+  // the window has passed, and the window is cut from the log.
+  const auto total = static_cast<long>(std::ceil(warmup_s + duration_s)) + 120;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const std::size_t jobs = std::min<std::size_t>(pool, cores);
   c.argv = {pgbench, "-n", "-M", "prepared", "-c", std::to_string(pool), "-j", std::to_string(jobs),
@@ -86,19 +89,19 @@ pgbench_command prepare_pgbench(const std::string& pgbench, const std::string& d
 void read_pgbench_logs(const pgbench_command& cmd, pid_t pid, std::int64_t spawned_us, double warmup_s,
                        double duration_s, run_result& r) {
   namespace fs = std::filesystem;
+  struct entry {
+    std::int64_t at;       // completion, µs since the epoch
+    std::int64_t latency;  // µs, -1 for a failed transaction
+  };
+  std::vector<entry> all;
   const fs::path prefix(cmd.log_prefix);
   const std::string stem = prefix.filename().string() + "." + std::to_string(pid);
-  const std::int64_t begin = spawned_us + static_cast<std::int64_t>(warmup_s * 1e6);
-  const std::int64_t end = begin + static_cast<std::int64_t>(duration_s * 1e6);
-  latency_histogram h;
-  std::int64_t first = -1;
-  std::uint64_t failed = 0;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(prefix.parent_path(), ec)) {
-    const std::string name = entry.path().filename().string();
+  for (const auto& file : fs::directory_iterator(prefix.parent_path(), ec)) {
+    const std::string name = file.path().filename().string();
     // pgbench_log.<pid> for the main thread, pgbench_log.<pid>.<n> for others.
     if (name != stem && name.rfind(stem + ".", 0) != 0) continue;
-    std::ifstream in(entry.path());
+    std::ifstream in(file.path());
     std::string line;
     while (std::getline(in, line)) {
       // client_id transaction_no time script_no time_epoch time_us
@@ -106,20 +109,36 @@ void read_pgbench_logs(const pgbench_command& cmd, pid_t pid, std::int64_t spawn
       std::string client, txn, time, script;
       std::int64_t sec = 0, usec = 0;
       if (!(f >> client >> txn >> time >> script >> sec >> usec)) continue;
-      const std::int64_t at = sec * 1'000'000 + usec;
       const bool ok = !time.empty() && std::isdigit(static_cast<unsigned char>(time[0]));
-      if (ok && (first < 0 || at < first)) first = at;
-      if (at < begin || at >= end) continue;
-      if (ok) {
-        h.record(std::stoull(time));
-      } else {
-        ++failed;  // "failed", "serialization", "deadlock", "skipped"
-      }
+      // "failed", "serialization", "deadlock" or "skipped" instead of a time.
+      all.push_back({sec * 1'000'000 + usec, ok ? std::stoll(time) : -1});
     }
     in.close();
-    fs::remove(entry.path(), ec);
+    fs::remove(file.path(), ec);
   }
   r.duration_s = duration_s;
+  r.startup_ms = -1;
+  if (all.empty()) return;
+  std::int64_t first = all.front().at, last = all.front().at;
+  for (const auto& e : all) {
+    first = std::min(first, e.at);
+    last = std::max(last, e.at);
+    if (e.latency >= 0 && (r.startup_ms < 0 || e.at - spawned_us < r.startup_ms * 1000)) {
+      r.startup_ms = static_cast<double>(e.at - spawned_us) / 1000.0;
+    }
+  }
+  const std::int64_t begin = first + static_cast<std::int64_t>(warmup_s * 1e6);
+  const std::int64_t end = begin + static_cast<std::int64_t>(duration_s * 1e6);
+  latency_histogram h;
+  std::uint64_t failed = 0;
+  for (const auto& e : all) {
+    if (e.at < begin || e.at >= end) continue;
+    if (e.latency >= 0) {
+      h.record(static_cast<std::uint64_t>(e.latency));
+    } else {
+      ++failed;
+    }
+  }
   r.queries = h.count();
   r.qps = static_cast<double>(r.queries) / duration_s;
   r.p50_ms = static_cast<double>(h.percentile(0.50)) / 1000.0;
@@ -130,7 +149,11 @@ void read_pgbench_logs(const pgbench_command& cmd, pid_t pid, std::int64_t spawn
     r.errors += failed;
     r.errors_by_kind["pgbench_failed"] += failed;
   }
-  r.startup_ms = first < 0 ? -1 : static_cast<double>(first - spawned_us) / 1000.0;
+  // A run cut short (pgbench's clients all failed, or -T passed) leaves the
+  // window partly empty: q/s would understate, so say so.
+  if (last < end - 200'000) {
+    r.failure = "pgbench stopped " + std::to_string((end - last) / 1000) + " ms before the window ended";
+  }
 }
 
 std::optional<double> parse_pgbench_progress(const std::string& line) {

@@ -35,7 +35,9 @@ pgbench_command prepare_pgbench(const std::string& pgbench, const std::string& d
 /// Reads the per-transaction logs of the pgbench process `pid` and fills
 /// queries, qps, latency, errors and startup_ms of `r`. Times are
 /// microseconds since the epoch: `spawned_us` when pgbench was started; the
-/// window is [spawned_us + warmup, + duration). Removes the log files.
+/// window is [first completion + warmup, + duration), as for the other
+/// drivers. Notes in r.failure when pgbench ended before the window did.
+/// Removes the log files.
 void read_pgbench_logs(const pgbench_command& cmd, pid_t pid, std::int64_t spawned_us, double warmup_s,
                        double duration_s, run_result& r);
 

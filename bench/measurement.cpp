@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -21,8 +23,6 @@ measurement::measurement(double warmup_s, double duration_s)
 
 void measurement::start() {
   t0_ = bench_clock::now();
-  window_begin_ = t0_ + warmup_;
-  window_end_ = window_begin_ + duration_;
 }
 
 bool measurement::begin_query() noexcept {
@@ -31,8 +31,15 @@ bool measurement::begin_query() noexcept {
   return true;
 }
 
+void measurement::note_completion(bench_clock::time_point t) noexcept {
+  if (first_completion_ns_.load(std::memory_order_relaxed) >= 0) return;
+  std::int64_t expected = -1;
+  first_completion_ns_.compare_exchange_strong(expected, (t - t0_).count(), std::memory_order_relaxed);
+}
+
 void measurement::end_query(bench_clock::time_point started, const std::error_code& ec) noexcept {
   const auto t = bench_clock::now();
+  note_completion(t);
   if (ec) {
     if (in_window(t)) count_error(kind_of(ec));
   } else {
@@ -53,6 +60,7 @@ void measurement::end_query(bench_clock::time_point started, const std::error_co
 
 void measurement::end_query_failed(bench_clock::time_point, const std::string& kind) noexcept {
   const auto t = bench_clock::now();
+  note_completion(t);
   if (in_window(t)) count_error(kind);
   completed_.fetch_add(1, std::memory_order_relaxed);
   if (in_flight_.fetch_sub(1, std::memory_order_acq_rel) == 1 && stopping()) {
@@ -84,22 +92,45 @@ std::string measurement::kind_of(const std::error_code& ec) {
   return std::string(ec.category().name()) + "_" + std::to_string(ec.value());
 }
 
-std::int64_t measurement::run_timeline(int progress_fd, std::chrono::milliseconds drain_timeout) {
-  // Sleeping here is the measurement interval itself, not a wait for a
-  // condition: the clients run on other threads meanwhile.
-  auto next = t0_ + std::chrono::seconds(1);
-  while (next < window_end_) {
-    std::this_thread::sleep_until(next);
-    char line[96];
-    const int n = std::snprintf(line, sizeof line, "P %lld %llu\n",
-                                static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(next - t0_).count()),
-                                static_cast<unsigned long long>(completed_.load(std::memory_order_relaxed)));
-    if (progress_fd >= 0 && n > 0) {
-      [[maybe_unused]] auto w = ::write(progress_fd, line, static_cast<std::size_t>(n));
+std::int64_t measurement::run_timeline(int progress_fd, const std::function<bool()>& pool_open,
+                                       std::chrono::milliseconds first_timeout, std::chrono::milliseconds open_timeout,
+                                       std::chrono::milliseconds drain_timeout) {
+  // Sleeping here paces the measurement itself (and polls the pool's state,
+  // which has no event to wait on): the clients run on other threads.
+  using namespace std::chrono_literals;
+  auto next_progress = t0_ + 1s;
+  std::optional<bench_clock::time_point> begin, end;
+  for (;;) {
+    const auto now = bench_clock::now();
+    if (!begin) {
+      const auto first = first_completion_ns_.load(std::memory_order_relaxed);
+      if (first < 0 && now - t0_ > first_timeout) break;  // nothing ever completed
+      if (first >= 0) {
+        const bool open = pool_open();
+        if (open || now - (t0_ + std::chrono::nanoseconds(first)) > open_timeout) {
+          pool_not_open_ = !open;
+          begin = now + warmup_;
+          end = *begin + duration_;
+          window_begin_ns_.store((*begin - t0_).count(), std::memory_order_release);
+        }
+      }
     }
-    next += std::chrono::seconds(1);
+    if (end && now >= *end) break;
+    auto wake = std::min(next_progress, now + 100ms);
+    if (end) wake = std::min(wake, *end);
+    std::this_thread::sleep_until(wake);
+    if (bench_clock::now() >= next_progress) {
+      const int phase = !begin ? 0 : bench_clock::now() < *begin ? 1 : 2;
+      char line[96];
+      const int n = std::snprintf(line, sizeof line, "P %lld %llu %d\n",
+                                  static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(next_progress - t0_).count()),
+                                  static_cast<unsigned long long>(completed_.load(std::memory_order_relaxed)), phase);
+      if (progress_fd >= 0 && n > 0) {
+        [[maybe_unused]] auto w = ::write(progress_fd, line, static_cast<std::size_t>(n));
+      }
+      next_progress += 1s;
+    }
   }
-  std::this_thread::sleep_until(window_end_);
   stopping_.store(true);
   std::unique_lock lock(mutex_);
   drained_.wait_for(lock, drain_timeout, [&] { return in_flight_.load() <= 0; });

@@ -3,10 +3,17 @@
 // drives the timeline (warm-up, measured window, stop, drain).
 //
 // Timeline, from the moment the driver starts creating its pool (t0):
-//   [t0, t0 + warmup)                 warm-up: completions count for progress only
-//   [t0 + warmup, + duration)         the window: queries, latency, errors
+//   [t0, ready)             connecting: until something completed (success
+//                           or error; startup_ms ends at the first success)
+//                           and the pool has every connection open
+//   [ready, ready + warmup) warm-up: completions count for progress only
+//   [.., + duration)        the window: queries, latency, errors
 //   then stopping() turns true: clients issue nothing new; wait for in-flight
 //   work to drain, then the driver closes its pool.
+// Starting the warm-up once the pool is open keeps a slow start (200 SCRAM
+// handshakes; pgbench connects every client before its first query) out of
+// the window, the same way for every driver: the window measures the steady
+// state, startup_ms the start.
 #pragma once
 
 #include "latency.hpp"
@@ -16,6 +23,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -43,11 +51,18 @@ class measurement {
 
   bool stopping() const noexcept { return stopping_.load(std::memory_order_relaxed); }
 
-  /// Main thread: sleeps through warm-up and window, writing a progress line
-  /// "P <elapsed_ms> <completed>" to `progress_fd` every second, then sets
-  /// stopping() and waits (up to `drain_timeout`) for in-flight work to end.
+  /// Main thread: waits for the start (a completion and pool_open()), then
+  /// sleeps through warm-up and window, writing "P <elapsed_ms> <completed>
+  /// <phase>" (0 connecting, 1 warm-up, 2 measuring) to `progress_fd` every
+  /// second; then sets stopping() and waits (up to `drain_timeout`) for
+  /// in-flight work to end. Gives up (window empty) when nothing completes
+  /// within `first_timeout`; starts anyway when the pool is still not fully
+  /// open `open_timeout` after the first completion (pool_not_open() says so).
   /// Returns the number of queries still in flight (0 when drained).
-  std::int64_t run_timeline(int progress_fd, std::chrono::milliseconds drain_timeout);
+  std::int64_t run_timeline(int progress_fd, const std::function<bool()>& pool_open,
+                            std::chrono::milliseconds first_timeout, std::chrono::milliseconds open_timeout,
+                            std::chrono::milliseconds drain_timeout);
+  bool pool_not_open() const noexcept { return pool_not_open_; }
 
   /// Fills queries, qps, percentiles, errors, startup_ms, duration_s.
   void fill(run_result& r) const;
@@ -58,11 +73,21 @@ class measurement {
 
  private:
   void count_error(const std::string& kind) noexcept;
-  bool in_window(bench_clock::time_point t) const noexcept { return t >= window_begin_ && t < window_end_; }
+  /// Records the first completion (any thread, once).
+  void note_completion(bench_clock::time_point t) noexcept;
+  bool in_window(bench_clock::time_point t) const noexcept {
+    const auto begin = window_begin_ns_.load(std::memory_order_acquire);
+    if (begin < 0) return false;
+    const auto at = (t - t0_).count();
+    return at >= begin && at < begin + duration_.count();
+  }
 
   std::chrono::nanoseconds warmup_;
   std::chrono::nanoseconds duration_;
-  bench_clock::time_point t0_, window_begin_, window_end_;
+  bench_clock::time_point t0_;
+  std::atomic<std::int64_t> first_completion_ns_{-1};  // since t0
+  std::atomic<std::int64_t> window_begin_ns_{-1};      // since t0; -1 until started
+  bool pool_not_open_ = false;
   latency_histogram latency_;
   std::atomic<std::uint64_t> completed_{0};         // whole life, for progress
   std::atomic<std::int64_t> first_result_ns_{-1};  // since t0

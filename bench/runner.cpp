@@ -182,7 +182,8 @@ run_result run_one(run_context& ctx, const std::string& driver, std::size_t pool
   const auto deadline = started + std::chrono::milliseconds(static_cast<long>((o.warmup_s + o.duration_s) * 1000)) +
                         std::chrono::seconds(150);
   auto next_sample = started;
-  std::optional<steady::time_point> term_sent, reaped_at;
+  std::optional<steady::time_point> term_sent, reaped_at, alarm_at, first_tx;
+  bool alarm_sent = false;
   bool reaped = false, got_result = false, timed_out = false;
   int status = 0;
   rusage usage{};
@@ -194,10 +195,11 @@ run_result run_one(run_context& ctx, const std::string& driver, std::size_t pool
   unsigned long long last_count = 0;
   run_result reported;
 
-  auto progress = [&](double elapsed_s, double qps) {
-    const bool warm = elapsed_s < o.warmup_s;
+  // phase: 0 connecting, 1 warm-up, 2 measuring.
+  auto progress = [&](double elapsed_s, double qps, int phase) {
+    static const char* names[] = {" (connecting)", " (warm-up)", ""};
     std::ostringstream line;
-    line << label << "  " << static_cast<int>(elapsed_s) << " s" << (warm ? " (warm-up)" : "") << "  "
+    line << label << "  " << static_cast<int>(elapsed_s) << " s" << names[std::clamp(phase, 0, 2)] << "  "
          << with_commas(qps) << " q/s  threads " << threads_max << "  server conns " << conns_last;
     std::cerr << (tty ? "\r\033[K" : "") << line.str() << (tty ? "" : "\n") << std::flush;
   };
@@ -232,6 +234,10 @@ run_result run_one(run_context& ctx, const std::string& driver, std::size_t pool
       term_sent = now;
     }
     if (!reaped && term_sent && now - *term_sent > std::chrono::seconds(3)) kill(pid, SIGKILL);
+    if (!reaped && alarm_at && !alarm_sent && now >= *alarm_at) {
+      kill(pid, SIGALRM);  // pgbench's -T timer: it stops cleanly and flushes its logs
+      alarm_sent = true;
+    }
 
     pollfd fds[2];
     nfds_t n = 0;
@@ -258,7 +264,16 @@ run_result run_one(run_context& ctx, const std::string& driver, std::size_t pool
         if (is_pgbench) {
           if (is_err) {
             if (auto tps = parse_pgbench_progress(line)) {
-              progress(std::chrono::duration<double>(steady::now() - started).count(), *tps);
+              // pgbench connects every client before its first transaction.
+              // The first line with transactions bounds its first completion
+              // from above: warm-up and window end before this + both.
+              if (*tps > 0 && !first_tx) {
+                first_tx = steady::now();
+                alarm_at = *first_tx + std::chrono::milliseconds(static_cast<long>((o.warmup_s + o.duration_s) * 1000) + 300);
+              }
+              const double since = first_tx ? std::chrono::duration<double>(steady::now() - *first_tx).count() : 0;
+              progress(std::chrono::duration<double>(steady::now() - started).count(), *tps,
+                       !first_tx ? 0 : since < o.warmup_s ? 1 : 2);
             } else {
               pgbench_stderr += line + "\n";
             }
@@ -268,9 +283,10 @@ run_result run_one(run_context& ctx, const std::string& driver, std::size_t pool
         } else if (line.rfind("P ", 0) == 0) {
           long long ms = 0;
           unsigned long long count = 0;
-          if (std::sscanf(line.c_str(), "P %lld %llu", &ms, &count) == 2 && ms > last_ms) {
+          int phase = 2;
+          if (std::sscanf(line.c_str(), "P %lld %llu %d", &ms, &count, &phase) >= 2 && ms > last_ms) {
             progress(static_cast<double>(ms) / 1000.0,
-                     static_cast<double>(count - last_count) * 1000.0 / static_cast<double>(ms - last_ms));
+                     static_cast<double>(count - last_count) * 1000.0 / static_cast<double>(ms - last_ms), phase);
             last_ms = ms;
             last_count = count;
           }
