@@ -23,6 +23,8 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <string>
+#include <string_view>
 
 namespace pqxx {
 class connection_base;
@@ -99,6 +101,13 @@ class blocking_lease {
   /// discards it on release. Used by the error translation when libpqxx
   /// reports a lost connection.
   void mark_broken() noexcept { broken_ = true; }
+
+  /// The name of a prepared statement for `sql` on this connection, declared
+  /// with pqxx::connection_base::prepare() the first time this connection
+  /// sees `sql` (libpqxx then prepares it on the server at its first use, in
+  /// the same call). Use with exec_prepared(). The names are the pool's own
+  /// ("pgpipe_s1", ...): do not unprepare them. Precondition: valid lease.
+  const std::string& statement_for(std::string_view sql);
 
  private:
   friend class blocking_pool;

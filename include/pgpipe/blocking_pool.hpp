@@ -77,9 +77,13 @@ class blocking_pool {
   /// The same with an explicit timeout instead of acquire_timeout.
   blocking_lease acquire(std::chrono::milliseconds timeout);
 
-  /// Runs one statement in autocommit mode (pqxx::nontransaction::exec_params)
-  /// on a borrowed connection and returns its rows. `args` are passed as
+  /// Runs one statement in autocommit mode (pqxx::nontransaction) on a
+  /// borrowed connection and returns its rows. `args` are passed as
   /// parameters $1, $2... converted by libpqxx (std::optional for NULL).
+  /// With pool_params::prepared_statements (the default) the statement is
+  /// prepared once per connection, on first use, and reused by SQL text, as
+  /// the async driver does; without it (PgBouncer in transaction mode) each
+  /// call sends it unnamed (exec_params).
   /// Thread-safe; blocks. Throws what acquire() throws, or pgpipe::error with
   /// the statement's SQLSTATE and the server's diagnostics, or
   /// errc::connection_lost when the connection died during the statement (it
@@ -112,6 +116,7 @@ class blocking_pool {
 
  private:
   std::shared_ptr<detail::blocking_pool_impl> impl_;
+  bool prepared_statements_ = true;  // params().prepared_statements, read without a call
 };
 
 namespace detail {
@@ -154,6 +159,11 @@ pqxx::result blocking_pool::exec(std::string_view sql, Args&&... args) {
   detail::check_text_params(args...);
   blocking_lease lease = acquire();
   try {
+    if (prepared_statements_) {
+      const std::string& name = lease.statement_for(sql);
+      pqxx::nontransaction tx{*lease};
+      return tx.exec_prepared(name, std::forward<Args>(args)...);
+    }
     pqxx::nontransaction tx{*lease};
     return tx.exec_params(std::string{sql}, std::forward<Args>(args)...);
   } catch (...) {

@@ -494,6 +494,8 @@ void blocking_lease::release() noexcept {
   pool->give_back(slot_, conn, broken);
 }
 
+const std::string& blocking_lease::statement_for(std::string_view sql) { return conn_->statement_for(sql); }
+
 void blocking_lease::discard() noexcept {
   if (conn_ == nullptr) return;
   broken_ = true;
@@ -514,7 +516,8 @@ void blocking_lease::note_error(const std::error_code& ec) noexcept {
 // ---- blocking_pool --------------------------------------------------------
 
 blocking_pool::blocking_pool(pool_params params)
-    : impl_(std::make_shared<detail::blocking_pool_impl>(std::move(params))) {
+    : impl_(std::make_shared<detail::blocking_pool_impl>(std::move(params))),
+      prepared_statements_(impl_->params.prepared_statements) {
   impl_->start();
 }
 

@@ -19,6 +19,8 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 
 namespace pgpipe::detail {
 
@@ -81,7 +83,12 @@ class pooled_connection final : public pqxx::connection_base {
   /// A trivial query ("SELECT 1"); false on any failure.
   bool health_check() noexcept;
 
+  /// See blocking_lease::statement_for.
+  const std::string& statement_for(std::string_view sql);
+
  private:
+  // SQL text -> statement name, for this connection (statements die with it).
+  std::unordered_map<std::string, std::string> statements_;
   recording_policy policy_;
 };
 

@@ -387,4 +387,32 @@ TEST(blocking_pool, stats_count_work_and_the_pools_own_threads) {
   EXPECT_NE(pgpipe::to_prometheus(s).find("pgpipe"), std::string::npos);
 }
 
+TEST(blocking_pool, exec_prepares_each_statement_once_per_connection_unless_turned_off) {
+  const std::string count_sql = "select count(*) from pg_prepared_statements";
+  {
+    blocking_pool pool{params_for(shared_cluster().conninfo(), 1)};
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(pool.exec("select $1::int * 3", i)[0][0].as<int>(), 3 * i);
+    // One statement for the three calls, plus the counting statement itself.
+    EXPECT_EQ(pool.exec(count_sql)[0][0].as<int>(), 2);
+    EXPECT_EQ(pool.exec(count_sql)[0][0].as<int>(), 2);
+  }
+  {
+    auto p = params_for(shared_cluster().conninfo(), 1);
+    p.prepared_statements = false;  // PgBouncer in transaction mode
+    blocking_pool pool{p};
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(pool.exec("select $1::int * 3", i)[0][0].as<int>(), 3 * i);
+    EXPECT_EQ(pool.exec(count_sql)[0][0].as<int>(), 0);
+  }
+}
+
+TEST(blocking_pool, a_statement_that_fails_to_prepare_reports_its_error_every_time) {
+  blocking_pool pool{params_for(shared_cluster().conninfo(), 1)};
+  for (int i = 0; i < 2; ++i) {
+    const auto ec = code_of([&] { pool.exec("selec $1::int", i); });
+    EXPECT_EQ(pgpipe::sqlstate_of(ec), "42601");
+  }
+  EXPECT_EQ(pool.exec("select 1")[0][0].as<int>(), 1);
+  EXPECT_EQ(pool.stats().connects, 1u);
+}
+
 }  // namespace
