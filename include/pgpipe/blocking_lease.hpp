@@ -20,6 +20,7 @@
 
 #include <pgpipe/error.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -106,8 +107,13 @@ class blocking_lease {
   /// with pqxx::connection_base::prepare() the first time this connection
   /// sees `sql` (libpqxx then prepares it on the server at its first use, in
   /// the same call). Use with exec_prepared(). The names are the pool's own
-  /// ("pgpipe_s1", ...): do not unprepare them. Precondition: valid lease.
-  const std::string& statement_for(std::string_view sql);
+  /// ("pgpipe_s1", ...): do not unprepare them. Null once the connection
+  /// holds max_prepared_per_connection statements (the async driver's bound):
+  /// run other SQL texts unnamed (exec_params), so an application that builds
+  /// SQL strings cannot grow server memory without bound.
+  /// Precondition: valid lease.
+  const std::string* statement_for(std::string_view sql);
+  static constexpr std::size_t max_prepared_per_connection = 1000;
 
  private:
   friend class blocking_pool;

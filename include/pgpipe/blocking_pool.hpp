@@ -82,8 +82,9 @@ class blocking_pool {
   /// parameters $1, $2... converted by libpqxx (std::optional for NULL).
   /// With pool_params::prepared_statements (the default) the statement is
   /// prepared once per connection, on first use, and reused by SQL text, as
-  /// the async driver does; without it (PgBouncer in transaction mode) each
-  /// call sends it unnamed (exec_params).
+  /// the async driver does (up to 1000 texts per connection, then unnamed);
+  /// without it (PgBouncer in transaction mode) each call sends it unnamed
+  /// (exec_params).
   /// Thread-safe; blocks. Throws what acquire() throws, or pgpipe::error with
   /// the statement's SQLSTATE and the server's diagnostics, or
   /// errc::connection_lost when the connection died during the statement (it
@@ -159,10 +160,9 @@ pqxx::result blocking_pool::exec(std::string_view sql, Args&&... args) {
   detail::check_text_params(args...);
   blocking_lease lease = acquire();
   try {
-    if (prepared_statements_) {
-      const std::string& name = lease.statement_for(sql);
+    if (const std::string* name = prepared_statements_ ? lease.statement_for(sql) : nullptr) {
       pqxx::nontransaction tx{*lease};
-      return tx.exec_prepared(name, std::forward<Args>(args)...);
+      return tx.exec_prepared(*name, std::forward<Args>(args)...);
     }
     pqxx::nontransaction tx{*lease};
     return tx.exec_params(std::string{sql}, std::forward<Args>(args)...);

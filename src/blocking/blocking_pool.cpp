@@ -494,7 +494,9 @@ void blocking_lease::release() noexcept {
   pool->give_back(slot_, conn, broken);
 }
 
-const std::string& blocking_lease::statement_for(std::string_view sql) { return conn_->statement_for(sql); }
+const std::string* blocking_lease::statement_for(std::string_view sql) {
+  return conn_->statement_for(sql, max_prepared_per_connection);
+}
 
 void blocking_lease::discard() noexcept {
   if (conn_ == nullptr) return;

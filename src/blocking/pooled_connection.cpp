@@ -266,12 +266,14 @@ bool pooled_connection::reset_for_reuse() noexcept {
   return is_open() && PQtransactionStatus(c) == PQTRANS_IDLE;
 }
 
-const std::string& pooled_connection::statement_for(std::string_view sql) {
-  auto it = statements_.find(std::string(sql));
-  if (it != statements_.end()) return it->second;
+const std::string* pooled_connection::statement_for(std::string_view sql, std::size_t max_statements) {
+  std::string key(sql);
+  auto it = statements_.find(key);
+  if (it != statements_.end()) return &it->second;
+  if (statements_.size() >= max_statements) return nullptr;
   std::string name = "pgpipe_s" + std::to_string(statements_.size() + 1);
-  prepare(name, std::string(sql));  // declared only: libpqxx prepares on first use
-  return statements_.emplace(std::string(sql), std::move(name)).first->second;
+  prepare(name, key);  // declared only: libpqxx prepares on first use
+  return &statements_.emplace(std::move(key), std::move(name)).first->second;
 }
 
 bool pooled_connection::health_check() noexcept {

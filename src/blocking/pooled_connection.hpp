@@ -84,7 +84,7 @@ class pooled_connection final : public pqxx::connection_base {
   bool health_check() noexcept;
 
   /// See blocking_lease::statement_for.
-  const std::string& statement_for(std::string_view sql);
+  const std::string* statement_for(std::string_view sql, std::size_t max_statements);
 
  private:
   // SQL text -> statement name, for this connection (statements die with it).

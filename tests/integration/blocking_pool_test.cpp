@@ -405,6 +405,16 @@ TEST(blocking_pool, exec_prepares_each_statement_once_per_connection_unless_turn
   }
 }
 
+TEST(blocking_pool, generated_sql_texts_stop_being_prepared_at_the_per_connection_bound) {
+  blocking_pool pool{params_for(shared_cluster().conninfo(), 1)};
+  const auto bound = pgpipe::blocking_lease::max_prepared_per_connection;
+  for (std::size_t i = 0; i <= bound; ++i) {
+    ASSERT_EQ(pool.exec("select " + std::to_string(i))[0][0].as<std::size_t>(), i);
+  }
+  // The 1001st text and this one ran unnamed.
+  EXPECT_EQ(pool.exec("select count(*) from pg_prepared_statements")[0][0].as<std::size_t>(), bound);
+}
+
 TEST(blocking_pool, a_statement_that_fails_to_prepare_reports_its_error_every_time) {
   blocking_pool pool{params_for(shared_cluster().conninfo(), 1)};
   for (int i = 0; i < 2; ++i) {
