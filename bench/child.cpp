@@ -8,7 +8,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <iostream>
 
 namespace pgpipe::bench {
@@ -57,8 +59,12 @@ int child_main(const options& o) {
     // this the run is reported as not drained rather than waited for forever.
     // connect_timeout (10 s) and acquire_timeout (30 s) end a hopeless wait
     // with errors well before 60 s.
-    const auto left = m.run_timeline(o.result_fd, [&] { return d->pool_open(); }, std::chrono::seconds(60),
-                                     std::chrono::seconds(30), std::chrono::seconds(60));
+    // Memory and threads "at the end" are those of the loaded process, as the
+    // window closes and before clients stop and the pool closes.
+    std::optional<proc_status> at_end;
+    const auto left = m.run_timeline(
+        o.result_fd, [&] { return d->pool_open(); }, std::chrono::seconds(60), std::chrono::seconds(30),
+        std::chrono::seconds(60), [&] { at_end = read_status(getpid()); });
     m.fill(r);
     if (left > 0) {
       r.failure = std::to_string(left) + " queries still in flight 60 s after the window closed";
@@ -66,12 +72,13 @@ int child_main(const options& o) {
     if (m.pool_not_open()) {
       r.failure += std::string(r.failure.empty() ? "" : "; ") + "the pool was not fully open 30 s after the first result";
     }
-    // Memory "at the end" is that of the loaded pool, before it closes.
+    if (at_end) {
+      r.rss_end_mb = static_cast<double>(at_end->rss_kb) / 1024.0;
+      r.threads_end = at_end->threads;
+    }
     if (auto s = read_status(getpid())) {
-      r.rss_end_mb = static_cast<double>(s->rss_kb) / 1024.0;
       r.rss_peak_mb = static_cast<double>(s->hwm_kb) / 1024.0;
-      r.threads_max = s->threads;
-      r.threads_end = s->threads;
+      r.threads_max = std::max(s->threads, r.threads_end);
     }
     r.client_cpu_s = cpu_seconds_self();
     // Report before closing: a close that hangs must not lose the numbers

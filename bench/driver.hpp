@@ -45,5 +45,6 @@ std::unique_ptr<driver> make_driver(const std::string& name, const driver_params
 std::unique_ptr<driver> make_async_driver(const driver_params& p);
 std::unique_ptr<driver> make_coroutine_driver(const driver_params& p);
 std::unique_ptr<driver> make_blocking_driver(const driver_params& p);
+std::unique_ptr<driver> make_blocking_threads_driver(const driver_params& p);
 
 }  // namespace pgpipe::bench

@@ -13,6 +13,7 @@ std::vector<std::string> in_process_drivers() {
 #endif
 #ifdef PGPIPE_BENCH_HAVE_BLOCKING
   out.push_back("blocking");
+  out.push_back("blocking-threads");
 #endif
   return out;
 }
@@ -24,6 +25,7 @@ std::unique_ptr<driver> make_driver(const std::string& name, [[maybe_unused]] co
 #endif
 #ifdef PGPIPE_BENCH_HAVE_BLOCKING
   if (name == "blocking") return make_blocking_driver(p);
+  if (name == "blocking-threads") return make_blocking_threads_driver(p);
 #endif
   (void)name;
   return nullptr;

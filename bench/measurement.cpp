@@ -94,7 +94,8 @@ std::string measurement::kind_of(const std::error_code& ec) {
 
 std::int64_t measurement::run_timeline(int progress_fd, const std::function<bool()>& pool_open,
                                        std::chrono::milliseconds first_timeout, std::chrono::milliseconds open_timeout,
-                                       std::chrono::milliseconds drain_timeout) {
+                                       std::chrono::milliseconds drain_timeout,
+                                       const std::function<void()>& at_window_end) {
   // Sleeping here paces the measurement itself (and polls the pool's state,
   // which has no event to wait on): the clients run on other threads.
   using namespace std::chrono_literals;
@@ -131,6 +132,7 @@ std::int64_t measurement::run_timeline(int progress_fd, const std::function<bool
       next_progress += 1s;
     }
   }
+  at_window_end();
   stopping_.store(true);
   std::unique_lock lock(mutex_);
   drained_.wait_for(lock, drain_timeout, [&] { return in_flight_.load() <= 0; });

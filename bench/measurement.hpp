@@ -50,6 +50,8 @@ class measurement {
   void end_query_failed(bench_clock::time_point started, const std::string& kind) noexcept;
 
   bool stopping() const noexcept { return stopping_.load(std::memory_order_relaxed); }
+  /// Ends the run early (a driver that cannot start all its clients).
+  void stop_now() noexcept { stopping_.store(true); }
 
   /// Main thread: waits for the start (a completion and pool_open()), then
   /// sleeps through warm-up and window, writing "P <elapsed_ms> <completed>
@@ -59,9 +61,11 @@ class measurement {
   /// within `first_timeout`; starts anyway when the pool is still not fully
   /// open `open_timeout` after the first completion (pool_not_open() says so).
   /// Returns the number of queries still in flight (0 when drained).
+  /// `at_window_end` runs as the window closes, before clients stop (for
+  /// "end of run" snapshots of a still-loaded process).
   std::int64_t run_timeline(int progress_fd, const std::function<bool()>& pool_open,
                             std::chrono::milliseconds first_timeout, std::chrono::milliseconds open_timeout,
-                            std::chrono::milliseconds drain_timeout);
+                            std::chrono::milliseconds drain_timeout, const std::function<void()>& at_window_end);
   bool pool_not_open() const noexcept { return pool_not_open_; }
 
   /// Fills queries, qps, percentiles, errors, startup_ms, duration_s.

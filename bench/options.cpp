@@ -73,7 +73,7 @@ options parse_options(int argc, const char* const* argv) {
       for (const auto& d : o.drivers) {
         const auto& k = known_drivers();
         if (std::find(k.begin(), k.end(), d) == k.end()) {
-          throw std::invalid_argument("--drivers: unknown driver '" + d + "' (known: async, coroutine, blocking, pgbench)");
+          throw std::invalid_argument("--drivers: unknown driver '" + d + "' (known: async, coroutine, blocking, pgbench, blocking-threads)");
         }
       }
     } else if (flag == "--pools") {
@@ -150,6 +150,10 @@ Flags:
                                   with one thread per pool slot
                        pgbench    PostgreSQL's pgbench, -M prepared, one client
                                   per connection (no pipelining)
+                     opt-in:
+                       blocking-threads  one OS thread per logical client
+                                  calling blocking_pool directly (thread per
+                                  request): threads grow with --concurrency
   --pools LIST       pool sizes (connections), default 20,50,200
   --concurrency N    logical clients in a closed loop, default 500
                      (pgbench runs one client per connection: its concurrency is the pool)

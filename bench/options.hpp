@@ -10,13 +10,18 @@
 namespace pgpipe::bench {
 
 /// Drivers in the order they are listed by default.
-inline const std::vector<std::string>& known_drivers() {
+inline const std::vector<std::string>& default_drivers() {
   static const std::vector<std::string> all{"async", "coroutine", "blocking", "pgbench"};
+  return all;
+}
+/// Every driver --drivers accepts: the defaults and the opt-in ones.
+inline const std::vector<std::string>& known_drivers() {
+  static const std::vector<std::string> all{"async", "coroutine", "blocking", "pgbench", "blocking-threads"};
   return all;
 }
 
 struct options {
-  std::vector<std::string> drivers = known_drivers();
+  std::vector<std::string> drivers = default_drivers();
   std::vector<std::size_t> pools{20, 50, 200};
   std::size_t concurrency = 500;
   double duration_s = 10;
