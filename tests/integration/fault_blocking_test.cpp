@@ -15,6 +15,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -219,6 +220,52 @@ TEST(fault_blocking, sigkilled_backend_crash_restarts_the_server_and_every_query
   std::printf("[figure] backend_sigkill.blocking.max_server_connections=%d (max_size %d)\n", sampler.max_server(), n);
   std::printf("[figure] backend_sigkill.blocking.connect_errors=%llu\n",
               static_cast<unsigned long long>(pool.stats().errors.connect));
+}
+
+// The blocking driver has no client-side query timeout (blocking_pool.hpp:
+// a blocked thread cannot time itself out). What it does promise against a
+// hung server: the caller waits, nothing else is disturbed, and once the
+// backend resumes the caller gets the right answer, once.
+TEST(fault_blocking, hung_backend_blocks_only_its_caller_and_the_answer_arrives_when_it_resumes) {
+  auto& pg = pgpipe::test::shared_cluster();
+  const std::string app = "fault_b_hung";
+  auto params = params_for(with_options(pg.conninfo(), "application_name=" + app), 2);
+  params.min_size = 2;
+  blocking_pool pool{params};
+  ASSERT_TRUE(wait_until([&] { return pool.stats().idle == 2; }));
+  pid_t hung = 0;
+  std::future<int> stuck;
+  long long blocked_ms = 0;
+  {
+    auto lease = pool.acquire();
+    hung = std::stoi(pqxx::nontransaction{*lease}.exec("select pg_backend_pid()")[0][0].c_str());
+    pg.signal_backend(hung, SIGSTOP);
+    struct cont_guard {
+      const cluster& pg;
+      pid_t pid;
+      ~cont_guard() {
+        try {
+          pg.signal_backend(pid, SIGCONT);
+        } catch (...) {
+        }
+      }
+    } guard{pg, hung};
+    const auto t0 = steady::now();
+    stuck = std::async(std::launch::async, [l = std::move(lease)]() mutable {
+      return pqxx::nontransaction{*l}.exec("select 41 + 1")[0][0].as<int>();
+    });
+    EXPECT_EQ(stuck.wait_for(1s), std::future_status::timeout) << "the query on a stopped backend returned";
+    // The other connection serves meanwhile.
+    for (int i = 0; i < 20; ++i) {
+      auto r = pool.exec("select pg_backend_pid()");
+      EXPECT_NE(r[0][0].as<int>(), hung);
+    }
+    blocked_ms = ms_since(t0);
+  }  // SIGCONT
+  ASSERT_EQ(stuck.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(stuck.get(), 42);
+  EXPECT_EQ(pool.exec("select 1")[0][0].as<int>(), 1);
+  std::printf("[figure] hung_server.blocking.caller_blocked_while_stopped_ms>=%lld (no client-side timeout)\n", blocked_ms);
 }
 
 TEST(fault_blocking, server_restarted_under_an_idle_pool_every_next_query_succeeds_without_a_storm) {
