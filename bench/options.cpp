@@ -142,8 +142,8 @@ in its own child process. Results: a Markdown table on stdout (medians over
 rounds) with a verdict line per pool size; progress on stderr.
 
 Flags:
-  --drivers LIST     async,coroutine,blocking,pgbench (default: all; pgbench is
-                     skipped when not installed unless named here)
+  --drivers LIST     default async,coroutine,blocking,pgbench (pgbench is
+                     skipped when not installed, unless named here)
                        async      callbacks on the pipelined async_client
                        coroutine  one C++20 coroutine per logical client
                        blocking   blocking_pool, calls run on a blocking_executor
@@ -158,7 +158,8 @@ Flags:
   --concurrency N    logical clients in a closed loop, default 500
                      (pgbench runs one client per connection: its concurrency is the pool)
   --duration S       measured seconds per run, default 10
-  --warmup S         seconds before measuring (counted from pool creation), default 2
+  --warmup S         seconds of warm-up, counted from when the pool has every
+                     connection open and a first query completed, default 2
   --repeat N         rounds; drivers alternate order each round (A B, B A), default 1
   --loops N          event loops (threads) of the async driver, default: CPU count
   --conninfo STR     use this server (libpq key=value or URI); the table is

@@ -1,5 +1,5 @@
-// --svg: two panels, queries/s and peak client RSS against pool size, one
-// line per driver. Plain SVG text with explicit colours and sizes so it
+// --svg: queries/s, peak client RSS and threads against pool size, one
+// line per driver (threads on a log scale: 4 and 400 on one axis). Plain SVG text with explicit colours and sizes so it
 // renders the same in a browser, on GitHub and in rsvg-convert.
 #include "report.hpp"
 
@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <functional>
 #include <sstream>
+#include <vector>
 
 namespace pgpipe::bench {
 namespace {
@@ -66,9 +67,10 @@ std::string svg_chart(const report_input& in) {
   const double pmax = static_cast<double>(*std::max_element(pools.begin(), pools.end()));
   const bool log_x = pmax / pmin >= 4;
 
-  const int width = 1000, height = 470;
-  const int panel_w = 400, panel_h = 300, top = 90;
-  const int lefts[2] = {90, 590};
+  constexpr int panels_n = 3;
+  const int width = 1260, height = 480;
+  const int panel_w = 330, panel_h = 300, top = 110;
+  const int lefts[panels_n] = {85, 505, 925};
   std::ostringstream s;
   s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
     << "\" viewBox=\"0 0 " << width << " " << height << "\" font-family=\"DejaVu Sans, Arial, sans-serif\">\n";
@@ -82,13 +84,13 @@ std::string svg_chart(const report_input& in) {
 
   // Legend, centred under the subtitle.
   {
-    const int item_w = 120;
+    const int item_w = 150;
     int x = width / 2 - static_cast<int>(in.drivers.size()) * item_w / 2;
     for (std::size_t i = 0; i < in.drivers.size(); ++i, x += item_w) {
       const char* c = colour(in.drivers[i], i);
-      s << "<line x1=\"" << x << "\" y1=\"66\" x2=\"" << x + 28 << "\" y2=\"66\" stroke=\"" << c
-        << "\" stroke-width=\"3\"/><circle cx=\"" << x + 14 << "\" cy=\"66\" r=\"4\" fill=\"" << c << "\"/>"
-        << "<text x=\"" << x + 36 << "\" y=\"70\" font-size=\"13\">" << escape(in.drivers[i]) << "</text>\n";
+      s << "<line x1=\"" << x << "\" y1=\"68\" x2=\"" << x + 28 << "\" y2=\"68\" stroke=\"" << c
+        << "\" stroke-width=\"3\"/><circle cx=\"" << x + 14 << "\" cy=\"68\" r=\"4\" fill=\"" << c << "\"/>"
+        << "<text x=\"" << x + 36 << "\" y=\"72\" font-size=\"13\">" << escape(in.drivers[i]) << "</text>\n";
     }
   }
 
@@ -96,30 +98,45 @@ std::string svg_chart(const report_input& in) {
     const char* title;
     const char* y_label;
     std::function<double(const summary_row&)> value;
+    bool log_y;
   };
-  const panel panels[2] = {
-      {"Throughput", "queries/s", [](const summary_row& r) { return r.qps; }},
-      {"Client memory", "peak RSS (MB)", [](const summary_row& r) { return r.rss_peak_mb; }},
+  const panel panels[panels_n] = {
+      {"Throughput", "queries/s", [](const summary_row& r) { return r.qps; }, false},
+      {"Client memory", "peak RSS (MB)", [](const summary_row& r) { return r.rss_peak_mb; }, false},
+      {"Client threads", "threads, peak (log scale)",
+       [](const summary_row& r) { return std::max(1.0, r.threads_max); }, true},
   };
-  for (int p = 0; p < 2; ++p) {
+  for (int p = 0; p < panels_n; ++p) {
     const int left = lefts[p];
+    const bool log_y = panels[p].log_y;
     double ymax = 0;
     for (const auto& r : rows) {
       if (r.failed < r.rounds) ymax = std::max(ymax, panels[p].value(r));
     }
     const double step = nice_step(ymax * 1.05);
-    const double ytop = std::max(step, std::ceil(ymax * 1.05 / step) * step);
+    // Log axis: decades from 1 to the first power of ten above the data.
+    const double ytop = log_y ? std::pow(10, std::max(1.0, std::ceil(std::log10(std::max(ymax, 1.0)) + 0.05)))
+                              : std::max(step, std::ceil(ymax * 1.05 / step) * step);
     auto xpos = [&](double pool) {
       const double t = pmax == pmin ? 0.5
                        : log_x      ? (std::log(pool) - std::log(pmin)) / (std::log(pmax) - std::log(pmin))
                                     : (pool - pmin) / (pmax - pmin);
       return left + 20 + t * (panel_w - 40);
     };
-    auto ypos = [&](double v) { return top + panel_h - v / ytop * panel_h; };
+    auto ypos = [&](double v) {
+      const double t = log_y ? std::log10(std::max(v, 1.0)) / std::log10(ytop) : v / ytop;
+      return top + panel_h - t * panel_h;
+    };
 
     s << "<text x=\"" << left + panel_w / 2 << "\" y=\"" << top - 8
       << "\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"bold\">" << panels[p].title << "</text>\n";
-    for (double v = 0; v <= ytop + step / 2; v += step) {
+    std::vector<double> ticks;
+    if (log_y) {
+      for (double v = 1; v <= ytop * 1.001; v *= 10) ticks.push_back(v);
+    } else {
+      for (double v = 0; v <= ytop + step / 2; v += step) ticks.push_back(v);
+    }
+    for (double v : ticks) {
       const double y = ypos(v);
       s << "<line x1=\"" << left << "\" y1=\"" << f1(y) << "\" x2=\"" << left + panel_w << "\" y2=\"" << f1(y)
         << "\" stroke=\"#e0e0e0\"/><text x=\"" << left - 6 << "\" y=\"" << f1(y + 4)
@@ -136,7 +153,7 @@ std::string svg_chart(const report_input& in) {
     s << "<text x=\"" << left + panel_w / 2 << "\" y=\"" << top + panel_h + 40
       << "\" text-anchor=\"middle\" font-size=\"12\">pool size (connections" << (log_x ? ", log scale" : "")
       << ")</text>\n";
-    s << "<text transform=\"translate(" << left - 58 << "," << top + panel_h / 2
+    s << "<text transform=\"translate(" << left - 55 << "," << top + panel_h / 2
       << ") rotate(-90)\" text-anchor=\"middle\" font-size=\"12\">" << panels[p].y_label << "</text>\n";
 
     for (std::size_t i = 0; i < in.drivers.size(); ++i) {
