@@ -262,6 +262,17 @@ void client_impl::shutdown() {
   }
   for (auto& l : loops_)
     if (l->thread.joinable()) l->thread.join();
+  // A loop that ran out of work before another posted to it leaves those
+  // handlers queued (a late completion, a lease grant): run them here rather
+  // than drop them, so every operation still completes exactly once.
+  for (int round = 0; round < 100; ++round) {
+    std::size_t ran = 0;
+    for (auto& l : loops_) {
+      l->own->restart();
+      ran += l->own->poll();
+    }
+    if (ran == 0) break;
+  }
   loops_stopped_ = true;
   if (watchdog_.joinable()) watchdog_.join();
 }
@@ -368,8 +379,12 @@ void client_impl::collect_locked(todo& out, bool timing_may_change) {
       tick_at_ = *nt;
       auto gen = ++tick_gen_;
       auto at = *nt;
-      out.push_back([self = shared_from_this(), at, gen] {
-        asio::post(self->pool_ex_, [self, at, gen] { self->arm_tick(at, gen); });
+      // Weak: a handler left in a stopped loop's queue must not keep the
+      // client (which owns that loop) alive.
+      out.push_back([weak = weak_from_this(), ex = pool_ex_, at, gen] {
+        asio::post(ex, [weak, at, gen] {
+          if (auto self = weak.lock()) self->arm_tick(at, gen);
+        });
       });
     }
   }
@@ -394,10 +409,9 @@ void client_impl::arm_tick(time_point at, std::uint64_t gen) {
     if (gen != tick_gen_) return;
   }
   tick_timer_->expires_at(at);
-  tick_timer_->async_wait([self = shared_from_this(), gen](const boost::system::error_code& ec) {
+  tick_timer_->async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
     if (ec) return;
-    (void)gen;
-    self->on_tick();
+    if (auto self = weak.lock()) self->on_tick();
   });
 }
 
@@ -442,8 +456,10 @@ void client_impl::maybe_closed_locked(todo& out) {
     tick_stopped_ = true;
     tick_at_ = time_point::max();
     ++tick_gen_;
-    out.push_back([self = shared_from_this()] {
-      asio::post(self->pool_ex_, [self] { self->tick_timer_->cancel(); });
+    out.push_back([weak = weak_from_this(), ex = pool_ex_] {
+      asio::post(ex, [weak] {
+        if (auto self = weak.lock()) self->tick_timer_->cancel();
+      });
     });
   }
   if (close_waiters_.empty()) return;
