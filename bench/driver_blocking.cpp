@@ -5,6 +5,7 @@
 // other loop) submits the client's next call. 500 clients at pool 20 means
 // 20 calls running and up to 480 queued in the executor: the threads that
 // do the work are the price the model pays per in-flight query.
+#include "blocking_common.hpp"
 #include "driver.hpp"
 
 #include <pgpipe/blocking_executor.hpp>
@@ -16,24 +17,6 @@
 
 namespace pgpipe::bench {
 namespace {
-
-// The statement name libpqxx prepares on each connection on first use;
-// pgbench -M prepared and the async driver prepare too.
-constexpr const char* statement = "pgpipe_bench";
-
-std::string consume(const pqxx::result& r, bool builtin) {
-  if (builtin) {
-    if (r.size() != 1) return "wrong_row_count";
-    const auto ten = r[0][0].c_str();
-    const auto so_luong = r[0][1].as<int>();
-    return (ten[0] == '\0' && so_luong < 0) ? "unexpected_value" : "";
-  }
-  std::size_t bytes = 0;
-  for (const auto& row : r) {
-    for (const auto& f : row) bytes += f.size();
-  }
-  return bytes == static_cast<std::size_t>(-1) ? "unexpected_value" : "";
-}
 
 class blocking_driver final : public driver {
  public:
@@ -87,9 +70,9 @@ class blocking_driver final : public driver {
           try {
             // Declares the statement (a map lookup after the first time);
             // libpqxx prepares it on the server on first use per connection.
-            lease->prepare(statement, p_.work.sql);
+            lease->prepare(blocking_statement, p_.work.sql);
             pqxx::nontransaction tx{*lease};
-            const auto r = tx.exec_prepared(statement, pqxx::prepare::make_dynamic_params(clients_[i].args));
+            const auto r = tx.exec_prepared(blocking_statement, pqxx::prepare::make_dynamic_params(clients_[i].args));
             return consume(r, p_.work.builtin);
           } catch (...) {
             // Marks a broken connection so the pool replaces it.

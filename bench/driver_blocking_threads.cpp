@@ -4,6 +4,7 @@
 // shows the wall the executor hides: threads (and their stacks) grow with
 // the callers, not with the pool, and at --concurrency 10000 that is 10,000
 // threads.
+#include "blocking_common.hpp"
 #include "driver.hpp"
 
 #include <pgpipe/blocking_pool.hpp>
@@ -15,22 +16,6 @@
 
 namespace pgpipe::bench {
 namespace {
-
-constexpr const char* statement = "pgpipe_bench";
-
-std::string consume(const pqxx::result& r, bool builtin) {
-  if (builtin) {
-    if (r.size() != 1) return "wrong_row_count";
-    const auto ten = r[0][0].c_str();
-    const auto so_luong = r[0][1].as<int>();
-    return (ten[0] == '\0' && so_luong < 0) ? "unexpected_value" : "";
-  }
-  std::size_t bytes = 0;
-  for (const auto& row : r) {
-    for (const auto& f : row) bytes += f.size();
-  }
-  return bytes == static_cast<std::size_t>(-1) ? "unexpected_value" : "";
-}
 
 class blocking_threads_driver final : public driver {
  public:
@@ -79,9 +64,9 @@ class blocking_threads_driver final : public driver {
       try {
         auto lease = pool_->acquire();
         try {
-          lease->prepare(statement, p_.work.sql);
+          lease->prepare(blocking_statement, p_.work.sql);
           pqxx::nontransaction tx{*lease};
-          const auto r = tx.exec_prepared(statement, pqxx::prepare::make_dynamic_params(args));
+          const auto r = tx.exec_prepared(blocking_statement, pqxx::prepare::make_dynamic_params(args));
           if (auto bad = consume(r, p_.work.builtin); !bad.empty()) {
             m_->end_query_failed(started, bad);
             continue;
