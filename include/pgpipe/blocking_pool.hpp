@@ -122,9 +122,9 @@ class blocking_pool {
 
 namespace detail {
 template <typename T>
-struct is_optional : std::false_type {};
+struct is_optional_param : std::false_type {};
 template <typename T>
-struct is_optional<std::optional<T>> : std::true_type {};
+struct is_optional_param<std::optional<T>> : std::true_type {};
 
 // libpq sends text parameters as C strings: an embedded NUL would silently
 // cut the value short. Such a value cannot be sent as text at all.
@@ -133,7 +133,7 @@ bool text_has_nul(const T& v) {
   using D = std::remove_cvref_t<T>;
   if constexpr (std::is_same_v<D, std::string> || std::is_same_v<D, std::string_view>) {
     return v.find('\0') != D::npos;
-  } else if constexpr (is_optional<D>::value) {
+  } else if constexpr (is_optional_param<D>::value) {
     return v.has_value() && text_has_nul(*v);
   } else {
     return false;
