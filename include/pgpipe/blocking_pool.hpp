@@ -18,8 +18,7 @@
 // Threads the pool owns (counted in stats().threads): one housekeeping thread
 // that drives pool_core's deadlines, and connector threads that open and
 // health-check connections off the pool's lock (started on demand, at most
-// one per connection being opened or checked at once, gone after a second
-// without work). A slow connect never delays handing out an idle connection.
+// 4, one per connect or check in progress, gone after 100 ms without work). A slow connect never delays handing out an idle connection.
 // Closing a connection happens on whichever thread dropped it, after the
 // pool's lock is released.
 //

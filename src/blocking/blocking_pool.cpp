@@ -27,8 +27,17 @@ namespace {
 // Connector threads that found no work for this long exit: the pool needs
 // them in bursts (start-up, replacing connections), and idle threads would
 // blur the thread count the blocking driver is measured by (a pool of 200
-// opens 200 connections at once, then needs none of those threads).
-constexpr std::chrono::seconds connector_idle_exit{1};
+// opens 200 connections at once, then needs none of those threads). Starting
+// a thread costs far less than the connect it serves, so they linger only
+// long enough to take the next task of the same burst.
+constexpr std::chrono::milliseconds connector_idle_exit{100};
+// At most this many connects (and health checks) run at once. pool_core may
+// ask for max_size connects together (min_size at start-up, a server
+// restart); beyond a few in parallel they only queue for the server's CPUs
+// (each backend is a fork plus SCRAM), while every extra thread would show in
+// the blocking driver's thread count, which is meant to measure one thing:
+// a thread per in-flight query.
+constexpr std::size_t max_connector_threads = 4;
 
 bool is_connect_error(const std::error_code& ec) {
   return ec == errc_condition::connect_error || ec.category() == sqlstate_category();
@@ -189,12 +198,12 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
       }
       io_finished.clear();
     }
-    // One thread per task waiting for one, so connects run in parallel as far
-    // as pool_core asks (it bounds opens by max_size). A thread counts as
-    // idle from its creation until it takes a task, so two calls in a row do
-    // not both start threads for the same queued tasks.
+    // One thread per task waiting for one, up to max_connector_threads, so
+    // connects run in parallel. A thread counts as idle from its creation
+    // until it takes a task, so two calls in a row do not both start threads
+    // for the same queued tasks.
     if (io_idle > 0) io_cv.notify_all();
-    while (io_idle < io_queue.size()) {
+    while (io_idle < io_queue.size() && io_running < max_connector_threads) {
       ++io_running;
       ++io_idle;
       io_threads.emplace_back([this] { connector_loop(); });
