@@ -144,11 +144,27 @@ class lease {
   explicit operator bool() const noexcept { return valid(); }
 
   /// Same contract as async_client::async_query, on this lease's connection,
-  /// with one difference for cancellation: a written query is cancelled on the
-  /// server with PQcancel (in a separate thread, never on the event loop,
-  /// bounded by connect_timeout); its handler gets errc::cancelled once the
-  /// server has answered or the bound has passed. Queries on an empty or
-  /// released lease fail with errc::closed.
+  /// with one difference for cancellation (terminal or partial) of a written
+  /// query:
+  /// - If it is the only query written on the connection, it is cancelled on
+  ///   the server with PQcancel (in a separate thread, never on the event
+  ///   loop). Its handler gets errc::cancelled when the server reports the
+  ///   cancel (SQLSTATE 57014), or at the latest after max(connect_timeout,
+  ///   1 s) (its result is then discarded). A result that was already here
+  ///   when the cancel was requested, or that the server finished before the
+  ///   signal reached it, is delivered as is (success or error): the query
+  ///   did run, and the caller needs to know.
+  /// - If other queries are written with it (pipelined), a signal could hit
+  ///   one of them instead, so it is detached as on the shared pool: the
+  ///   handler gets errc::cancelled at once, the query runs to its end on the
+  ///   server and its result is discarded.
+  /// A cancel never fails a later query: while a PQcancel may still land,
+  /// later queries on the lease (and the rollback when it is released) are
+  /// held back, unwritten, until PQcancel has returned and the target's
+  /// result has been read; a signal arriving after that finds the backend
+  /// idle, which ignores it. If PQcancel does not return within the bound,
+  /// the connection is closed (held-back queries fail with errc::not_sent).
+  /// Queries on an empty or released lease fail with errc::closed.
   template <class... ArgsAndToken>
   auto async_query(std::string_view sql, ArgsAndToken&&... args_and_token) {
     return detail::initiate_query_args(target(), query_options{}, sql,

@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -44,6 +45,7 @@ pipelined_connection::~pipelined_connection() {
   // handlers still queued. Requests still here complete with errc::closed.
   for (auto* q : {&written_, &waiting_})
     for (auto& r : *q) r->try_complete(ex_, true, make_error_code(errc::closed), client_error_result("client destroyed"));
+  end_cancel_calls();
   if (sd_) {
     release_descriptor(*sd_);
   }
@@ -221,6 +223,8 @@ void pipelined_connection::schedule_write() {
 void pipelined_connection::write_pending() {
   write_scheduled_ = false;
   if (st_ != state::ready) return;
+  // A cancel may still land: cancel_call_returned()/finish() write the rest.
+  if (writes_held()) return;
   bool sent = false;
   const bool was_quiet = written_.empty();
   while (!waiting_.empty()) {
@@ -439,6 +443,12 @@ void pipelined_connection::drain_results_batch() {
 
 void pipelined_connection::finish(const std::shared_ptr<query_request>& req) {
   req->ph = query_request::phase::finished;
+  if (req == cancel_target_) {
+    // The backend is past the target: a cancel that has not landed yet finds
+    // it reading its next command, and is ignored there.
+    cancel_target_.reset();
+    if (!writes_held() && !waiting_.empty()) schedule_write();
+  }
   if (req->pooled) ++release_units_;
   if (req->err && !req->prepared_name.empty()) {
     // The statement may not exist on the server: forget it, so the next use
@@ -528,35 +538,84 @@ void pipelined_connection::cancel(const std::shared_ptr<query_request>& req, asi
   if ((type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) ==
       asio::cancellation_type::none)
     return;
-  if (req->on_lease && pg_ && !req->cancel_sent) {
-    // Exclusive connection: nobody else's query can be hit, so ask the server
-    // to cancel. The request completes with errc::cancelled when the server
-    // answers, or at the latest after connect_timeout (then its result is
-    // discarded).
-    send_cancel_request(*req);
-    auto bound = pool_clock::now() + std::max(cfg_->connect_timeout, milliseconds(1000));
-    if (bound < req->deadline) {
-      req->deadline = bound;
-      if (bound < timer_at_) set_timer(bound);
+  if (req->on_lease && st_ == state::ready && !req->cancel_sent && !paused_) {
+    // Its result may be here already: then there is nothing to cancel, and
+    // a signal sent now could only hit the next query.
+    if (!PQconsumeInput(pg_)) {
+      break_connection(pq_error());
+      return;
     }
+    drain_results();
+    if (req->completed.load(std::memory_order_acquire) || st_ != state::ready) return;
+  }
+  if (req->on_lease && st_ == state::ready && !req->cancel_sent && send_cancel_request(req)) {
+    // Exclusive connection and the target is the only query written: the
+    // signal can hit nothing else (later queries are held back until it has
+    // landed), so ask the server to cancel. The request completes when the
+    // server answers (57014 -> errc::cancelled; a result that beat the
+    // cancel is delivered as is), or with errc::cancelled at the latest after
+    // max(connect_timeout, 1 s) (then its result is discarded).
+    auto bound = pool_clock::now() + std::max(cfg_->connect_timeout, milliseconds(1000));
+    cancel_deadline_ = bound;
+    if (bound < req->deadline) req->deadline = bound;
+    if (bound < timer_at_) set_timer(bound);
     return;
   }
-  // Shared pipelined connection: detach. The caller is answered now; the
+  // Shared pipelined connection, or a lease with other queries written
+  // behind (or before) this one, which a cancel signal could hit: detach. The caller is answered now; the
   // server's answer is matched and discarded when it arrives.
   complete(req, make_error_code(errc::cancelled), client_error_result("cancelled after it was sent; result discarded"));
 }
 
-void pipelined_connection::send_cancel_request(query_request& req) {
-  if (!pg_ || req.cancel_sent) return;
-  req.cancel_sent = true;
-  // libpq 15's PQcancel blocks (it opens a connection): never on the loop.
-  if (PGcancel* c = PQgetCancel(pg_)) {
-    std::thread([c] {
+bool pipelined_connection::send_cancel_request(const std::shared_ptr<query_request>& req) {
+  if (!pg_ || st_ != state::ready || req->cancel_sent || cancel_call_ || cancel_target_) return false;
+  // The signal hits whatever the backend is executing when it arrives: only
+  // safe if nothing but the target can be executing, i.e. it is the only
+  // request written (writes_held() keeps it so until the signal has landed).
+  if (written_.size() != 1 || written_.front() != req) return false;
+  PGcancel* c = PQgetCancel(pg_);
+  if (!c) return false;
+  auto call = std::make_shared<cancel_call>();
+  call->ex = ex_;
+  call->conn = weak_from_this();
+  try {
+    // libpq 15's PQcancel blocks (it opens a connection): never on the loop.
+    // It returns once the postmaster has signalled the backend.
+    std::thread([c, call] {
       char buf[256];
       PQcancel(c, buf, sizeof buf);
       PQfreeCancel(c);
+      std::lock_guard<std::mutex> lk(call->m);
+      if (!call->live) return;
+      asio::post(call->ex, [call] {
+        if (auto conn = call->conn.lock()) conn->cancel_call_returned(call.get());
+      });
     }).detach();
+  } catch (const std::system_error&) {
+    PQfreeCancel(c);
+    return false;
   }
+  req->cancel_sent = true;
+  cancel_call_ = std::move(call);
+  cancel_target_ = req;
+  return true;
+}
+
+void pipelined_connection::cancel_call_returned(const cancel_call* call) {
+  if (cancel_call_.get() != call) return;
+  cancel_call_.reset();
+  cancel_deadline_ = time_point::max();
+  if (!writes_held() && !waiting_.empty()) schedule_write();
+}
+
+void pipelined_connection::end_cancel_calls() noexcept {
+  if (cancel_call_) {
+    std::lock_guard<std::mutex> lk(cancel_call_->m);
+    cancel_call_->live = false;
+  }
+  cancel_call_.reset();
+  cancel_target_.reset();
+  cancel_deadline_ = time_point::max();
 }
 
 // ---- streams ----------------------------------------------------------------------
@@ -641,9 +700,13 @@ void pipelined_connection::stream_cancel(const std::shared_ptr<stream_state>& st
       if (it != waiting_.end()) waiting_.erase(it);
       complete(req, make_error_code(errc::cancelled), client_error_result("the stream was cancelled"));
     } else if (req->ph == query_request::phase::written) {
-      // Stop the server producing rows nobody will read; the rest of the
-      // result is discarded as it arrives.
-      send_cancel_request(*req);
+      // Stop the server producing rows nobody will read (only if the signal
+      // cannot hit another query); the rest of the result is discarded as
+      // it arrives.
+      if (send_cancel_request(req)) {
+        cancel_deadline_ = pool_clock::now() + std::max(cfg_->connect_timeout, milliseconds(1000));
+        if (cancel_deadline_ < timer_at_) set_timer(cancel_deadline_);
+      }
     }
   }
   resume_if_paused();
@@ -665,7 +728,9 @@ void pipelined_connection::check() {
 void pipelined_connection::lease_returned() {
   if (st_ == state::dead) return;  // broken: the pool already knows
   const auto ts = PQtransactionStatus(pg_);
-  if (written_.empty() && waiting_.empty() && ts == PQTRANS_IDLE) {
+  // A PQcancel may still be on its way: the rollback below is held back until
+  // it has landed, so it cannot reach the pool's shared queries.
+  if (written_.empty() && waiting_.empty() && ts == PQTRANS_IDLE && !writes_held()) {
     if (auto owner = owner_.lock()) owner->conn_lease_returned(slot_);
     return;
   }
@@ -756,6 +821,7 @@ void pipelined_connection::teardown() {
   ++timer_gen_;
   timer_.cancel();
   timer_at_ = time_point::max();
+  end_cancel_calls();
   st_ = state::dead;
   if (!finished_reported_) {
     finished_reported_ = true;
@@ -794,7 +860,14 @@ void pipelined_connection::on_timer() {
     break_connection("no progress for " + std::to_string(cfg_->stall_timeout.count()) + " ms (stall_timeout)");
     return;
   }
-  time_point next = time_point::max();
+  if (cancel_call_ && now >= cancel_deadline_) {
+    // PQcancel has not returned: the signal may land at any time, on any
+    // later query. The connection cannot be used safely any more.
+    break_connection("the cancel request was not answered within " +
+                     std::to_string(std::max(cfg_->connect_timeout, milliseconds(1000)).count()) + " ms");
+    return;
+  }
+  time_point next = cancel_call_ ? cancel_deadline_ : time_point::max();
   // Expired, not written: removed. Expired, written: answered now, detached.
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     auto& r = *it;

@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -72,6 +73,19 @@ struct connection_config {
   /// Named statements per connection before new SQL texts go unnamed: bounds
   /// server memory when an application generates SQL.
   std::size_t max_prepared = 1000;
+};
+
+class pipelined_connection;
+
+/// One PQcancel call running on its own thread, shared with the connection.
+/// The thread reports back (posts to `ex`) only while `live`: the connection
+/// clears it under `m` when it goes away, so a late PQcancel never posts to
+/// an io_context that may already be destroyed.
+struct cancel_call {
+  std::mutex m;
+  bool live = true;
+  boost::asio::any_io_executor ex;
+  std::weak_ptr<pipelined_connection> conn;
 };
 
 class pipelined_connection : public std::enable_shared_from_this<pipelined_connection> {
@@ -134,7 +148,13 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   void stream_push(stream_state& st, std::error_code ec, result r, bool final);
   void prime_single_row();
   void resume_if_paused();
-  void send_cancel_request(query_request& req);
+  /// PQcancel for `req` (lease only), if it is the only written request and
+  /// no other cancel is in progress. Returns whether the cancel was issued.
+  bool send_cancel_request(const std::shared_ptr<query_request>& req);
+  void cancel_call_returned(const cancel_call* call);
+  void end_cancel_calls() noexcept;
+  /// A PQcancel may still land on the backend: write nothing new.
+  bool writes_held() const noexcept { return cancel_call_ != nullptr || cancel_target_ != nullptr; }
 
   void set_timer(time_point at);
   void on_timer();
@@ -179,6 +199,16 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   std::uint64_t timer_gen_ = 0;
   time_point connect_deadline_ = time_point::max();
   time_point last_progress_{};
+
+  // Lease cancellation. A cancel signal hits whatever the backend runs when
+  // it arrives (a backend reading its next command ignores it), so while one
+  // may be on its way nothing else is written: not until PQcancel has
+  // returned (the postmaster has signalled the backend) and the target's
+  // result has been read (the backend is past it, any pending cancel was
+  // consumed or ignored).
+  std::shared_ptr<cancel_call> cancel_call_;      ///< PQcancel still running
+  std::shared_ptr<query_request> cancel_target_;  ///< its Sync not yet read
+  time_point cancel_deadline_ = time_point::max();  ///< PQcancel must return by then
 
   std::unordered_map<std::string, std::string> statements_;  ///< SQL text -> statement name
   std::uint64_t next_statement_ = 0;

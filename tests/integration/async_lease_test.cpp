@@ -145,6 +145,53 @@ TEST(async_lease, cancelling_a_written_query_on_a_lease_cancels_it_on_the_server
   EXPECT_EQ(r.value<std::string>(), "after");
 }
 
+// The race behind issue 7: the target finishes on the server just before its
+// cancel is acted on, while the next query of the lease is already running.
+// Made deterministic by holding the lease's loop (so the target's result is
+// not read) until the server runs the next query, and cancelling then. A
+// PQcancel sent at that point hits the next query (57014); pgpipe must see
+// that the target is done, or at least not signal a backend that has other
+// work of the lease, and leave the next query alone.
+TEST(async_lease, cancel_after_the_target_finished_never_hits_the_next_query) {
+  auto& pg = pgpipe::test::shared_cluster();
+  const std::string app = "async_lease_cancel_race";
+  pgpipe::async_client client(params_for(1, app));
+  auto l = acquire(client);
+  asio::cancellation_signal sig;
+  std::promise<std::error_code> target_done;
+  std::promise<std::tuple<std::error_code, pgpipe::result>> next_done;
+  l.async_query("select pg_sleep(0.3)", asio::bind_cancellation_slot(sig.slot(), [&](std::error_code ec, pgpipe::result) {
+                  target_done.set_value(ec);
+                }));
+  l.async_query("select pg_sleep(1), 2", [&](std::error_code ec, pgpipe::result r) {
+    next_done.set_value({ec, std::move(r)});
+  });
+  auto active = [&](const std::string& sql) {
+    return pg.query_value("select count(*) from pg_stat_activity where application_name = '" + app +
+                          "' and query = '" + sql + "' and state = 'active'") == "1";
+  };
+  ASSERT_TRUE(pgpipe::test::wait_until([&] { return active("select pg_sleep(0.3)"); }));
+  std::promise<bool> next_seen;
+  asio::post(l.get_executor(), [&] {
+    // On the loop: nothing is read until this returns. The target's result
+    // is sitting in the socket once the server has moved on to the next query.
+    const bool seen = pgpipe::test::wait_until([&] { return active("select pg_sleep(1), 2"); });
+    sig.emit(asio::cancellation_type::terminal);
+    next_seen.set_value(seen);
+  });
+  ASSERT_TRUE(next_seen.get_future().get()) << "the server never ran the next query";
+  auto tf = target_done.get_future();
+  ASSERT_EQ(tf.wait_for(30s), std::future_status::ready);
+  const auto target_ec = tf.get();
+  // The target did run to its end: its real result (or errc::cancelled) is fine.
+  EXPECT_TRUE(!target_ec || target_ec == pgpipe::errc::cancelled) << target_ec.message();
+  auto nf = next_done.get_future();
+  ASSERT_EQ(nf.wait_for(30s), std::future_status::ready);
+  auto [ec, r] = nf.get();
+  ASSERT_FALSE(ec) << "a query nobody cancelled failed: " << ec.message() << " " << r.diag().to_string();
+  EXPECT_EQ(r.value<int>(0, 1), 2);
+}
+
 TEST(async_lease, transaction_in_a_coroutine) {
   auto& pg = pgpipe::test::shared_cluster();
   pg.exec("drop table if exists lease_co; create table lease_co(v int)");
