@@ -12,17 +12,19 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <cstdlib>
 #include <vector>
 
 #include "pgpipe/scram.hpp"
 #include "support/cluster_fixture.hpp"
 
-// Set by src/cli/CMakeLists.txt when the tool is built (PGPIPE_BUILD_TOOLS).
-#ifdef PGPIPE_SCRAM_BIN
-const std::string scram_bin = PGPIPE_SCRAM_BIN;
-#else
-const std::string scram_bin;
-#endif
+// Set in the test's environment by src/cli/CMakeLists.txt when the tool is
+// built (PGPIPE_BUILD_TOOLS). An environment variable rather than a compile
+// definition, so this test shares the other tests' precompiled header.
+const std::string scram_bin = [] {
+  const char* path = std::getenv("PGPIPE_SCRAM_BIN");
+  return std::string(path ? path : "");
+}();
 
 extern char** environ;
 
