@@ -748,11 +748,14 @@ void client_impl::stop_probes() {
   // A closed client must not keep a caller's io_context busy forever: the
   // probes (and with them the watchdog) stop at close().
   if (probes_stopped_.exchange(true)) return;
-  for (auto& l : loops_) {
-    if (l->probe) {
-      auto* p = l->probe.get();
-      asio::post(l->ex, [p] { p->cancel(); });
-    }
+  for (std::size_t i = 0; i < loops_.size(); ++i) {
+    if (!loops_[i]->probe) continue;
+    // Weak: on a caller's io_context that outlives the client, this can run
+    // after the client and its loops' timers are gone (ASan use-after-free
+    // in it_fault_cancel_test when it held a raw timer pointer).
+    asio::post(loops_[i]->ex, [w = weak_from_this(), i] {
+      if (auto self = w.lock(); self && self->loops_[i]->probe) self->loops_[i]->probe->cancel();
+    });
   }
 }
 
