@@ -252,7 +252,11 @@ void client_impl::shutdown() {
     std::lock_guard lk(watchdog_mu_);
   }
   watchdog_cv_.notify_all();
-  asio::post(pool_ex_, [t = tick_timer_.get()] { t->cancel(); });
+  // Weak, as in stop_probes(): on a caller's io_context this may run after
+  // the impl (and its timer) is gone.
+  asio::post(pool_ex_, [w = weak_from_this()] {
+    if (auto self = w.lock()) self->tick_timer_->cancel();
+  });
   if (external_) return;
   for (auto& l : loops_) l->work.reset();
   if (on_own_loop) {
