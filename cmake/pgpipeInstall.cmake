@@ -18,5 +18,6 @@ install(FILES ${PROJECT_BINARY_DIR}/pgpipeConfig.cmake ${PROJECT_BINARY_DIR}/pgp
               ${PROJECT_SOURCE_DIR}/cmake/pgpipeFindDependencies.cmake
         DESTINATION ${pgpipe_cmake_dir})
 
+file(RELATIVE_PATH PGPIPE_PC_PREFIX_FROM_PCDIR /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 configure_file(${PROJECT_SOURCE_DIR}/cmake/pgpipe.pc.in ${PROJECT_BINARY_DIR}/pgpipe.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/pgpipe.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
