@@ -261,9 +261,18 @@ result<void> client::verify_server_final(std::string_view server_final) {
   if (!attrs) return fail(errc::malformed_server_final, attrs.error().message);
   const auto& a = *attrs;
   if (a[0].name == 'e') {
-    // server-error-value is a short token such as "invalid-proof"; quote it
-    // (bounded) because it is the useful part of the message.
-    return fail(errc::server_error, "server reported SCRAM error \"" + quote_server_text(a[0].value, 64) + "\"");
+    // Name the error only when it is one of RFC 5802's server-error-values:
+    // arbitrary server text is never echoed, since a hostile server could
+    // plant anything there (the fuzzer planted the password itself).
+    static constexpr std::string_view known[] = {
+        "invalid-encoding", "extensions-not-supported", "invalid-proof", "channel-bindings-dont-match",
+        "server-does-support-channel-binding", "channel-binding-not-supported",
+        "unsupported-channel-binding-type", "unknown-user", "invalid-username-encoding", "no-resources",
+        "other-error"};
+    for (std::string_view k : known)
+      if (a[0].value == k) return fail(errc::server_error, "server reported SCRAM error \"" + std::string(k) + "\"");
+    return fail(errc::server_error, "server reported a SCRAM error outside RFC 5802's list (" +
+                                        std::to_string(a[0].value.size()) + " bytes, not shown)");
   }
   if (a[0].name != 'v') {
     return fail(errc::malformed_server_final,
