@@ -52,17 +52,28 @@ struct exec_plan {
     argv.push_back(nullptr);
     for (auto& s : env) envp.push_back(s.data());
     envp.push_back(nullptr);
-    const auto& acct = server_user();
-    if (acct.switch_user) {
-      int n = 32;
-      groups.resize(static_cast<std::size_t>(n));
-      if (getgrouplist(acct.name.c_str(), acct.gid, groups.data(), &n) < 0) {
-        groups.resize(static_cast<std::size_t>(n));
-        if (getgrouplist(acct.name.c_str(), acct.gid, groups.data(), &n) < 0) n = 0;
+    if (server_user().switch_user) groups = server_groups();
+  }
+
+  // The server user's supplementary groups, resolved once (on the first
+  // cluster, before any test starts event loops): getgrouplist goes through
+  // NSS, whose libnss_systemd opens and closes a socket TSan cannot see being
+  // created, so doing it on every restart, while a driver's loops close and
+  // reuse socket fd numbers, made TSan report races on the fd numbers.
+  static const std::vector<gid_t>& server_groups() {
+    static const std::vector<gid_t> cached = [] {
+      const auto& acct = server_user();
+      std::vector<gid_t> g(32);
+      int n = static_cast<int>(g.size());
+      if (getgrouplist(acct.name.c_str(), acct.gid, g.data(), &n) < 0) {
+        g.resize(static_cast<std::size_t>(n));
+        if (getgrouplist(acct.name.c_str(), acct.gid, g.data(), &n) < 0) n = 0;
       }
-      groups.resize(static_cast<std::size_t>(n));
-      if (groups.empty()) groups.push_back(acct.gid);
-    }
+      g.resize(static_cast<std::size_t>(n));
+      if (g.empty()) g.push_back(acct.gid);
+      return g;
+    }();
+    return cached;
   }
 };
 
