@@ -1,5 +1,8 @@
 #include "async/pipelined_connection.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "async/pq_errors.hpp"
 
 #include <boost/asio/dispatch.hpp>
@@ -17,15 +20,15 @@ using std::chrono::duration_cast;
 using std::chrono::milliseconds;
 
 namespace {
-// Drops Asio's registration of libpq's socket without closing it: libpq owns
-// the fd and closes it (once) in PQfinish. Pending waits end with
-// operation_aborted.
+// Asio watches a duplicate of libpq's socket (see reassign_socket), which it
+// owns and closes here; libpq closes its own fd. libpq may close its fd by
+// itself (a failed PQconnectPoll, EOF in PQconsumeInput) and that number may
+// be reused at once by any thread; with the duplicate, Asio never touches a
+// number it does not own (TSan caught the old release() deregistering a
+// reused fd). Pending waits end with operation_aborted.
 void release_descriptor(asio::posix::stream_descriptor& sd) noexcept {
-  try {
-    if (sd.is_open()) (void)sd.release();
-  } catch (...) {
-    // epoll_ctl(DEL) failing on an fd libpq already closed is harmless.
-  }
+  boost::system::error_code ignored;
+  if (sd.is_open()) sd.close(ignored);
 }
 
 // libpq's wire format limits a Bind to 65535 parameters.
@@ -99,10 +102,15 @@ void pipelined_connection::reassign_socket() {
   read_armed_ = write_armed_ = false;
   const int fd = PQsocket(pg_);
   if (fd < 0) return;
+  const int mine = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (mine < 0) return;
   sd_.emplace(ex_);
   boost::system::error_code ec;
-  sd_->assign(fd, ec);
-  if (ec) sd_.reset();
+  sd_->assign(mine, ec);
+  if (ec) {
+    ::close(mine);
+    sd_.reset();
+  }
 }
 
 void pipelined_connection::connect_wait(PostgresPollingStatusType want) {
