@@ -139,6 +139,9 @@ bool text_has_nul(const T& v) {
   }
 }
 
+/// Throws errc::invalid_argument for parameter $n (the message both drivers use).
+[[noreturn]] void throw_nul_param(std::size_t one_based_index);
+
 /// Throws errc::invalid_argument naming the first parameter ($n) holding a NUL byte.
 template <typename... Args>
 void check_text_params(const Args&... args) {
@@ -146,11 +149,7 @@ void check_text_params(const Args&... args) {
   std::size_t bad = 0;
   ((++n, bad = (bad == 0 && text_has_nul(args)) ? n : bad), ...);
   (void)n;  // unused when there are no arguments
-  if (bad != 0) {
-    throw error(errc::invalid_argument, "query parameter $" + std::to_string(bad) +
-                                            " contains a NUL byte, which text parameters cannot carry "
-                                            "(nothing was sent)");
-  }
+  if (bad != 0) throw_nul_param(bad);
 }
 }  // namespace detail
 

@@ -21,6 +21,7 @@
 
 #include "async/request.hpp"
 #include "core/pool_core.hpp"
+#include "pq/libpq_failure.hpp"
 
 #include <pgpipe/async_client.hpp>
 
@@ -72,7 +73,7 @@ struct connection_config {
   bool prepared_statements = true;
   /// Named statements per connection before new SQL texts go unnamed: bounds
   /// server memory when an application generates SQL.
-  std::size_t max_prepared = 1000;
+  std::size_t max_prepared = max_prepared_statements;  // pq/libpq_failure.hpp: one cap for both drivers
 };
 
 class pipelined_connection;

@@ -9,6 +9,7 @@
 #include <pgpipe/blocking_pool.hpp>
 
 #include "blocking/pooled_connection.hpp"
+#include "pq/libpq_failure.hpp"
 #include "core/pool_core.hpp"
 
 #include <algorithm>
@@ -247,7 +248,7 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
       diag = e.diag();
     } catch (const std::exception& e) {
       ec = errc::connect_failed;
-      diag.client_message = redact_secret(std::string("could not connect: ") + e.what(), settings.password);
+      diag.client_message = clean_message(std::string("could not connect: ") + e.what(), settings.secrets);
     }
     lk.lock();
     const auto now = pool_clock::now();
@@ -518,6 +519,8 @@ void blocking_lease::release() noexcept {
 }
 
 const std::string* blocking_lease::statement_for(std::string_view sql) {
+  // One cap for both drivers; the public constant documents it.
+  static_assert(max_prepared_per_connection == detail::max_prepared_statements);
   return conn_->statement_for(sql, max_prepared_per_connection);
 }
 

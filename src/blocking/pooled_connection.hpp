@@ -21,25 +21,21 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 namespace pgpipe::detail {
 
 /// Connect parameters shared by every connection of a pool.
 struct connect_settings {
   std::string conninfo;                   ///< as the user gave it (may hold a password)
-  std::string password;                   ///< extracted from conninfo, for scrubbing messages
+  std::vector<std::string> secrets;       ///< the password's spellings (passwords_of), scrubbed from messages
   std::chrono::milliseconds connect_timeout{10'000};
 };
 
 /// Parses conninfo (key=value or URI) with libpq. Throws
 /// pgpipe::error(errc::bad_conninfo) with libpq's reason (no password).
+/// Connect failures are classified by pq/libpq_failure (the async driver's list too).
 connect_settings make_connect_settings(const std::string& conninfo, std::chrono::milliseconds connect_timeout);
-
-/// Classifies libpq's message for a failed connect into pgpipe's codes and
-/// fills `diag` (server fields parsed from a "FATAL:  ..." line, password
-/// scrubbed). `needs_password` is PQconnectionNeedsPassword.
-std::error_code classify_connect_error(const std::string& libpq_message, bool needs_password,
-                                       const std::string& password, diagnostics& diag);
 
 class recording_policy final : public pqxx::connectionpolicy {
  public:
