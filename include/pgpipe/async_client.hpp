@@ -28,6 +28,7 @@
 
 #include <pgpipe/detail/async_glue.hpp>
 #include <pgpipe/error.hpp>
+#include <pgpipe/logger.hpp>
 #include <pgpipe/pool_params.hpp>
 #include <pgpipe/result.hpp>
 #include <pgpipe/stats.hpp>
@@ -48,12 +49,7 @@
 
 namespace pgpipe {
 
-enum class log_level { debug, info, warning, error };
-
-/// Receives the driver's log lines (connects, disconnects with their reason,
-/// blocked event loops). Called from the driver's threads, possibly several
-/// at once: it must be thread-safe and quick. Never receives a password.
-using logger_fn = std::function<void(log_level, std::string_view)>;
+// log_level and logger_fn: <pgpipe/logger.hpp>.
 
 struct async_client_options {
   /// Event loops (threads) the client owns; 0 means 1. Ignored by the

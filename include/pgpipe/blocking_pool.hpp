@@ -31,6 +31,7 @@
 
 #include <pgpipe/blocking_lease.hpp>
 #include <pgpipe/error.hpp>
+#include <pgpipe/logger.hpp>
 #include <pgpipe/pool_params.hpp>
 #include <pgpipe/stats.hpp>
 
@@ -53,6 +54,10 @@ class blocking_pool {
   /// begins opening min_size connections in the background (it does not wait
   /// for them: a server that is down shows up in acquire(), not here).
   explicit blocking_pool(pool_params params);
+  /// The same, with a logger from the start (see logger_fn): it receives
+  /// connect failures and the server's NOTICE/WARNING messages (slot and
+  /// backend pid included), which the pool never prints.
+  blocking_pool(pool_params params, logger_fn logger);
   /// close(), then waits for the pool's own threads (an in-progress connect
   /// finishes or times out first, bounded by connect_timeout). Outstanding
   /// leases stay usable; their connections close when they end.
@@ -106,6 +111,9 @@ class blocking_pool {
   /// idle connections close; leased ones close when their lease ends.
   /// Returns without waiting. Idempotent; thread-safe.
   void close();
+
+  /// Replaces the logger (see logger_fn; empty: log nothing). Thread-safe.
+  void set_logger(logger_fn logger);
 
   /// A snapshot, the same shape as async_client::stats(). `threads` counts
   /// the pool's own threads (housekeeping + connector), not the callers';

@@ -1,5 +1,6 @@
 #include "async/client_impl.hpp"
 
+#include "core/shared_statement.hpp"
 #include "pq/libpq_failure.hpp"
 
 #include <boost/asio/post.hpp>
@@ -163,6 +164,7 @@ client_impl::client_impl(pool_params params, async_client_options options, asio:
   cfg->connect_timeout = params_.connect_timeout;
   cfg->stall_timeout = params_.stall_timeout;
   cfg->prepared_statements = params_.prepared_statements;
+  cfg->on_connect = params_.on_connect;
   conn_cfg_ = std::move(cfg);
   if (options_.logger) logger_ = std::make_shared<const logger_fn>(std::move(options_.logger));
 
@@ -483,6 +485,14 @@ void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<resul
   if (spec.params.ec) {
     err_other_.fetch_add(1, std::memory_order_relaxed);
     req->try_complete(loops_[0]->ex, true, spec.params.ec, client_error_result(spec.params.error_message));
+    return;
+  }
+  // Sharing rules (core/shared_statement.hpp): a shared connection refuses
+  // BEGIN and session-changing statements before anything is sent. Leases
+  // (lease_impl::submit_query) are not checked.
+  if (auto refused = check_shared_statement(spec.sql)) {
+    err_other_.fetch_add(1, std::memory_order_relaxed);
+    req->try_complete(loops_[0]->ex, true, make_error_code(refused->code), client_error_result(refused->message));
     return;
   }
   const auto now = pool_clock::now();

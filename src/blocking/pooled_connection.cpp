@@ -2,6 +2,8 @@
 
 #include "pq/libpq_failure.hpp"
 
+#include <pgpipe/blocking_lease.hpp>
+
 #include <pqxx/nontransaction>
 
 #include <poll.h>
@@ -54,10 +56,13 @@ recording_policy::handle recording_policy::do_disconnect(handle orig) noexcept {
   return pqxx::connectionpolicy::do_disconnect(orig);
 }
 
-pooled_connection::pooled_connection(const connect_settings& settings)
+pooled_connection::pooled_connection(const connect_settings& settings, std::uint64_t slot, notice_fn notices)
     : pqxx::connection_base(policy_), policy_(settings.conninfo) {
   policy_.configure(&settings);
   init();
+  // Our receiver, not libpq's stderr printer (libpqxx 6.4 only ever sets the
+  // notice *processor*, which the receiver replaces).
+  notices_ = std::make_unique<notice_route>(raw(), slot, std::move(notices));
   // Why: libpqxx 6 reconnects silently when a connection is used after it
   // broke. In a pool that would open server connections the pool does not
   // count, outside its connect timeout and back-off. A broken pooled
@@ -72,6 +77,23 @@ pooled_connection::pooled_connection(const connect_settings& settings)
   set_verbosity(pqxx::connection_base::verbose);
   // The settings object may not outlive us; the policy needs it only to connect.
   policy_.configure(nullptr);
+  run_on_connect(settings.on_connect);
+}
+
+void pooled_connection::run_on_connect(const std::vector<std::string>& statements) {
+  for (std::size_t i = 0; i < statements.size(); ++i) {
+    try {
+      pqxx::nontransaction tx{*this, "pgpipe_on_connect"};
+      tx.exec(statements[i]);
+    } catch (...) {
+      // The connect failure: the server's code and fields, the entry named.
+      diagnostics d;
+      const std::error_code ec = translate_exception(std::current_exception(), &d);
+      d.client_message = on_connect_failure(i, statements[i], d.to_string());
+      close();
+      throw error(ec, std::move(d));
+    }
+  }
 }
 
 pooled_connection::~pooled_connection() noexcept { close(); }

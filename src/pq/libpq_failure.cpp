@@ -149,6 +149,10 @@ std::error_code classify_connect_error(std::string_view message) {
   return classify_connect_failure(message, false, {}).ec;
 }
 
+std::string on_connect_failure(std::size_t index, std::string_view sql, std::string_view what) {
+  return "pool_params.on_connect[" + std::to_string(index) + "] (" + std::string(sql) + ") failed: " + std::string(what);
+}
+
 std::string clean_message(std::string_view message, const std::vector<std::string>& secrets) {
   std::string m(message);
   while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();

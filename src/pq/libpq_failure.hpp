@@ -59,6 +59,10 @@ connect_failure classify_connect_failure(std::string_view libpq_message, bool ne
 /// classify_connect_failure(message, false, {}).ec, for a message already scrubbed.
 std::error_code classify_connect_error(std::string_view message);
 
+/// What both drivers say when pool_params::on_connect[index] failed with
+/// `what` (the server's diagnostics): the connect failure's message.
+std::string on_connect_failure(std::size_t index, std::string_view sql, std::string_view what);
+
 // ---- passwords and conninfo ----------------------------------------------------
 
 /// libpq's message on one line, with every secret scrubbed.
