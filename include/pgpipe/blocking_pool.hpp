@@ -94,6 +94,11 @@ class blocking_pool {
   /// errc::connection_lost when the connection died during the statement (it
   /// may have executed), or errc::invalid_argument (before anything is sent)
   /// when a std::string/std::string_view argument contains a NUL byte.
+  /// Unlike async_client::async_query, exec() refuses no statement: the
+  /// connection serves only this call meanwhile, and a transaction it leaves
+  /// open is rolled back when the connection returns to the pool. A plain
+  /// SET does stay on that connection for later callers: put session
+  /// settings in pool_params::on_connect (or use SET LOCAL in transaction()).
   template <typename... Args>
   pqxx::result exec(std::string_view sql, Args&&... args);
 

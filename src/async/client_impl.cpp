@@ -100,6 +100,11 @@ void lease_impl::submit_query(query_spec spec, std::unique_ptr<completion<result
     req->try_complete(conn_->get_executor(), true, spec.params.ec, client_error_result(spec.params.error_message));
     return;
   }
+  // A session change on a lease (SET, LISTEN, temp tables...: the statements
+  // the shared path refuses) must not leak to the shared callers this
+  // connection serves next: such a connection is retired when the lease ends.
+  if (auto r = check_shared_statement(spec.sql); r && r->code == errc::session_state_needs_lease)
+    changed_session_.store(true, std::memory_order_relaxed);
   const auto timeout = spec.timeout.value_or(owner_->params().query_timeout);
   req->deadline = add_or_max(pool_clock::now(), timeout);
   req->spec = std::move(spec);
@@ -144,6 +149,7 @@ void lease_impl::release() noexcept {
   if (released_.exchange(true, std::memory_order_acq_rel)) return;
   if (owner_->loops_stopped()) return;  // nothing left to give the connection back to
   try {
+    if (changed_session_.load(std::memory_order_relaxed)) owner_->retire_after_lease(slot_);
     asio::post(conn_->get_executor(), [c = conn_] { c->lease_returned(); });
   } catch (...) {
     // Posting allocates; if that fails the connection is lost to the pool
@@ -676,11 +682,22 @@ void client_impl::conn_check_done(slot_id slot, bool healthy) {
   run(t);
 }
 
+void client_impl::retire_after_lease(slot_id slot) {
+  std::lock_guard lk(mu_);
+  retire_on_return_.insert(slot);
+}
+
 void client_impl::conn_lease_returned(slot_id slot) {
   todo t;
   {
     std::lock_guard lk(mu_);
-    core_.release(pool_clock::now(), slot, request_kind::exclusive);
+    if (retire_on_return_.erase(slot) != 0) {
+      // The lease changed the session: close it (pool_core opens a
+      // replacement, which runs pool_params::on_connect afresh).
+      core_.on_broken(pool_clock::now(), slot);
+    } else {
+      core_.release(pool_clock::now(), slot, request_kind::exclusive);
+    }
     collect_locked(t, true);
   }
   run(t);

@@ -195,7 +195,7 @@ void pipelined_connection::connected() {
   arm_read();
   // pool_params::on_connect runs before the pool hears of the connection.
   if (!cfg_->on_connect.empty()) {
-    run_session_setup(shared_from_this(), cfg_->on_connect);
+    run_session_setup(shared_from_this(), cfg_->on_connect, cfg_->connect_timeout);
     return;
   }
   announce_connected();

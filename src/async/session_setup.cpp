@@ -17,7 +17,8 @@ struct setup_state {
 };
 }  // namespace
 
-void run_session_setup(const std::shared_ptr<pipelined_connection>& conn, const std::vector<std::string>& statements) {
+void run_session_setup(const std::shared_ptr<pipelined_connection>& conn, const std::vector<std::string>& statements,
+                       std::chrono::milliseconds timeout) {
   auto st = std::make_shared<setup_state>();
   st->conn = conn;
   st->left = statements.size();
@@ -25,6 +26,8 @@ void run_session_setup(const std::shared_ptr<pipelined_connection>& conn, const 
     auto req = std::make_shared<query_request>();
     req->internal = true;
     req->spec.sql = statements[i];
+    // A hung server must not keep the connection "connecting" forever.
+    if (timeout.count() > 0) req->deadline = pool_clock::now() + timeout;
     auto cb = [st, i, sql = statements[i]](std::error_code ec, result r) {
       if (ec && !st->first_ec) {
         st->first_ec = ec;

@@ -5,6 +5,7 @@
 // keeps the shell free of a second way to talk to the server.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +18,8 @@ class pipelined_connection;
 /// all have completed, calls conn->session_setup_done(ec, message): ec is
 /// the first failure (the server's SQLSTATE, or the connection-loss code) and
 /// message names the statement and the server's diagnostics.
-void run_session_setup(const std::shared_ptr<pipelined_connection>& conn, const std::vector<std::string>& statements);
+/// Each statement must complete within `timeout` (connect_timeout; 0: none).
+void run_session_setup(const std::shared_ptr<pipelined_connection>& conn, const std::vector<std::string>& statements,
+                       std::chrono::milliseconds timeout);
 
 }  // namespace pgpipe::detail

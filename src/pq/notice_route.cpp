@@ -31,6 +31,24 @@ std::string field(const PGresult* res, int code) {
   return v ? std::string(v) : std::string();
 }
 
+std::string notice_line(const PGresult* res, std::uint64_t slot, int backend_pid) {
+  std::string severity = field(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+  if (severity.empty()) severity = field(res, PG_DIAG_SEVERITY);
+  std::string message = field(res, PG_DIAG_MESSAGE_PRIMARY);
+  if (message.empty()) {
+    // Notices libpq makes up itself carry only the whole text.
+    message = PQresultErrorMessage(res);
+    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+  }
+  std::string line = "server " + (severity.empty() ? std::string("NOTICE") : severity) + " (slot " +
+                     std::to_string(slot) + ", backend pid " + std::to_string(backend_pid) + "): " + message;
+  if (auto d = field(res, PG_DIAG_MESSAGE_DETAIL); !d.empty()) line += " (detail: " + d + ")";
+  if (auto h = field(res, PG_DIAG_MESSAGE_HINT); !h.empty()) line += " (hint: " + h + ")";
+  for (auto& c : line)
+    if (c == '\n') c = ' ';
+  return line;
+}
+
 void receive(void* arg, const PGresult* res) {
   const auto id = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(arg));
   std::shared_ptr<const route> r;
@@ -51,24 +69,6 @@ void receive(void* arg, const PGresult* res) {
 }
 
 }  // namespace
-
-std::string notice_line(const PGresult* res, std::uint64_t slot, int backend_pid) {
-  std::string severity = field(res, PG_DIAG_SEVERITY_NONLOCALIZED);
-  if (severity.empty()) severity = field(res, PG_DIAG_SEVERITY);
-  std::string message = field(res, PG_DIAG_MESSAGE_PRIMARY);
-  if (message.empty()) {
-    // Notices libpq makes up itself carry only the whole text.
-    message = PQresultErrorMessage(res);
-    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
-  }
-  std::string line = "server " + (severity.empty() ? std::string("NOTICE") : severity) + " (slot " +
-                     std::to_string(slot) + ", backend pid " + std::to_string(backend_pid) + "): " + message;
-  if (auto d = field(res, PG_DIAG_MESSAGE_DETAIL); !d.empty()) line += " (detail: " + d + ")";
-  if (auto h = field(res, PG_DIAG_MESSAGE_HINT); !h.empty()) line += " (hint: " + h + ")";
-  for (auto& c : line)
-    if (c == '\n') c = ' ';
-  return line;
-}
 
 notice_route::notice_route(PGconn* conn, std::uint64_t slot, notice_fn fn) {
   auto r = std::make_shared<const route>(route{slot, conn ? PQbackendPID(conn) : 0, std::move(fn)});

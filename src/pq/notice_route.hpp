@@ -35,7 +35,4 @@ class notice_route {
   std::uint64_t id_;
 };
 
-/// The log line for a notice result (exposed for tests).
-std::string notice_line(const PGresult* res, std::uint64_t slot, int backend_pid);
-
 }  // namespace pgpipe::detail

@@ -191,3 +191,34 @@ TEST(async_sharing, notices_and_warnings_go_to_the_logger_never_stderr) {
   EXPECT_NE(notice->second.find("backend pid " + pid), std::string::npos) << notice->second;
   EXPECT_NE(warning->second.find("slot "), std::string::npos) << warning->second;
 }
+
+TEST(async_sharing, a_lease_that_changed_its_session_is_not_shared_afterwards) {
+  pgpipe::async_client client(one_connection(), 1);
+  std::string lease_pid;
+  {
+    auto [ec, l] = client.async_acquire(asio::use_future).get();
+    ASSERT_FALSE(ec);
+    auto [pec, pr] = l.async_query("select pg_backend_pid()::text", asio::use_future).get();
+    ASSERT_FALSE(pec);
+    lease_pid = pr[0].get<std::string>(0);
+    auto [sec, sr] = l.async_query("set statement_timeout = 4321", asio::use_future).get();
+    ASSERT_FALSE(sec) << sr.diag().to_string();
+  }
+  // The connection was retired: the shared callers get a fresh session.
+  EXPECT_EQ(value(client, "show statement_timeout"), "0");
+  EXPECT_NE(value(client, "select pg_backend_pid()::text"), lease_pid);
+}
+
+TEST(async_sharing, a_lease_that_only_used_its_transaction_keeps_its_connection) {
+  pgpipe::async_client client(one_connection(), 1);
+  const std::string pid = value(client, "select pg_backend_pid()::text");
+  {
+    auto [ec, l] = client.async_acquire(asio::use_future).get();
+    ASSERT_FALSE(ec);
+    for (const char* sql : {"begin", "set local statement_timeout = 4321", "commit"}) {
+      auto [qec, r] = l.async_query(sql, asio::use_future).get();
+      ASSERT_FALSE(qec) << sql << ": " << r.diag().to_string();
+    }
+  }
+  EXPECT_EQ(value(client, "select pg_backend_pid()::text"), pid);
+}
