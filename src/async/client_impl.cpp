@@ -103,7 +103,8 @@ void lease_impl::submit_query(query_spec spec, std::unique_ptr<completion<result
   // A session change on a lease (SET, LISTEN, temp tables...: the statements
   // the shared path refuses) must not leak to the shared callers this
   // connection serves next: such a connection is retired when the lease ends.
-  if (auto r = check_shared_statement(spec.sql); r && r->code == errc::session_state_needs_lease)
+  if (auto r = check_shared_statement(spec.sql);
+      r && r->code == errc::session_state_needs_lease && r->outlives_transaction)
     changed_session_.store(true, std::memory_order_relaxed);
   const auto timeout = spec.timeout.value_or(owner_->params().query_timeout);
   req->deadline = add_or_max(pool_clock::now(), timeout);

@@ -228,7 +228,7 @@ std::optional<shared_refusal> check_leading(const std::array<token, 6>& t) {
     if ((is_word(t[i], "local") || is_word(t[i], "global")) && is_temp_word(t[i + 1])) ++i;
     if (is_temp_word(t[i])) {
       const std::string what = t[i + 1].kind == tok::word ? " " + upper(t[i + 1].text) : "";
-      return session_refusal("CREATE TEMP" + what);
+      return session_refusal("CREATE TEMP" + what);  // ON COMMIT DROP: see check_shared_statement
     }
     if ((is_word(t[i], "table") || is_word(t[i], "view") || is_word(t[i], "sequence")) && i + 2 < t.size() &&
         is_word(t[i + 1], "pg_temp") && is_punct(t[i + 2], '.'))
@@ -299,7 +299,19 @@ std::optional<shared_refusal> check_shared_statement(std::string_view sql) {
   lexer lx(sql);
   std::array<token, 6> lead;
   for (auto& t : lead) t = lx.next();
-  if (auto r = check_leading(lead)) return r;
+  if (auto r = check_leading(lead)) {
+    // A temp table dropped at commit leaves nothing behind its transaction.
+    if (r->statement.starts_with("CREATE TEMP") && icontains(sql, "on commit drop")) {
+      lexer all(sql);
+      token prev2, prev1;
+      for (token t = all.next(); t.kind != tok::end; t = all.next()) {
+        if (is_word(prev2, "on") && is_word(prev1, "commit") && is_word(t, "drop")) r->outlives_transaction = false;
+        prev2 = std::move(prev1);
+        prev1 = std::move(t);
+      }
+    }
+    return r;
+  }
   const bool select_like = is_word(lead[0], "select") || is_word(lead[0], "with");
   if (icontains(sql, "set_config") || icontains(sql, "advisory_lock") || (select_like && icontains(sql, "temp")))
     return check_body(sql, select_like);

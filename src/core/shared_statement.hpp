@@ -40,6 +40,10 @@ struct shared_refusal {
   errc code;              ///< transaction_needs_lease or session_state_needs_lease
   std::string statement;  ///< what was recognised, upper case: "BEGIN", "SET", "CREATE TEMP TABLE", "set_config(..., false)"
   std::string message;    ///< for diagnostics::client_message: names the statement and the way out
+  /// The change outlives the transaction it ran in (false only for CREATE
+  /// TEMP ... ON COMMIT DROP): a lease that ran it leaves its connection's
+  /// session changed, so the async driver retires that connection on return.
+  bool outlives_transaction = true;
 };
 
 /// std::nullopt when `sql` may run on a shared connection.

@@ -222,3 +222,17 @@ TEST(async_sharing, a_lease_that_only_used_its_transaction_keeps_its_connection)
   }
   EXPECT_EQ(value(client, "select pg_backend_pid()::text"), pid);
 }
+
+TEST(async_sharing, a_lease_with_a_temp_table_dropped_at_commit_keeps_its_connection) {
+  pgpipe::async_client client(one_connection(), 1);
+  const std::string pid = value(client, "select pg_backend_pid()::text");
+  {
+    auto [ec, l] = client.async_acquire(asio::use_future).get();
+    ASSERT_FALSE(ec);
+    for (const char* sql : {"begin", "create temporary table pgpipe_ord(n int) on commit drop", "commit"}) {
+      auto [qec, r] = l.async_query(sql, asio::use_future).get();
+      ASSERT_FALSE(qec) << sql << ": " << r.diag().to_string();
+    }
+  }
+  EXPECT_EQ(value(client, "select pg_backend_pid()::text"), pid);
+}

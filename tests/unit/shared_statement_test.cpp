@@ -137,6 +137,20 @@ TEST(SharedStatement, AllowsWhatOnlyMentionsAKeyword) {
   }
 }
 
+TEST(SharedStatement, TempTablesDroppedAtCommitDoNotOutliveTheTransaction) {
+  auto dropped = check_shared_statement("create temporary table ord(n int) on commit drop");
+  ASSERT_TRUE(dropped);
+  EXPECT_EQ(dropped->code, errc::session_state_needs_lease);  // still refused on the shared path
+  EXPECT_FALSE(dropped->outlives_transaction);
+  auto kept = check_shared_statement("create temp table t(n int) on commit delete rows");
+  ASSERT_TRUE(kept);
+  EXPECT_TRUE(kept->outlives_transaction);
+  auto quoted = check_shared_statement("create temp table t(note text default 'on commit drop')");
+  ASSERT_TRUE(quoted);
+  EXPECT_TRUE(quoted->outlives_transaction);
+  EXPECT_TRUE(check_shared_statement("set search_path = x")->outlives_transaction);
+}
+
 TEST(SharedStatement, QuotingIsNotConfusedByEscapes) {
   // '' inside a string does not end it; the BEGIN after the string is real.
   EXPECT_FALSE(check_shared_statement("select 'it''s; begin'"));
