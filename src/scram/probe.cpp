@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "pgpipe/error.hpp"
+#include "pq/libpq_failure.hpp"
 #include "scram/crypto.hpp"
 #include "scram/probe_transport.hpp"
 
@@ -36,11 +37,11 @@ std::string resolve(const std::string& conninfo, target& t) {
   std::unique_ptr<PQconninfoOption, decltype(&PQconninfoFree)> opts(PQconninfoParse(conninfo.c_str(), &err),
                                                                     &PQconninfoFree);
   if (!opts) {
-    // libpq's parse errors quote keywords and syntax, never values.
-    std::string msg = err ? err : "out of memory";
+    // libpq quotes parts of a malformed string back (a broken URI whole,
+    // with its password): the drivers' scrubber finds every spelling of the
+    // password even in a string that does not parse.
     if (err) PQfreemem(err);
-    while (!msg.empty() && msg.back() == '\n') msg.pop_back();
-    return "invalid connection string: " + msg;
+    return "invalid connection string: " + pgpipe::detail::conninfo_parse_error(conninfo, pgpipe::detail::passwords_of(conninfo));
   }
   std::map<std::string, std::string> values;
   for (auto* o = opts.get(); o->keyword != nullptr; ++o) {

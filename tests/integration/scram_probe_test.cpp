@@ -258,6 +258,16 @@ TEST(ScramProbe, BadConninfo) {
   EXPECT_NE(r.client_message.find("nonsense_key"), std::string::npos) << r.client_message;
   p.conninfo = "host=127.0.0.1 user=x sslmode=sometimes";
   EXPECT_NE(scram::probe(p).client_message.find("sslmode"), std::string::npos);
+  // libpq quotes a broken URI whole, and a bad percent-escape in the
+  // password: the message keeps libpq's reason and loses the password.
+  for (const char* broken : {"postgresql://u:hunter2@[::1/db", "postgresql://u:hun%zzter2@h/db"}) {
+    p.conninfo = broken;
+    auto b = scram::probe(p);
+    EXPECT_EQ(b.outcome, probe_outcome::client_error);
+    EXPECT_NE(b.client_message.find("invalid connection string"), std::string::npos) << b.client_message;
+    EXPECT_EQ(b.client_message.find("hunter2"), std::string::npos) << b.client_message;
+    EXPECT_EQ(b.client_message.find("zzter2"), std::string::npos) << b.client_message;
+  }
 }
 
 // ---- scripted fake servers ---------------------------------------------------
