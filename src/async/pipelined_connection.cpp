@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include "async/pq_errors.hpp"
+#include "async/request_outcome.hpp"
+#include "async/stream_chunks.hpp"
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
@@ -30,13 +32,6 @@ void release_descriptor(asio::posix::stream_descriptor& sd) noexcept {
   boost::system::error_code ignored;
   if (sd.is_open()) sd.close(ignored);
 }
-
-// A stream chunk carries every row received so far, up to these bounds: few
-// completions per million rows, memory still bounded. The connection stops
-// reading the socket while a stream holds more than two chunks' worth (TCP
-// backpressure then stops the server) and resumes below one.
-constexpr std::size_t chunk_max_rows = 4096;
-constexpr std::size_t chunk_max_bytes = 1 << 20;
 
 pipeline_params core_params(const connection_config& c) {
   pipeline_params p;
@@ -456,7 +451,7 @@ void pipelined_connection::drain_results_batch() {
     auto req = lookup(*head_id);
     if (req && req->stream) {
       auto& sst = *req->stream;
-      if (!sst.abandoned && (sst.buffered_rows >= 2 * chunk_max_rows || sst.buffered_bytes >= 2 * chunk_max_bytes)) {
+      if (stream_should_pause(sst)) {
         paused_ = true;
         break;
       }
@@ -530,72 +525,8 @@ void pipelined_connection::drain_results_batch() {
 }
 
 void pipelined_connection::complete_with(const std::shared_ptr<query_request>& req, pipe_outcome o) {
-  auto fail = [&](errc e, std::string m) { complete(req, make_error_code(e), client_error_result(std::move(m))); };
-  auto with_error = [&](std::optional<std::error_code> forced) {
-    if (!req->err) {
-      fail(errc::protocol_error, "the server reported an error without a result");
-      return;
-    }
-    diagnostics d = diagnostics_of(req->err.get());
-    std::error_code ec = forced ? *forced
-                         : !d.sqlstate.empty() ? make_sqlstate(d.sqlstate)
-                                               : make_error_code(errc::protocol_error);
-    complete(req, ec, result(req->err.release(), std::move(d)));
-  };
-  switch (o) {
-    case pipe_outcome::ok:
-      if (req->ok) {
-        complete(req, {}, result(req->ok.release()));
-      } else {
-        fail(errc::protocol_error, "the server sent no result for the query");
-      }
-      return;
-    case pipe_outcome::sql_error:
-      with_error(std::nullopt);
-      return;
-    case pipe_outcome::cancelled_by_server:
-      with_error(make_error_code(errc::cancelled));
-      return;
-    case pipe_outcome::session_ended:
-      with_error(make_error_code(errc::connection_lost));
-      return;
-    case pipe_outcome::no_result:
-      fail(errc::protocol_error, "the server sent no result for the query");
-      return;
-    case pipe_outcome::cancelled_unsent:
-      fail(errc::cancelled, "cancelled before it was sent");
-      return;
-    case pipe_outcome::cancelled_detached:
-      fail(errc::cancelled, "cancelled after it was sent; result discarded");
-      return;
-    case pipe_outcome::cancel_unconfirmed:
-      fail(errc::cancelled, "cancelled; the server did not confirm in time");
-      return;
-    case pipe_outcome::timeout_unsent:
-      fail(errc::query_timeout, "query timed out before it was sent");
-      return;
-    case pipe_outcome::timeout_detached:
-      fail(errc::query_timeout, "query timed out after it was sent (it may have executed); result discarded");
-      return;
-    case pipe_outcome::too_many_params:
-      fail(errc::invalid_argument, "too many parameters (" + std::to_string(req->spec.params.values.size()) +
-                                       "; the protocol allows 65535)");
-      return;
-    case pipe_outcome::not_sent:
-      fail(errc::not_sent, "connection lost before the request was sent: " + break_reason_);
-      return;
-    case pipe_outcome::connection_lost:
-      fail(errc::connection_lost, "connection lost after the request was sent (it may have executed): " + break_reason_);
-      return;
-    case pipe_outcome::closed:
-      fail(errc::closed, "client closed");
-      return;
-    case pipe_outcome::transaction_left_open:
-      fail(errc::connection_lost,
-           "the statement left a transaction open on a shared connection; the connection was retired and the "
-           "transaction rolled back (transactions need a lease: async_acquire)");
-      return;
-  }
+  auto [ec, r] = outcome_result(o, *req, break_reason_);
+  complete(req, ec, std::move(r));
 }
 
 void pipelined_connection::complete(const std::shared_ptr<query_request>& req, std::error_code ec, result r) {
@@ -709,64 +640,11 @@ void pipelined_connection::fail_request(const std::shared_ptr<query_request>& re
   complete(req, ec, std::move(r));
 }
 
-namespace {
-std::size_t row_bytes(const PGresult* r, int row) {
-  std::size_t n = 0;
-  const int cols = PQnfields(r);
-  for (int c = 0; c < cols; ++c) n += static_cast<std::size_t>(PQgetlength(r, row, c)) + 8;
-  return n;
-}
-
-// Appends `src`'s one row to `dst` (same columns); false if libpq refused.
-bool append_row(PGresult* dst, const PGresult* src) {
-  const int t = PQntuples(dst);
-  const int cols = PQnfields(src);
-  for (int c = 0; c < cols; ++c) {
-    const bool null = PQgetisnull(src, 0, c) != 0;
-    if (!PQsetvalue(dst, t, c, null ? nullptr : PQgetvalue(src, 0, c), null ? -1 : PQgetlength(src, 0, c)))
-      return false;
-  }
-  return true;
-}
-}  // namespace
-
 void pipelined_connection::stream_row(const std::shared_ptr<stream_state>& sp, PGresult* row) {
-  std::unique_ptr<PGresult, pgresult_deleter> owned(row);
-  stream_state& st = *sp;
-  if (st.ended || st.abandoned) return;
-  const std::size_t bytes = row_bytes(row, 0);
-  bool merged = false;
-  if (st.tail_open && !st.chunks.empty()) {
-    auto& tail = st.chunks.back().second;
-    if (tail.size() < chunk_max_rows && st.tail_bytes + bytes <= chunk_max_bytes && PQntuples(row) == 1)
-      merged = append_row(const_cast<PGresult*>(tail.native_handle()), row);
-  }
-  if (merged) {
-    st.tail_bytes += bytes;
-    st.chunk_bytes.back() += bytes;
-  } else {
-    st.chunks.emplace_back(std::error_code{}, result(owned.release()));
-    st.chunk_bytes.push_back(bytes);
-    st.tail_open = true;
-    st.tail_bytes = bytes;
-  }
-  st.buffered_rows += merged ? 1 : st.chunks.back().second.size();
-  st.buffered_bytes += bytes;
-  if (!st.deliver_queued) {
-    st.deliver_queued = true;
+  if (add_stream_row(*sp, row) && !sp->deliver_queued) {
+    sp->deliver_queued = true;
     streams_to_deliver_.push_back(sp);
   }
-}
-
-std::pair<std::error_code, result> pipelined_connection::pop_chunk(stream_state& st) {
-  auto item = std::move(st.chunks.front());
-  st.chunks.pop_front();
-  const std::size_t bytes = st.chunk_bytes.front();
-  st.chunk_bytes.pop_front();
-  st.buffered_rows -= std::min(st.buffered_rows, item.second.size());
-  st.buffered_bytes -= std::min(st.buffered_bytes, bytes);
-  if (st.chunks.empty()) st.tail_open = false;
-  return item;
 }
 
 void pipelined_connection::stream_push(stream_state& st, std::error_code ec, result r, bool final) {
@@ -785,7 +663,7 @@ void pipelined_connection::stream_push(stream_state& st, std::error_code ec, res
 
 void pipelined_connection::stream_deliver(stream_state& st) {
   if (!st.waiter || st.chunks.empty() || st.abandoned) return;
-  auto [ec, r] = pop_chunk(st);
+  auto [ec, r] = pop_stream_chunk(st);
   auto w = std::move(st.waiter);
   w->complete(ex_, false, ec, std::move(r));
 }
@@ -796,7 +674,7 @@ void pipelined_connection::resume_if_paused() {
     auto req = lookup(*h);
     if (req && req->stream) {
       auto& sst = *req->stream;
-      if (!sst.abandoned && (sst.buffered_rows > chunk_max_rows || sst.buffered_bytes > chunk_max_bytes)) return;
+      if (!stream_may_resume(sst)) return;
     }
   }
   paused_ = false;
@@ -818,7 +696,7 @@ void pipelined_connection::stream_next(const std::shared_ptr<stream_state>& st,
     return;
   }
   if (!st->chunks.empty()) {
-    auto [ec, r] = pop_chunk(*st);
+    auto [ec, r] = pop_stream_chunk(*st);
     done->complete(ex_, false, ec, std::move(r));
     resume_if_paused();
     return;
@@ -834,10 +712,7 @@ void pipelined_connection::stream_next(const std::shared_ptr<stream_state>& st,
 void pipelined_connection::stream_cancel(const std::shared_ptr<stream_state>& st) {
   if (st->abandoned) return;
   st->abandoned = true;
-  st->chunks.clear();
-  st->chunk_bytes.clear();
-  st->buffered_rows = st->buffered_bytes = st->tail_bytes = 0;
-  st->tail_open = false;
+  clear_stream_chunks(*st);
   if (st->waiter) {
     auto w = std::move(st->waiter);
     w->complete(ex_, false, make_error_code(errc::cancelled), client_error_result("the stream was cancelled"));

@@ -154,7 +154,6 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   std::shared_ptr<query_request> lookup(pipe_id id) const;
 
   void stream_row(const std::shared_ptr<stream_state>& st, PGresult* row);
-  std::pair<std::error_code, result> pop_chunk(stream_state& st);
   void stream_push(stream_state& st, std::error_code ec, result r, bool final);
   void stream_deliver(stream_state& st);
   void resume_if_paused();

@@ -11,6 +11,8 @@
 
 #include <boost/asio/use_future.hpp>
 
+#include <libpq-fe.h>
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -98,6 +100,30 @@ pgpipe::pool_params params(std::size_t max_size) {
   p.acquire_timeout = 30s;
   p.max_queued = 10000;
   return p;
+}
+
+// What the drivers repair: without it, a statement prepared before the
+// migration fails afterwards (so the tests below would see the codes).
+TEST(fault_migration, server_refuses_a_statement_prepared_before_the_migration) {
+  const std::string t = "mig_raw";
+  create_table(t);
+  PGconn* c = PQconnectdb(shared_cluster().conninfo().c_str());
+  ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
+  PGresult* r = PQprepare(c, "s1", ("select * from " + t).c_str(), 0, nullptr);
+  ASSERT_EQ(PQresultStatus(r), PGRES_COMMAND_OK);
+  PQclear(r);
+  r = PQexecPrepared(c, "s1", 0, nullptr, nullptr, nullptr, 0);
+  ASSERT_EQ(PQresultStatus(r), PGRES_TUPLES_OK);
+  PQclear(r);
+  shared_cluster().exec("alter table " + t + " add column b int4 not null default 7");
+  r = PQexecPrepared(c, "s1", 0, nullptr, nullptr, nullptr, 0);
+  EXPECT_EQ(PQresultStatus(r), PGRES_FATAL_ERROR);
+  const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+  EXPECT_STREQ(state ? state : "", "0A000");
+  const char* primary = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+  EXPECT_STREQ(primary ? primary : "", "cached plan must not change result type");
+  PQclear(r);
+  PQfinish(c);
 }
 
 TEST(fault_migration, async_callers_never_see_a_stale_statement) {
