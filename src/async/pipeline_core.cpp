@@ -36,6 +36,12 @@ std::vector<pipe_action> pipeline_core::take_actions() {
   return std::exchange(actions_, {});
 }
 
+void pipeline_core::take_actions(std::vector<pipe_action>& out) {
+  flush_release();
+  out.clear();
+  out.swap(actions_);
+}
+
 void pipeline_core::flush_release() {
   if (release_units_ == 0) return;
   pipe_action a{pipe_action::kind::release};

@@ -169,6 +169,9 @@ class pipeline_core {
 
   // ---- outputs and state ----
   std::vector<pipe_action> take_actions();
+  /// Same, into `out` (cleared first): swapping buffers keeps both vectors'
+  /// capacity, so the shell allocates nothing per batch.
+  void take_actions(std::vector<pipe_action>& out);
   std::optional<time_point> next_timer() const;
   /// The oldest written request (internal ones included: ids of the core's own
   /// requests are never submitted ids).

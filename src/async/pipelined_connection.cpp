@@ -267,8 +267,11 @@ void pipelined_connection::apply() {
   bool flush_wanted = false;
   // Actions may produce more actions (a failed send breaks the connection):
   // take them until there are none.
-  for (auto actions = core_.take_actions(); !actions.empty(); actions = core_.take_actions())
+  // Nested calls (a flush reading results) take their own buffer.
+  std::vector<pipe_action> actions = std::move(action_buffer_);
+  for (core_.take_actions(actions); !actions.empty(); core_.take_actions(actions))
     for (auto& a : actions) apply_one(a, flush_wanted);
+  action_buffer_ = std::move(actions);
   if (flush_wanted && st_ == state::ready) flush();
   if (!outer) return;
   if (release_units_ > 0 && st_ != state::dead) {
