@@ -448,10 +448,17 @@ tx_state pipelined_connection::transaction_state(const query_request* head) cons
 
 void pipelined_connection::drain_results_batch() {
   bool last_null = false;
+  // The head changes once per Sync, results arrive several per request:
+  // look the request up only when the head changes.
+  pipe_id req_id = 0;
+  std::shared_ptr<query_request> req;
   while (st_ == state::ready && !core_.is_broken()) {
     auto head_id = core_.head();
     if (!head_id) break;
-    auto req = lookup(*head_id);
+    if (*head_id != req_id) {
+      req_id = *head_id;
+      req = lookup(req_id);
+    }
     if (req && req->stream) {
       auto& sst = *req->stream;
       if (stream_should_pause(sst)) {
