@@ -119,6 +119,9 @@ class blocking_lease {
   friend class blocking_pool;
   friend struct detail::blocking_pool_impl;
   friend void detail::rethrow_translated(blocking_lease* lease);
+  /// blocking_pool::exec after the server refused the cached statement for
+  /// `sql` (26000, or a stale plan): a fresh statement under a new name.
+  const std::string* renew_statement(std::string_view sql);
   /// Counts a failed statement in the pool's stats().
   void note_error(const std::error_code& ec) noexcept;
   blocking_lease(std::shared_ptr<detail::blocking_pool_impl> pool, std::uint64_t slot,

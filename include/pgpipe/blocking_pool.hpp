@@ -155,6 +155,17 @@ bool text_has_nul(const T& v) {
 /// Throws errc::invalid_argument for parameter $n (the message both drivers use).
 [[noreturn]] void throw_nul_param(std::size_t one_based_index);
 
+/// The server refused a cached prepared statement before executing it:
+/// 26000 (it does not exist), or 0A000 "cached plan must not change result
+/// type" (a migration changed a table it reads). Safe to prepare again and
+/// run once more.
+inline bool is_stale_statement(const pqxx::sql_error& e) {
+  const std::string& state = e.sqlstate();
+  return state == "26000" ||
+         (state == "0A000" &&
+          std::string_view(e.what()).find("cached plan must not change result type") != std::string_view::npos);
+}
+
 /// Throws errc::invalid_argument naming the first parameter ($n) holding a NUL byte.
 template <typename... Args>
 void check_text_params(const Args&... args) {
@@ -172,8 +183,17 @@ pqxx::result blocking_pool::exec(std::string_view sql, Args&&... args) {
   blocking_lease lease = acquire();
   try {
     if (const std::string* name = prepared_statements_ ? lease.statement_for(sql) : nullptr) {
+      try {
+        pqxx::nontransaction tx{*lease};
+        return tx.exec_prepared(*name, args...);
+      } catch (const pqxx::sql_error& e) {
+        // A migration changed a table the cached statement reads, and the
+        // server refused it before executing anything: prepare it again and
+        // run it once more, so the caller never sees the stale plan.
+        if (!detail::is_stale_statement(e)) throw;
+      }
       pqxx::nontransaction tx{*lease};
-      return tx.exec_prepared(*name, std::forward<Args>(args)...);
+      return tx.exec_prepared(*lease.renew_statement(sql), std::forward<Args>(args)...);
     }
     pqxx::nontransaction tx{*lease};
     return tx.exec_params(std::string{sql}, std::forward<Args>(args)...);

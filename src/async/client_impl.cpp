@@ -170,6 +170,7 @@ client_impl::client_impl(pool_params params, async_client_options options, asio:
   cfg->secrets = passwords_of(params_.conninfo);
   cfg->connect_timeout = params_.connect_timeout;
   cfg->stall_timeout = params_.stall_timeout;
+  cfg->pipeline_depth = std::max<std::size_t>(1, params_.pipeline_depth);
   cfg->prepared_statements = params_.prepared_statements;
   cfg->on_connect = params_.on_connect;
   conn_cfg_ = std::move(cfg);

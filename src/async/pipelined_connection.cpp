@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "async/request_outcome.hpp"
 #include "async/session_setup.hpp"
+#include "async/stream_chunks.hpp"
 #include "pq/libpq_failure.hpp"
 
 #include <boost/asio/dispatch.hpp>
@@ -32,23 +34,31 @@ void release_descriptor(asio::posix::stream_descriptor& sd) noexcept {
   if (sd.is_open()) sd.close(ignored);
 }
 
-// libpq's wire format limits a Bind to 65535 parameters.
-constexpr std::size_t max_params = 65535;
-// Chunks a stream buffers before the connection stops reading; it resumes
-// at half. Bounds memory to this many rows plus the socket buffers.
-constexpr std::size_t stream_buffer_limit = 256;
+pipeline_params core_params(const connection_config& c) {
+  pipeline_params p;
+  p.depth = c.pipeline_depth;
+  p.prepared_statements = c.prepared_statements;
+  p.max_prepared = c.max_prepared;
+  p.stall_timeout = c.stall_timeout;
+  // PQcancel returns once the postmaster signalled the backend: give it what
+  // a connect may take.
+  p.cancel_bound = std::max(c.connect_timeout, milliseconds(1000));
+  return p;
+}
 }  // namespace
 
 pipelined_connection::pipelined_connection(asio::any_io_executor ex, slot_id slot,
                                            std::shared_ptr<const connection_config> cfg,
                                            std::weak_ptr<connection_owner> owner)
-    : ex_(std::move(ex)), slot_(slot), cfg_(std::move(cfg)), owner_(std::move(owner)), timer_(ex_) {}
+    : ex_(std::move(ex)), slot_(slot), cfg_(std::move(cfg)), owner_(std::move(owner)),
+      core_(core_params(*cfg_)),
+      timer_(ex_) {}
 
 pipelined_connection::~pipelined_connection() {
   // Normally torn down already; this covers an io_context destroyed with our
   // handlers still queued. Requests still here complete with errc::closed.
-  for (auto* q : {&written_, &waiting_})
-    for (auto& r : *q) r->try_complete(ex_, true, make_error_code(errc::closed), client_error_result("client destroyed"));
+  for (auto& [id, r] : reqs_)
+    r->try_complete(ex_, true, make_error_code(errc::closed), client_error_result("client destroyed"));
   end_cancel_calls();
   if (sd_) {
     release_descriptor(*sd_);
@@ -191,7 +201,7 @@ void pipelined_connection::connected() {
   });
   st_ = state::ready;
   connect_deadline_ = time_point::max();
-  last_progress_ = pool_clock::now();
+  core_.on_input(pool_clock::now());
   arm_read();
   // pool_params::on_connect runs before the pool hears of the connection.
   if (!cfg_->on_connect.empty()) {
@@ -218,10 +228,15 @@ void pipelined_connection::announce_connected() {
     owner->conn_connected(slot_);
   }
   if (closing_) maybe_finish_close();
-  if (!waiting_.empty()) schedule_write();
+  if (core_.waiting() > 0) schedule_write();
 }
 
 // ---- requests ---------------------------------------------------------------
+
+std::shared_ptr<query_request> pipelined_connection::lookup(pipe_id id) const {
+  auto it = reqs_.find(id);
+  return it == reqs_.end() ? nullptr : it->second;
+}
 
 void pipelined_connection::enqueue(std::shared_ptr<query_request> req) {
   if (req->completed.load(std::memory_order_acquire)) {
@@ -237,9 +252,19 @@ void pipelined_connection::enqueue(std::shared_ptr<query_request> req) {
     complete(req, make_error_code(errc::not_sent), client_error_result("connection closed before the request was sent"));
     return;
   }
-  req->ph = query_request::phase::waiting;
+  req->id = next_id_++;
+  pipe_request r;
+  r.sql = req->spec.sql;
+  r.param_count = req->spec.params.values.size();
+  r.stream = req->stream != nullptr;
+  r.internal = req->internal;
+  r.on_lease = req->on_lease;
+  r.pooled = req->pooled;
+  r.deadline = req->deadline;
+  reqs_.emplace(req->id, req);
+  core_.submit(pool_clock::now(), req->id, std::move(r));
   if (req->deadline < timer_at_) set_timer(req->deadline);
-  waiting_.push_back(std::move(req));
+  apply();
   schedule_write();
 }
 
@@ -254,83 +279,96 @@ void pipelined_connection::schedule_write() {
 void pipelined_connection::write_pending() {
   write_scheduled_ = false;
   if (st_ != state::ready) return;
-  // A cancel may still land: cancel_call_returned()/finish() write the rest.
-  if (writes_held()) return;
-  bool sent = false;
-  const bool was_quiet = written_.empty();
-  while (!waiting_.empty()) {
-    auto req = waiting_.front();
-    if (req->completed.load(std::memory_order_acquire)) {
-      waiting_.pop_front();
-      if (req->pooled) ++release_units_;
-      continue;
-    }
-    if (req->spec.params.values.size() > max_params) {
-      waiting_.pop_front();
-      if (req->pooled) ++release_units_;
-      complete(req, make_error_code(errc::invalid_argument),
-               client_error_result("too many parameters (" + std::to_string(req->spec.params.values.size()) +
-                                   "; the protocol allows 65535)"));
-      continue;
-    }
-    if (!send(*req)) {
-      // A half-written request would desynchronise the FIFO: the connection
-      // is unusable. The request is still in waiting_: it fails with not_sent.
-      break_connection("sending failed: " + pq_error());
-      return;
-    }
-    waiting_.pop_front();
-    req->ph = query_request::phase::written;
-    written_.push_back(std::move(req));
-    sent = true;
-  }
-  if (sent) {
-    prime_single_row();
-    if (was_quiet) {
-      // The stall clock starts when work is outstanding, not at the last read.
-      last_progress_ = pool_clock::now();
-      if (cfg_->stall_timeout.count() > 0 && last_progress_ + cfg_->stall_timeout < timer_at_)
-        set_timer(last_progress_ + cfg_->stall_timeout);
-    }
-    flush();
-  }
-  if (release_units_ > 0) {
+  const auto now = pool_clock::now();
+  core_.write_pass(now);
+  apply();
+}
+
+void pipelined_connection::apply() {
+  const bool outer = !batching_;
+  batching_ = true;
+  bool flush_wanted = false;
+  // Actions may produce more actions (a failed send breaks the connection):
+  // take them until there are none.
+  // Nested calls (a flush reading results) take their own buffer.
+  std::vector<pipe_action> actions = std::move(action_buffer_);
+  for (core_.take_actions(actions); !actions.empty(); core_.take_actions(actions))
+    for (auto& a : actions) apply_one(a, flush_wanted);
+  action_buffer_ = std::move(actions);
+  if (flush_wanted && st_ == state::ready) flush();
+  if (!outer) return;
+  if (release_units_ > 0 && st_ != state::dead) {
     auto n = std::exchange(release_units_, 0);
     if (auto owner = owner_.lock()) owner->conn_release(slot_, n);
   }
+  release_units_ = 0;
+  deliver_deferred();
+  if (st_ == state::ready) {
+    if (core_.waiting() > 0 && !core_.writes_held()) schedule_write();
+    if (auto next = core_.next_timer(); next && *next < timer_at_) set_timer(*next);
+  }
+  if (closing_) maybe_finish_close();
 }
 
-bool pipelined_connection::send(query_request& req) {
-  const auto& vals = req.spec.params.values;
+void pipelined_connection::apply_one(pipe_action& a, bool& flush_wanted) {
+  using kind = pipe_action::kind;
+  switch (a.what) {
+    case kind::send:
+    case kind::send_internal:
+      if (st_ != state::ready || core_.is_broken()) return;
+      if (!send(a)) {
+        // A half-written request would desynchronise the FIFO: the
+        // connection is unusable.
+        core_.on_broken("sending failed: " + pq_error());
+      }
+      return;
+    case kind::flush:
+      flush_wanted = true;
+      return;
+    case kind::single_row:
+      if (st_ == state::ready) (void)PQsetSingleRowMode(pg_);  // if refused, the rows arrive as one chunk
+      return;
+    case kind::complete: {
+      auto req = lookup(a.id);
+      if (!req) return;
+      reqs_.erase(a.id);
+      complete_with(req, a.outcome);
+      return;
+    }
+    case kind::release:
+      release_units_ += a.units;
+      return;
+    case kind::start_cancel:
+      if (!start_cancel_call()) core_.on_cancel_failed(a.id);
+      return;
+    case kind::close:
+      retire(a.reason);
+      return;
+  }
+}
+
+bool pipelined_connection::send(const pipe_action& a) {
+  if (a.what == pipe_action::kind::send_internal) {
+    // The core's own statement (DEALLOCATE): no parameters, unnamed.
+    if (!PQsendQueryParams(pg_, a.name.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0)) return false;
+    return PQpipelineSync(pg_) == 1;
+  }
+  auto req = lookup(a.id);
+  if (!req) return false;
+  // A re-run (statement repair) starts from clean results.
+  req->ok.reset();
+  req->err.reset();
+  const auto& vals = req->spec.params.values;
   const int n = static_cast<int>(vals.size());
   std::vector<const char*> ptrs(vals.size());
   for (std::size_t i = 0; i < vals.size(); ++i) ptrs[i] = vals[i] ? vals[i]->c_str() : nullptr;
   const char* const* p = ptrs.empty() ? nullptr : ptrs.data();
-  const std::string& sql = req.spec.sql;
-
-  // Streams stay unnamed: single-row mode must be set when the Execute
-  // becomes current, which a preceding Parse would complicate.
-  bool named = cfg_->prepared_statements && !req.internal && !req.stream;
-  const std::string* name = nullptr;
-  if (named) {
-    auto it = statements_.find(sql);
-    if (it != statements_.end()) {
-      name = &it->second;
-    } else if (statements_.size() < cfg_->max_prepared) {
-      std::string nm = "pgpipe_" + std::to_string(++next_statement_);
-      // Parse rides in the same Sync segment as the first Execute: no extra
-      // round trip, and a failing Parse aborts only this request.
-      if (!PQsendPrepare(pg_, nm.c_str(), sql.c_str(), 0, nullptr)) return false;
-      it = statements_.emplace(sql, std::move(nm)).first;
-      req.prepared_name = it->second;
-      name = &it->second;
-    } else {
-      named = false;
-    }
-  }
-  req.stage = req.prepared_name.empty() ? 1 : 0;
-  int ok = named ? PQsendQueryPrepared(pg_, name->c_str(), n, p, nullptr, nullptr, 0)
-                 : PQsendQueryParams(pg_, sql.c_str(), n, nullptr, p, nullptr, nullptr, 0);
+  const std::string& sql = req->spec.sql;
+  // Parse rides in the same Sync segment as the first Execute: no extra
+  // round trip, and a failing Parse aborts only this request.
+  if (a.parse && !PQsendPrepare(pg_, a.name.c_str(), sql.c_str(), 0, nullptr)) return false;
+  int ok = !a.name.empty() ? PQsendQueryPrepared(pg_, a.name.c_str(), n, p, nullptr, nullptr, 0)
+                           : PQsendQueryParams(pg_, sql.c_str(), n, nullptr, p, nullptr, nullptr, 0);
   if (!ok) return false;
   // One Sync per request: an error aborts this request's segment only.
   return PQpipelineSync(pg_) == 1;
@@ -340,14 +378,15 @@ void pipelined_connection::flush() {
   if (st_ != state::ready) return;
   const int r = PQflush(pg_);
   if (r < 0) {
-    break_connection("flush failed: " + pq_error());
+    core_.on_broken("flush failed: " + pq_error());
+    apply();
     return;
   }
   flush_pending_ = r == 1;
   if (flush_pending_) arm_write();
   // While sending, libpq may have read input into its buffer: results can be
   // ready without the socket becoming readable again.
-  if (!written_.empty()) drain_results();
+  if (core_.written() > 0) drain_results();
 }
 
 void pipelined_connection::arm_read() {
@@ -380,7 +419,7 @@ void pipelined_connection::on_readable() {
     break_connection(pq_error());
     return;
   }
-  last_progress_ = pool_clock::now();
+  core_.on_input(pool_clock::now());
   drain_results();
   if (st_ != state::ready) return;
   if (PQstatus(pg_) == CONNECTION_BAD) {
@@ -396,15 +435,56 @@ void pipelined_connection::drain_results() {
   const bool outer = !batching_;
   batching_ = true;
   drain_results_batch();
-  if (outer) deliver_deferred();
+  // Streams get every row read in this batch as one chunk (bounded).
+  auto streams = std::move(streams_to_deliver_);
+  streams_to_deliver_.clear();
+  for (auto& st : streams) {
+    st->deliver_queued = false;
+    stream_deliver(*st);
+  }
+  if (outer) {
+    batching_ = false;
+    apply();
+  }
+}
+
+tx_state pipelined_connection::transaction_state(const query_request* head) const {
+  switch (PQtransactionStatus(pg_)) {
+    case PQTRANS_IDLE:
+      return tx_state::idle;
+    case PQTRANS_INTRANS:
+      return tx_state::in_transaction;
+    case PQTRANS_INERROR:
+      return tx_state::failed;
+    case PQTRANS_ACTIVE: {
+      // libpq reports the status only while nothing else is in flight. With
+      // neighbours pipelined behind, the command tag is the evidence left.
+      if (!head || !head->ok) return tx_state::unknown;
+      std::string_view tag = PQcmdStatus(head->ok.get());
+      if (tag == "BEGIN" || tag == "START TRANSACTION") return tx_state::in_transaction;
+      return tx_state::active;
+    }
+    default:
+      return tx_state::unknown;
+  }
 }
 
 void pipelined_connection::drain_results_batch() {
   bool last_null = false;
-  while (st_ == state::ready && !written_.empty()) {
-    if (auto& head = written_.front(); head->stream) {
-      prime_single_row();
-      if (!head->stream->abandoned && head->stream->chunks.size() >= stream_buffer_limit) {
+  // The head changes once per Sync, results arrive several per request:
+  // look the request up only when the head changes.
+  pipe_id req_id = 0;
+  std::shared_ptr<query_request> req;
+  while (st_ == state::ready && !core_.is_broken()) {
+    auto head_id = core_.head();
+    if (!head_id) break;
+    if (*head_id != req_id) {
+      req_id = *head_id;
+      req = lookup(req_id);
+    }
+    if (req && req->stream) {
+      auto& sst = *req->stream;
+      if (stream_should_pause(sst)) {
         paused_ = true;
         break;
       }
@@ -416,97 +496,70 @@ void pipelined_connection::drain_results_batch() {
       // a row means libpq has nothing more for now.
       if (last_null) break;
       last_null = true;
-      auto& head = written_.front();
-      if (head->stage == 0) head->stage = 1;
+      core_.on_command_end();
+      apply();
       continue;
     }
     last_null = false;
     std::unique_ptr<PGresult, pgresult_deleter> res(raw);
-    auto req = written_.front();
     switch (PQresultStatus(raw)) {
       case PGRES_PIPELINE_SYNC:
-        written_.pop_front();
-        finish(req);
+        core_.on_sync(pool_clock::now(), transaction_state(req.get()));
+        apply();
         break;
       case PGRES_FATAL_ERROR:
       case PGRES_BAD_RESPONSE:
-      case PGRES_NONFATAL_ERROR:
+      case PGRES_NONFATAL_ERROR: {
         if (is_session_fatal(raw)) {
           // The server is ending the session (terminated backend, shutdown):
           // everything in flight may have executed.
-          written_.pop_front();
-          if (req->pooled) ++release_units_;
-          complete(req, make_error_code(errc::connection_lost), result(res.release(), diagnostics_of(raw)));
-          break_connection("server ended the session: " + diagnostics_of(raw).to_string());
+          std::string why = "server ended the session: " + diagnostics_of(raw).to_string();
+          if (req && !req->err) req->err = std::move(res);
+          core_.on_session_ended(why);
+          apply();
           return;
         }
-        if (!req->err) {
-          req->err_in_parse = req->stage == 0;
+        const char* state = PQresultErrorField(raw, PG_DIAG_SQLSTATE);
+        std::string_view sqlstate = state ? state : "";
+        const char* primary = PQresultErrorField(raw, PG_DIAG_MESSAGE_PRIMARY);
+        // Raised before anything executed: safe to prepare again and re-run.
+        const bool retryable =
+            sqlstate == "26000" ||
+            (sqlstate == "0A000" && primary && std::string_view(primary) == "cached plan must not change result type");
+        if (core_.on_result(pipe_result::error, sqlstate, retryable) == pipe_keep::as_error && req)
           req->err = std::move(res);
-        }
         break;
+      }
       case PGRES_PIPELINE_ABORTED:
-        break;  // a command skipped after this request's own error
+        (void)core_.on_result(pipe_result::aborted);  // a command skipped after this request's own error
+        break;
       case PGRES_COPY_IN:
       case PGRES_COPY_OUT:
       case PGRES_COPY_BOTH:
-        break_connection("COPY is not supported on a pipelined connection");
+        core_.on_broken("COPY is not supported on a pipelined connection");
+        apply();
         return;
-      default:  // TUPLES_OK, COMMAND_OK, EMPTY_QUERY, SINGLE_TUPLE
-        if (req->stream && PQntuples(raw) > 0) {
-          // A row (single-row mode), or all rows when the mode could not be
-          // set: a chunk for the reader; the end marker comes at the Sync.
-          if (!req->completed.load(std::memory_order_acquire))
-            stream_push(*req->stream, {}, result(res.release()), false);
-          break;
+      default: {  // TUPLES_OK, COMMAND_OK, EMPTY_QUERY, SINGLE_TUPLE
+        const bool rows = PQntuples(raw) > 0;
+        switch (core_.on_result(rows ? pipe_result::rows : pipe_result::command_ok)) {
+          case pipe_keep::as_ok:
+            if (req) req->ok = std::move(res);
+            break;
+          case pipe_keep::stream_row:
+            if (req && req->stream) stream_row(req->stream, res.release());
+            break;
+          default:
+            break;
         }
-        // The Execute's result replaces the Parse's COMMAND_OK.
-        req->ok = std::move(res);
         break;
+      }
     }
   }
-  if (release_units_ > 0 && st_ != state::dead) {
-    auto n = std::exchange(release_units_, 0);
-    if (auto owner = owner_.lock()) owner->conn_release(slot_, n);
-  }
-  if (closing_) maybe_finish_close();
 }
 
-void pipelined_connection::finish(const std::shared_ptr<query_request>& req) {
-  req->ph = query_request::phase::finished;
-  if (req == cancel_target_) {
-    // The backend is past the target: a cancel that has not landed yet finds
-    // it reading its next command, and is ignored there.
-    cancel_target_.reset();
-    if (!writes_held() && !waiting_.empty()) schedule_write();
-  }
-  if (req->pooled) ++release_units_;
-  if (req->err && !req->prepared_name.empty()) {
-    // The statement may not exist on the server: forget it, so the next use
-    // prepares again instead of failing with 26000.
-    auto it = statements_.find(req->spec.sql);
-    if (it != statements_.end() && it->second == req->prepared_name) statements_.erase(it);
-  }
-  if (req->completed.load(std::memory_order_acquire)) return;  // detached: discard
-  if (req->err) {
-    const PGresult* e = req->err.get();
-    diagnostics d = diagnostics_of(e);
-    std::error_code ec;
-    if (req->cancel_sent && d.sqlstate == "57014") {
-      ec = make_error_code(errc::cancelled);
-    } else if (!d.sqlstate.empty()) {
-      ec = make_sqlstate(d.sqlstate);
-    } else {
-      ec = make_error_code(errc::protocol_error);
-    }
-    complete(req, ec, result(req->err.release(), std::move(d)));
-    return;
-  }
-  if (req->ok) {
-    complete(req, {}, result(req->ok.release()));
-    return;
-  }
-  complete(req, make_error_code(errc::protocol_error), client_error_result("the server sent no result for the query"));
+void pipelined_connection::complete_with(const std::shared_ptr<query_request>& req, pipe_outcome o) {
+  auto [ec, r] = outcome_result(o, *req, break_reason_);
+  complete(req, ec, std::move(r));
 }
 
 void pipelined_connection::complete(const std::shared_ptr<query_request>& req, std::error_code ec, result r) {
@@ -548,28 +601,16 @@ void pipelined_connection::deliver_deferred() {
 
 void pipelined_connection::cancel(const std::shared_ptr<query_request>& req, asio::cancellation_type_t type) {
   if (req->completed.load(std::memory_order_acquire)) return;
-  if (req->ph == query_request::phase::pending) {
+  if (req->id == 0) {
     // Still on its way to enqueue(), which gives its capacity back.
     complete(req, make_error_code(errc::cancelled), client_error_result("cancelled before it was sent"));
     return;
   }
-  if (req->ph == query_request::phase::waiting) {
-    // Not written: no side effect, any cancellation type removes it.
-    auto it = std::find(waiting_.begin(), waiting_.end(), req);
-    if (it != waiting_.end()) waiting_.erase(it);
-    if (req->pooled) {
-      if (auto owner = owner_.lock()) owner->conn_release(slot_, 1);
-    }
-    complete(req, make_error_code(errc::cancelled), client_error_result("cancelled before it was sent"));
-    return;
-  }
-  if (req->ph != query_request::phase::written) return;
-  // Written: the query may have side effects, so only terminal and partial
-  // cancellation apply.
-  if ((type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) ==
-      asio::cancellation_type::none)
-    return;
-  if (req->on_lease && st_ == state::ready && !req->cancel_sent && !paused_) {
+  // A written query may have side effects: only terminal and partial
+  // cancellation apply to it.
+  const bool after_write = (type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) !=
+                           asio::cancellation_type::none;
+  if (req->on_lease && after_write && st_ == state::ready && !paused_ && !core_.writes_held()) {
     // Its result may be here already: then there is nothing to cancel, and
     // a signal sent now could only hit the next query.
     if (!PQconsumeInput(pg_)) {
@@ -579,31 +620,12 @@ void pipelined_connection::cancel(const std::shared_ptr<query_request>& req, asi
     drain_results();
     if (req->completed.load(std::memory_order_acquire) || st_ != state::ready) return;
   }
-  if (req->on_lease && st_ == state::ready && !req->cancel_sent && send_cancel_request(req)) {
-    // Exclusive connection and the target is the only query written: the
-    // signal can hit nothing else (later queries are held back until it has
-    // landed), so ask the server to cancel. The request completes when the
-    // server answers (57014 -> errc::cancelled; a result that beat the
-    // cancel is delivered as is), or with errc::cancelled at the latest after
-    // max(connect_timeout, 1 s) (then its result is discarded).
-    auto bound = pool_clock::now() + std::max(cfg_->connect_timeout, milliseconds(1000));
-    cancel_deadline_ = bound;
-    if (bound < req->deadline) req->deadline = bound;
-    if (bound < timer_at_) set_timer(bound);
-    return;
-  }
-  // Shared pipelined connection, or a lease with other queries written
-  // behind (or before) this one, which a cancel signal could hit: detach. The caller is answered now; the
-  // server's answer is matched and discarded when it arrives.
-  complete(req, make_error_code(errc::cancelled), client_error_result("cancelled after it was sent; result discarded"));
+  core_.cancel(pool_clock::now(), req->id, after_write);
+  apply();
 }
 
-bool pipelined_connection::send_cancel_request(const std::shared_ptr<query_request>& req) {
-  if (!pg_ || st_ != state::ready || req->cancel_sent || cancel_call_ || cancel_target_) return false;
-  // The signal hits whatever the backend is executing when it arrives: only
-  // safe if nothing but the target can be executing, i.e. it is the only
-  // request written (writes_held() keeps it so until the signal has landed).
-  if (written_.size() != 1 || written_.front() != req) return false;
+bool pipelined_connection::start_cancel_call() {
+  if (!pg_ || st_ != state::ready || cancel_call_) return false;
   PGcancel* c = PQgetCancel(pg_);
   if (!c) return false;
   auto call = std::make_shared<cancel_call>();
@@ -626,17 +648,15 @@ bool pipelined_connection::send_cancel_request(const std::shared_ptr<query_reque
     PQfreeCancel(c);
     return false;
   }
-  req->cancel_sent = true;
   cancel_call_ = std::move(call);
-  cancel_target_ = req;
   return true;
 }
 
 void pipelined_connection::cancel_call_returned(const cancel_call* call) {
   if (cancel_call_.get() != call) return;
   cancel_call_.reset();
-  cancel_deadline_ = time_point::max();
-  if (!writes_held() && !waiting_.empty()) schedule_write();
+  core_.on_cancel_returned();
+  apply();
 }
 
 void pipelined_connection::end_cancel_calls() noexcept {
@@ -645,8 +665,6 @@ void pipelined_connection::end_cancel_calls() noexcept {
     cancel_call_->live = false;
   }
   cancel_call_.reset();
-  cancel_target_.reset();
-  cancel_deadline_ = time_point::max();
 }
 
 // ---- streams ----------------------------------------------------------------------
@@ -655,33 +673,42 @@ void pipelined_connection::fail_request(const std::shared_ptr<query_request>& re
   complete(req, ec, std::move(r));
 }
 
-void pipelined_connection::prime_single_row() {
-  // Pipeline mode: single-row mode is set when the query becomes the one
-  // libpq is processing, before any of its results are parsed.
-  if (written_.empty() || st_ != state::ready) return;
-  auto& h = written_.front();
-  if (!h->stream || h->single_row_set || h->stage != 1) return;
-  h->single_row_set = true;
-  (void)PQsetSingleRowMode(pg_);  // if refused, the rows arrive as one chunk
+void pipelined_connection::stream_row(const std::shared_ptr<stream_state>& sp, PGresult* row) {
+  if (add_stream_row(*sp, row) && !sp->deliver_queued) {
+    sp->deliver_queued = true;
+    streams_to_deliver_.push_back(sp);
+  }
 }
 
 void pipelined_connection::stream_push(stream_state& st, std::error_code ec, result r, bool final) {
   if (st.ended) return;
   if (final) st.ended = true;
   if (st.abandoned) return;
-  if (st.waiter) {
+  if (st.waiter && st.chunks.empty()) {
     auto w = std::move(st.waiter);
     w->complete(ex_, false, ec, std::move(r));
     return;
   }
   st.chunks.emplace_back(ec, std::move(r));
+  st.chunk_bytes.push_back(0);
+  st.tail_open = false;
+}
+
+void pipelined_connection::stream_deliver(stream_state& st) {
+  if (!st.waiter || st.chunks.empty() || st.abandoned) return;
+  auto [ec, r] = pop_stream_chunk(st);
+  auto w = std::move(st.waiter);
+  w->complete(ex_, false, ec, std::move(r));
 }
 
 void pipelined_connection::resume_if_paused() {
   if (!paused_ || st_ != state::ready) return;
-  if (!written_.empty() && written_.front()->stream) {
-    auto& sst = *written_.front()->stream;
-    if (!sst.abandoned && sst.chunks.size() > stream_buffer_limit / 2) return;
+  if (auto h = core_.head()) {
+    auto req = lookup(*h);
+    if (req && req->stream) {
+      auto& sst = *req->stream;
+      if (!stream_may_resume(sst)) return;
+    }
   }
   paused_ = false;
   drain_results();
@@ -702,8 +729,7 @@ void pipelined_connection::stream_next(const std::shared_ptr<stream_state>& st,
     return;
   }
   if (!st->chunks.empty()) {
-    auto [ec, r] = std::move(st->chunks.front());
-    st->chunks.pop_front();
+    auto [ec, r] = pop_stream_chunk(*st);
     done->complete(ex_, false, ec, std::move(r));
     resume_if_paused();
     return;
@@ -719,26 +745,17 @@ void pipelined_connection::stream_next(const std::shared_ptr<stream_state>& st,
 void pipelined_connection::stream_cancel(const std::shared_ptr<stream_state>& st) {
   if (st->abandoned) return;
   st->abandoned = true;
-  st->chunks.clear();
+  clear_stream_chunks(*st);
   if (st->waiter) {
     auto w = std::move(st->waiter);
     w->complete(ex_, false, make_error_code(errc::cancelled), client_error_result("the stream was cancelled"));
   }
   auto req = st->req.lock();
-  if (req && !req->completed.load(std::memory_order_acquire)) {
-    if (req->ph == query_request::phase::waiting) {
-      auto it = std::find(waiting_.begin(), waiting_.end(), req);
-      if (it != waiting_.end()) waiting_.erase(it);
-      complete(req, make_error_code(errc::cancelled), client_error_result("the stream was cancelled"));
-    } else if (req->ph == query_request::phase::written) {
-      // Stop the server producing rows nobody will read (only if the signal
-      // cannot hit another query); the rest of the result is discarded as
-      // it arrives.
-      if (send_cancel_request(req)) {
-        cancel_deadline_ = pool_clock::now() + std::max(cfg_->connect_timeout, milliseconds(1000));
-        if (cancel_deadline_ < timer_at_) set_timer(cancel_deadline_);
-      }
-    }
+  if (req && !req->completed.load(std::memory_order_acquire) && req->id != 0) {
+    // Removed if not written; if written, the server is asked to stop (when
+    // the signal cannot hit another query) and the rest is discarded.
+    core_.stream_abandoned(pool_clock::now(), req->id);
+    apply();
   }
   resume_if_paused();
 }
@@ -761,7 +778,7 @@ void pipelined_connection::lease_returned() {
   const auto ts = PQtransactionStatus(pg_);
   // A PQcancel may still be on its way: the rollback below is held back until
   // it has landed, so it cannot reach the pool's shared queries.
-  if (written_.empty() && waiting_.empty() && ts == PQTRANS_IDLE && !writes_held()) {
+  if (!core_.has_written_or_waiting() && ts == PQTRANS_IDLE && !core_.writes_held()) {
     if (auto owner = owner_.lock()) owner->conn_lease_returned(slot_);
     return;
   }
@@ -769,6 +786,7 @@ void pipelined_connection::lease_returned() {
   // ROLLBACK behind it. Harmless when there is none (a warning).
   auto req = std::make_shared<query_request>();
   req->internal = true;
+  req->on_lease = true;  // the lease's own cleanup: its transaction is expected
   req->spec.sql = "rollback";
   if (cfg_->connect_timeout.count() > 0) req->deadline = pool_clock::now() + cfg_->connect_timeout;
   auto self = shared_from_this();
@@ -793,12 +811,9 @@ void pipelined_connection::close() {
 void pipelined_connection::maybe_finish_close() {
   if (!closing_ || st_ == state::dead) return;
   if (st_ == state::connecting) return;  // connected()/connect_failed() come back here
-  if (!waiting_.empty()) return;
   // Detached requests (timed out, cancelled, a failed health check) have
   // nobody waiting: closing need not wait for a server that may never answer.
-  for (auto& r : written_)
-    if (!r->completed.load(std::memory_order_acquire)) return;
-  written_.clear();
+  if (!core_.can_close()) return;
   if (auto owner = owner_.lock())
     owner->log(log_level::info, "disconnected (slot " + std::to_string(slot_) + "): closed by the pool");
   teardown();
@@ -806,37 +821,27 @@ void pipelined_connection::maybe_finish_close() {
 
 void pipelined_connection::abort() {
   if (st_ == state::dead) return;
-  auto written = std::move(written_);
-  auto waiting = std::move(waiting_);
-  written_.clear();
-  waiting_.clear();
+  core_.abort();
   teardown();
-  for (auto& r : written) complete(r, make_error_code(errc::closed), client_error_result("client closed"));
-  for (auto& r : waiting) complete(r, make_error_code(errc::closed), client_error_result("client closed"));
+  apply();
 }
 
 void pipelined_connection::break_connection(const std::string& reason) {
   if (st_ == state::dead) return;
-  auto owner = owner_.lock();
-  auto written = std::move(written_);
-  auto waiting = std::move(waiting_);
-  written_.clear();
-  waiting_.clear();
+  core_.on_broken(reason);
+  apply();
+}
+
+void pipelined_connection::retire(const std::string& reason) {
+  if (st_ == state::dead) return;
+  break_reason_ = reason;
   release_units_ = 0;  // the pool forgets every grant of a broken slot
-  if (owner) {
+  if (auto owner = owner_.lock()) {
     owner->log(log_level::warning, "disconnected (slot " + std::to_string(slot_) + "): " + reason);
     // First the pool, so that handlers run below cannot be granted this slot.
     owner->conn_broken(slot_, reason);
   }
   teardown();
-  for (auto& r : written) {
-    complete(r, make_error_code(errc::connection_lost),
-             client_error_result("connection lost after the request was sent (it may have executed): " + reason));
-  }
-  for (auto& r : waiting) {
-    complete(r, make_error_code(errc::not_sent),
-             client_error_result("connection lost before the request was sent: " + reason));
-  }
 }
 
 void pipelined_connection::teardown() {
@@ -886,52 +891,8 @@ void pipelined_connection::on_timer() {
     set_timer(connect_deadline_);
     return;
   }
-  // Stalled: written work and no input for stall_timeout.
-  if (cfg_->stall_timeout.count() > 0 && !written_.empty() && now - last_progress_ >= cfg_->stall_timeout) {
-    break_connection("no progress for " + std::to_string(cfg_->stall_timeout.count()) + " ms (stall_timeout)");
-    return;
-  }
-  if (cancel_call_ && now >= cancel_deadline_) {
-    // PQcancel has not returned: the signal may land at any time, on any
-    // later query. The connection cannot be used safely any more.
-    break_connection("the cancel request was not answered within " +
-                     std::to_string(std::max(cfg_->connect_timeout, milliseconds(1000)).count()) + " ms");
-    return;
-  }
-  time_point next = cancel_call_ ? cancel_deadline_ : time_point::max();
-  // Expired, not written: removed. Expired, written: answered now, detached.
-  for (auto it = waiting_.begin(); it != waiting_.end();) {
-    auto& r = *it;
-    if (!r->completed.load(std::memory_order_acquire) && r->deadline <= now) {
-      auto req = r;
-      it = waiting_.erase(it);
-      if (req->pooled) ++release_units_;
-      complete(req, make_error_code(errc::query_timeout), client_error_result("query timed out before it was sent"));
-      continue;
-    }
-    if (!r->completed.load(std::memory_order_acquire)) next = std::min(next, r->deadline);
-    ++it;
-  }
-  for (auto& r : written_) {
-    if (r->completed.load(std::memory_order_acquire)) continue;
-    if (r->deadline <= now) {
-      if (r->cancel_sent) {
-        complete(r, make_error_code(errc::cancelled), client_error_result("cancelled; the server did not confirm in time"));
-      } else {
-        complete(r, make_error_code(errc::query_timeout),
-                 client_error_result("query timed out after it was sent (it may have executed); result discarded"));
-      }
-      continue;
-    }
-    next = std::min(next, r->deadline);
-  }
-  if (cfg_->stall_timeout.count() > 0 && !written_.empty()) next = std::min(next, last_progress_ + cfg_->stall_timeout);
-  if (release_units_ > 0) {
-    auto n = std::exchange(release_units_, 0);
-    if (auto owner = owner_.lock()) owner->conn_release(slot_, n);
-  }
-  if (next != time_point::max()) set_timer(next);
-  if (closing_) maybe_finish_close();
+  core_.on_tick(now);
+  apply();
 }
 
 }  // namespace pgpipe::detail

@@ -1,24 +1,25 @@
-// pipelined_connection: one PGconn in nonblocking pipeline mode, bound to one
-// event loop (executor) and touched only from it.
+// pipelined_connection: the libpq/Asio shell of one async connection: one
+// PGconn in nonblocking pipeline mode, bound to one event loop (executor)
+// and touched only from it.
 //
-// Shape of Boost.Redis's multiplexer: a FIFO of requests, waiting (queued,
-// not yet handed to libpq) then written (in the pipeline, awaiting results).
-// Each request is Parse? + Bind/Execute + Sync, so an error aborts only its
-// own Sync segment. Results are matched FIFO: every result up to a
-// PGRES_PIPELINE_SYNC belongs to the request at the head of `written_`.
+// What to send, in which order, how results match requests and what each
+// request's outcome is are pipeline_core's decisions (async/pipeline_core.hpp).
+// This class connects, carries out the core's actions with libpq, watches the
+// socket and turns each PGresult into a core input. It keeps what holds libpq
+// objects: the requests' stored results and the row_stream buffers.
 //
-// Writes are coalesced: enqueue() schedules one write pass per loop turn that
-// hands every waiting request to libpq and then flushes. The PQflush rule is
-// obeyed: when it returns 1 the socket is watched for write *and* read, and
-// input is consumed while waiting, so a large pipelined write never deadlocks
-// against a server that is itself blocked writing results to us.
+// Writes are coalesced: enqueue() schedules one write pass per loop turn, and
+// the core asks for one flush after it. The PQflush rule is obeyed: when it
+// returns 1 the socket is watched for write *and* read, and input is consumed
+// while waiting, so a large pipelined write never deadlocks against a server
+// that is itself blocked writing results to us.
 //
-// The socket is watched with an asio stream_descriptor that is released
-// (never closed) before PQfinish, so libpq closes the fd exactly once. It is
-// re-created at every step of PQconnectPoll, whose socket may change
-// (multi-host strings, SSL/GSS fallbacks).
+// The socket is watched through a duplicate of libpq's fd (see
+// reassign_socket), re-created at every step of PQconnectPoll, whose socket
+// may change (multi-host strings, SSL/GSS fallbacks).
 #pragma once
 
+#include "async/pipeline_core.hpp"
 #include "async/request.hpp"
 #include "core/pool_core.hpp"
 #include "pq/libpq_failure.hpp"
@@ -35,7 +36,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -74,8 +74,10 @@ struct connection_config {
   bool prepared_statements = true;
   /// Named statements per connection before new SQL texts go unnamed: bounds
   /// server memory when an application generates SQL.
-  std::size_t max_prepared = max_prepared_statements;
-  std::vector<std::string> on_connect;  ///< pool_params::on_connect, run before the pool hears of the connection  // pq/libpq_failure.hpp: one cap for both drivers
+  std::size_t max_prepared = max_prepared_statements;  // pq/libpq_failure.hpp: one cap for both drivers
+  std::vector<std::string> on_connect;  ///< pool_params::on_connect, run before the pool hears of the connection
+  /// Requests written and not yet answered, at most (pool_params::pipeline_depth).
+  std::size_t pipeline_depth = 128;
 };
 
 class pipelined_connection;
@@ -141,31 +143,38 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
 
   void schedule_write();
   void write_pending();
-  bool send(query_request& req);
+  /// Carries out the core's actions; completions are delivered after the
+  /// capacity they free went back to the pool.
+  void apply();
+  void apply_one(pipe_action& a, bool& flush_wanted);
+  bool send(const pipe_action& a);
   void flush();
   void arm_read();
   void arm_write();
   void on_readable();
   void drain_results();
   void drain_results_batch();
+  tx_state transaction_state(const query_request* head) const;
   void deliver_deferred();
-  void finish(const std::shared_ptr<query_request>& req);
   void complete(const std::shared_ptr<query_request>& req, std::error_code ec, result r);
+  void complete_with(const std::shared_ptr<query_request>& req, pipe_outcome o);
+  std::shared_ptr<query_request> lookup(pipe_id id) const;
 
+  void stream_row(const std::shared_ptr<stream_state>& st, PGresult* row);
   void stream_push(stream_state& st, std::error_code ec, result r, bool final);
-  void prime_single_row();
+  void stream_deliver(stream_state& st);
   void resume_if_paused();
-  /// PQcancel for `req` (lease only), if it is the only written request and
-  /// no other cancel is in progress. Returns whether the cancel was issued.
-  bool send_cancel_request(const std::shared_ptr<query_request>& req);
+  /// Carries out start_cancel: PQcancel on its own thread.
+  bool start_cancel_call();
   void cancel_call_returned(const cancel_call* call);
   void end_cancel_calls() noexcept;
-  /// A PQcancel may still land on the backend: write nothing new.
-  bool writes_held() const noexcept { return cancel_call_ != nullptr || cancel_target_ != nullptr; }
 
   void set_timer(time_point at);
   void on_timer();
+  /// An I/O failure: the core fails the requests, then retire() runs.
   void break_connection(const std::string& reason);
+  /// The core's close action: tell the pool, close the socket.
+  void retire(const std::string& reason);
   void teardown();
   void maybe_finish_close();
   void reassign_socket();
@@ -190,9 +199,12 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   bool paused_ = false;
   bool finished_reported_ = false;
 
-  std::deque<std::shared_ptr<query_request>> waiting_;
-  std::deque<std::shared_ptr<query_request>> written_;
-  std::size_t release_units_ = 0;  ///< shared units to hand back after this batch
+  pipeline_core core_;
+  std::unordered_map<pipe_id, std::shared_ptr<query_request>> reqs_;  ///< submitted, not completed
+  std::vector<pipe_action> action_buffer_;  ///< reused by apply()
+  pipe_id next_id_ = 1;
+  std::string break_reason_;         ///< for the messages of requests failed by a break
+  std::size_t release_units_ = 0;    ///< shared units to hand back after this batch
   struct deferred_completion {
     std::shared_ptr<query_request> req;
     std::error_code ec;
@@ -200,26 +212,18 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   };
   bool batching_ = false;
   std::vector<deferred_completion> deferred_;
+  std::vector<std::shared_ptr<stream_state>> streams_to_deliver_;  ///< got rows during this batch
 
   boost::asio::steady_timer timer_;
   time_point timer_at_ = time_point::max();
   std::uint64_t timer_gen_ = 0;
   time_point connect_deadline_ = time_point::max();
-  time_point last_progress_{};
 
-  // Lease cancellation. A cancel signal hits whatever the backend runs when
-  // it arrives (a backend reading its next command ignores it), so while one
-  // may be on its way nothing else is written: not until PQcancel has
-  // returned (the postmaster has signalled the backend) and the target's
-  // result has been read (the backend is past it, any pending cancel was
-  // consumed or ignored).
-  std::shared_ptr<cancel_call> cancel_call_;      ///< PQcancel still running
-  std::shared_ptr<query_request> cancel_target_;  ///< its Sync not yet read
-  time_point cancel_deadline_ = time_point::max();  ///< PQcancel must return by then
+  // Lease cancellation: the PQcancel call still running (the hold-back rule
+  // itself is the core's).
+  std::shared_ptr<cancel_call> cancel_call_;
 
   std::unique_ptr<notice_route> notices_;  ///< server NOTICE/WARNING -> owner's log (pq/notice_route.hpp)
-  std::unordered_map<std::string, std::string> statements_;  ///< SQL text -> statement name
-  std::uint64_t next_statement_ = 0;
 };
 
 }  // namespace pgpipe::detail

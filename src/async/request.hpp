@@ -10,6 +10,7 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include <atomic>
+#include <cstdint>
 #include <deque>
 #include <utility>
 #include <memory>
@@ -26,7 +27,15 @@ struct query_request;
 struct stream_state {
   std::shared_ptr<pipelined_connection> conn;
   std::weak_ptr<query_request> req;
+  /// Each chunk holds every row received since the previous one, up to a
+  /// bound (rows and bytes); the last item is the end marker or the error.
   std::deque<std::pair<std::error_code, result>> chunks;
+  std::deque<std::size_t> chunk_bytes;  ///< field bytes per chunk, in step with chunks
+  bool tail_open = false;         ///< the last chunk takes more rows
+  std::size_t tail_bytes = 0;     ///< field bytes in the last chunk
+  std::size_t buffered_rows = 0;  ///< rows in chunks, all together
+  std::size_t buffered_bytes = 0;
+  bool deliver_queued = false;    ///< listed for delivery at the end of the batch
   bool ended = false;      ///< the final item (end marker or error) was produced
   bool abandoned = false;  ///< cancel(): drop everything from now on
   std::unique_ptr<completion<result>> waiter;
@@ -55,17 +64,13 @@ struct query_request {
   std::weak_ptr<client_impl> owner;             ///< pool requests, for cancellation
 
   // Touched only on the connection's executor.
-  enum class phase : unsigned char { pending, waiting, written, finished };
-  phase ph = phase::pending;
-  bool cancel_sent = false;       ///< PQcancel issued (lease): report errc::cancelled
-  std::string prepared_name;      ///< this request carried the Parse for it
-  int stage = 0;                  ///< results before the first NULL belong to the Parse
+  /// pipeline_core's id once enqueued (0: still on its way to the connection).
+  std::uint64_t id = 0;
+  /// The results pipeline_core told the connection to keep.
   std::unique_ptr<PGresult, pgresult_deleter> ok;
   std::unique_ptr<PGresult, pgresult_deleter> err;
-  bool err_in_parse = false;
   /// Set for lease::stream(): rows go to the stream, `done` is a no-op.
   std::shared_ptr<stream_state> stream;
-  bool single_row_set = false;
 
   /// Delivers the outcome unless someone already did. must_post: never run
   /// the handler inline (we may be inside the initiating function).

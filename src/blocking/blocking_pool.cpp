@@ -555,6 +555,12 @@ const std::string* blocking_lease::statement_for(std::string_view sql) {
   return conn_->statement_for(sql, max_prepared_per_connection);
 }
 
+const std::string* blocking_lease::renew_statement(std::string_view sql) {
+  const std::string* name = conn_->renew_statement(sql);
+  if (!name) throw error(errc::protocol_error, "no cached statement to renew");
+  return name;
+}
+
 void blocking_lease::discard() noexcept {
   if (conn_ == nullptr) return;
   broken_ = true;

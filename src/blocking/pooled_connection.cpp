@@ -143,9 +143,23 @@ const std::string* pooled_connection::statement_for(std::string_view sql, std::s
   auto it = statements_.find(key);
   if (it != statements_.end()) return &it->second;
   if (statements_.size() >= max_statements || !may_prepare_another(statements_.size())) return nullptr;
-  std::string name = "pgpipe_s" + std::to_string(statements_.size() + 1);
+  std::string name = "pgpipe_s" + std::to_string(++next_statement_);
   prepare(name, key);  // declared only: libpqxx prepares on first use
   return &statements_.emplace(std::move(key), std::move(name)).first->second;
+}
+
+const std::string* pooled_connection::renew_statement(std::string_view sql) {
+  auto it = statements_.find(std::string(sql));
+  if (it == statements_.end()) return nullptr;
+  try {
+    // DEALLOCATE when libpqxx had prepared it; after 26000 the server has no
+    // such statement and this throws: nothing left to free then.
+    unprepare(it->second);
+  } catch (const std::exception&) {
+  }
+  it->second = "pgpipe_s" + std::to_string(++next_statement_);
+  prepare(it->second, it->first);
+  return &it->second;
 }
 
 bool pooled_connection::health_check() noexcept {

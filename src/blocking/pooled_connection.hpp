@@ -89,12 +89,18 @@ class pooled_connection final : public pqxx::connection_base {
 
   /// See blocking_lease::statement_for.
   const std::string* statement_for(std::string_view sql, std::size_t max_statements);
+  /// The server refused the cached statement for `sql` (a migration changed
+  /// its table): drop it (deallocated when the server still has it) and
+  /// declare a fresh one under a new name. Null when `sql` had none.
+  const std::string* renew_statement(std::string_view sql);
 
  private:
   // SQL text -> statement name, for this connection (statements die with it).
   void run_on_connect(const std::vector<std::string>& statements);
 
   std::unordered_map<std::string, std::string> statements_;
+  // Names are never reused: a renewed statement never meets its old plan.
+  std::uint64_t next_statement_ = 0;
   recording_policy policy_;
   std::unique_ptr<notice_route> notices_;
 };

@@ -297,3 +297,24 @@ TEST(async_failure, bad_conninfo_fails_with_bad_conninfo) {
   auto [ec, r] = client.async_query("select 1", asio::use_future).get();
   EXPECT_EQ(ec, pgpipe::errc::bad_conninfo) << ec.message() << " " << r.diag().to_string();
 }
+
+// The shared (non-lease) path must never leave a transaction open on a
+// connection other callers share (issue 11: a neighbour's query ran inside
+// it). Whether BEGIN is refused before it is sent or the connection is
+// retired after its Sync (pipeline_core's safety net), the caller gets an
+// error and the next query runs outside any transaction.
+TEST(async_failure, begin_on_the_shared_path_never_leaks_into_neighbours) {
+  auto& pg = pgpipe::test::shared_cluster();
+  pg.exec("drop table if exists shared_tx");
+  pg.exec("create table shared_tx (v int)");
+  pgpipe::async_client client(params_for(pg.conninfo(), 1));
+  auto [ec, r] = client.async_query("begin", asio::use_future).get();
+  EXPECT_TRUE(ec) << "a transaction was opened on a shared connection";
+  // A neighbour's write: inside a leaked transaction it would stay invisible
+  // to every other session (and be lost with the connection).
+  auto [ec2, r2] = client.async_query("insert into shared_tx values (1)", asio::use_future).get();
+  ASSERT_FALSE(ec2) << r2.diag().to_string();
+  EXPECT_EQ(pg.query_value("select count(*) from shared_tx"), "1") << "the neighbour ran inside the transaction";
+  auto [ec3, r3] = client.async_query("select 1", asio::use_future).get();
+  EXPECT_FALSE(ec3) << r3.diag().to_string();
+}

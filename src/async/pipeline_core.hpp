@@ -1,0 +1,234 @@
+// pipeline_core: the sans-IO request pipeline of one async connection.
+//
+// It owns the FIFO (waiting -> written -> done), Sync accounting (one Sync
+// per request, so an error aborts only its own segment), the depth limit,
+// the prepared-statement cache, each request's stage (Parse, then Execute),
+// the cancel hold-back rule, the statement-cache repair after migrations and
+// the shared-path transaction safety net. It never touches libpq, a socket,
+// a thread or a clock: the shell (pipelined_connection) feeds it what libpq
+// said and the current time, then carries out the queued actions in order.
+// Not thread-safe: called on the connection's executor only.
+//
+// Contract (each point has a test in tests/unit/pipeline_core_test.cpp):
+//  - Every submitted request gets exactly one `complete` action, unless the
+//    core was destroyed first. After `complete`, a request still written has
+//    its remaining results reported as `discard` (detached).
+//  - Results are matched in order: on_result/on_command_end/on_sync always
+//    concern head(), the oldest written request.
+//  - At most `depth` requests are written and not yet synced.
+//  - Nothing is sent after the connection broke (on_broken, a session-fatal
+//    error, COPY, a stall, an unanswered cancel): written requests complete
+//    with connection_lost ("may have executed"), waiting ones with not_sent.
+//  - Cancel hold-back: a PQcancel hits whatever the backend runs when it
+//    lands, so it is started only for a lease request that is the only one
+//    written, and nothing is sent from then until both the PQcancel call has
+//    returned (on_cancel_returned) and the target's Sync was read.
+//  - Statement cache: a SQL text seen before runs as a named statement; the
+//    first use carries its Parse in the same Sync segment. At most
+//    `max_prepared` names exist; the least recently used idle one is evicted
+//    and deallocated (an internal `deallocate` request). A Parse that failed
+//    leaves no statement; an Execute that failed leaves it (still cached).
+//  - Migration repair: a named statement failing with 26000, or with 0A000
+//    "cached plan must not change result type" (`plan_changed`), raised before
+//    anything executed: the statement is dropped (deallocated if it still
+//    exists), and the request is sent again once with a fresh Parse. Shared
+//    requests always qualify; a lease request only when the server is idle
+//    (no transaction, which the error would have aborted) and nothing was
+//    written behind it (it keeps its order).
+//  - Safety net: if the server reports a transaction open (in transaction or
+//    failed) at the Sync of a request not on a lease, that request completes
+//    with `transaction_left_open` and the connection is closed (the server
+//    rolls the transaction back when the session ends); requests behind it
+//    fail as after a break.
+#pragma once
+
+#include "async/statement_cache.hpp"
+#include "core/pool_core.hpp"
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pgpipe::detail {
+
+using pipe_id = std::uint64_t;
+
+struct pipeline_params {
+  std::size_t depth = 128;  ///< requests written and not synced, at most
+  bool prepared_statements = true;
+  std::size_t max_prepared = 1000;
+  std::chrono::milliseconds stall_timeout{0};  ///< 0: none
+  std::chrono::milliseconds cancel_bound{1000};  ///< PQcancel must return within this
+};
+
+/// What the core needs to know about a request.
+struct pipe_request {
+  std::string sql;
+  std::size_t param_count = 0;
+  bool stream = false;    ///< rows go to a row_stream (never named: single-row mode)
+  bool internal = false;  ///< health check, rollback: never named
+  bool on_lease = false;  ///< exclusive connection: PQcancel may be used
+  bool pooled = false;    ///< holds a unit of pool capacity until synced
+  time_point deadline = time_point::max();
+};
+
+enum class pipe_outcome : unsigned char {
+  ok,                     ///< the shell's stored result (no_result if none was stored)
+  sql_error,              ///< the shell's stored error result
+  cancelled_by_server,    ///< stored error (57014) after our PQcancel
+  no_result,              ///< Sync without any result: protocol error
+  cancelled_unsent,       ///< removed from the FIFO before it was written
+  cancelled_detached,     ///< written; caller answered, results discarded
+  cancel_unconfirmed,     ///< PQcancel sent, no answer before the deadline
+  timeout_unsent,
+  timeout_detached,
+  too_many_params,        ///< never written: more than 65535 parameters
+  not_sent,               ///< connection broke before it was written
+  connection_lost,        ///< connection broke after it was written
+  session_ended,          ///< the head's stored FATAL error ended the session
+  closed,                 ///< abort(): client teardown
+  transaction_left_open,  ///< safety net tripped on this request
+};
+
+struct pipe_action {
+  enum class kind : unsigned char {
+    send,         ///< write `id`: Parse of `name` first if `parse`; Bind/Execute of `name`
+                  ///< (unnamed with the request's SQL if empty); then Sync
+    send_internal,///< write `sql` (no parameters, unnamed) + Sync; its results are the core's
+    flush,        ///< everything sent since the last flush
+    single_row,   ///< set single-row mode now: `id` is the head at its Execute
+    complete,     ///< `id` completes with `outcome`
+    release,      ///< `units` shared units of pool capacity go back to the pool
+    start_cancel, ///< PQcancel for `id` (off the loop); answer on_cancel_returned / on_cancel_failed
+    close,        ///< the connection is unusable (`reason`): tear it down; completes follow
+  };
+  explicit pipe_action(kind k, pipe_id i = 0) : what(k), id(i) {}
+  kind what;
+  pipe_id id = 0;
+  pipe_outcome outcome = pipe_outcome::ok;
+  bool parse = false;
+  std::string name;  ///< send: statement name; send_internal: the SQL
+  std::string reason;
+  std::size_t units = 0;
+};
+
+/// The shell's reading of one PGresult of the head request.
+enum class pipe_result : unsigned char {
+  command_ok,  ///< COMMAND_OK, EMPTY_QUERY, TUPLES_OK without rows
+  rows,        ///< TUPLES_OK with rows, SINGLE_TUPLE
+  error,       ///< FATAL/NONFATAL/BAD_RESPONSE (not session-fatal: see on_session_ended)
+  aborted,     ///< PIPELINE_ABORTED: skipped after this segment's error
+};
+
+/// What the shell does with that PGresult.
+enum class pipe_keep : unsigned char { as_ok, as_error, stream_row, discard };
+
+enum class tx_state : unsigned char { idle, active, in_transaction, failed, unknown };
+
+class pipeline_core {
+ public:
+  explicit pipeline_core(pipeline_params p);
+
+  // ---- inputs ----
+  /// A request for the FIFO; written on the next write_pass().
+  void submit(time_point now, pipe_id id, pipe_request r);
+  /// The shell's write turn (the connection is ready): sends waiting requests
+  /// up to the depth limit unless held back, then one flush.
+  void write_pass(time_point now);
+  /// One PGresult of head(). `sqlstate`/`retryable` only for errors;
+  /// retryable: 26000, or 0A000 "cached plan must not change result type".
+  pipe_keep on_result(pipe_result r, std::string_view sqlstate = {}, bool retryable = false);
+  /// PQgetResult returned NULL: one command (Parse, Execute) of head() ended.
+  void on_command_end();
+  /// PGRES_PIPELINE_SYNC: head()'s segment is over; `tx` is the server's
+  /// transaction status after it.
+  void on_sync(time_point now, tx_state tx);
+  /// Input arrived (resets the stall clock).
+  void on_input(time_point now);
+  /// The head's stored error is FATAL for the session (terminated backend).
+  void on_session_ended(const std::string& reason);
+  /// The connection is unusable (I/O error, COPY, libpq refused a send).
+  void on_broken(const std::string& reason);
+  /// Deadlines, stall timeout, unanswered cancel.
+  void on_tick(time_point now);
+  /// Asio cancellation of `id`. `after_write`: terminal or partial (a
+  /// written request may have side effects; total alone leaves it running).
+  /// Call only after reading what input is already there (the result may have
+  /// arrived, and then there is nothing to cancel).
+  void cancel(time_point now, pipe_id id, bool after_write);
+  /// A stream's reader stopped it: rows are discarded; a waiting stream is
+  /// removed, a written one cancelled on the server when the hold-back rule allows.
+  void stream_abandoned(time_point now, pipe_id id);
+  void on_cancel_returned();
+  /// start_cancel could not be carried out: the request is detached instead.
+  void on_cancel_failed(pipe_id id);
+  /// Client teardown: everything completes with `closed`; nothing more is sent.
+  void abort();
+
+  // ---- outputs and state ----
+  std::vector<pipe_action> take_actions();
+  /// Same, into `out` (cleared first): swapping buffers keeps both vectors'
+  /// capacity, so the shell allocates nothing per batch.
+  void take_actions(std::vector<pipe_action>& out);
+  std::optional<time_point> next_timer() const;
+  /// The oldest written request (internal ones included: ids of the core's own
+  /// requests are never submitted ids).
+  std::optional<pipe_id> head() const;
+  bool head_is_internal() const;
+  bool is_broken() const noexcept { return broken_; }
+  bool writes_held() const noexcept { return cancel_running_ || cancel_target_ != 0; }
+  std::size_t written() const noexcept { return written_.size(); }
+  std::size_t waiting() const noexcept { return waiting_.size(); }
+  /// Nothing waiting and every written request detached: a graceful close may proceed.
+  bool can_close() const;
+  bool has_written_or_waiting() const noexcept { return !written_.empty() || !waiting_.empty(); }
+  const statement_cache& statements() const noexcept { return cache_; }
+
+ private:
+  struct entry {
+    pipe_id id = 0;
+    pipe_request req;
+    bool core_owned = false;    ///< a DEALLOCATE: no complete action
+    bool detached = false;      ///< complete action given; results discarded
+    bool in_execute = false;    ///< past the Parse's results
+    bool carried_parse = false;
+    std::string name;           ///< statement it executed ("" = unnamed)
+    bool has_ok = false;
+    bool has_error = false;
+    bool err_in_parse = false;
+    bool retryable = false;
+    bool retried = false;
+    bool cancel_sent = false;
+    bool single_row_set = false;
+    bool abandoned = false;     ///< stream stopped by its reader
+    std::string sqlstate;
+  };
+
+  void complete(entry& e, pipe_outcome o);
+  void release_unit(const entry& e);
+  void flush_release();
+  bool send(entry& e);
+  void prime_single_row();
+  void break_all(const std::string& reason, std::optional<pipe_outcome> head_outcome);
+  void finish_statement(entry& e);
+  entry* find_written(pipe_id id);
+  bool try_start_cancel(time_point now, entry& e);
+  void push_internal(std::string sql, bool front);
+
+  pipeline_params p_;
+  statement_cache cache_;
+  std::deque<entry> waiting_;
+  std::deque<entry> written_;
+  std::vector<pipe_action> actions_;
+  std::size_t release_units_ = 0;
+  bool broken_ = false;
+  bool cancel_running_ = false;  ///< PQcancel started, not returned
+  pipe_id cancel_target_ = 0;    ///< its Sync not read yet
+  time_point cancel_deadline_ = time_point::max();
+  time_point last_progress_{};
+  pipe_id next_internal_ = 0;  ///< counts down from the top of the id space
+};
+
+}  // namespace pgpipe::detail

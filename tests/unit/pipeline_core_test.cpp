@@ -1,0 +1,878 @@
+// pipeline_core tests with a scripted fake server: no libpq, no sockets, no
+// sleeping. Time moves only when a test advances it. The fake answers each
+// written request the way libpq reports a pipeline segment: (Parse result,
+// NULL)?, Execute result(s), NULL, PIPELINE_SYNC.
+#include "async/pipeline_core.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+using pgpipe::detail::pipe_action;
+using pgpipe::detail::pipe_id;
+using pgpipe::detail::pipe_keep;
+using pgpipe::detail::pipe_outcome;
+using pgpipe::detail::pipe_request;
+using pgpipe::detail::pipe_result;
+using pgpipe::detail::pipeline_core;
+using pgpipe::detail::pipeline_params;
+using pgpipe::detail::time_point;
+using pgpipe::detail::tx_state;
+
+using kind = pipe_action::kind;
+
+pipeline_params base_params() {
+  pipeline_params p;
+  p.depth = 4;
+  p.max_prepared = 3;
+  p.stall_timeout = 0ms;
+  p.cancel_bound = 1000ms;
+  return p;
+}
+
+pipe_request shared_req(std::string sql = "select 1") {
+  pipe_request r;
+  r.sql = std::move(sql);
+  r.pooled = true;
+  return r;
+}
+
+pipe_request lease_req(std::string sql = "select 1") {
+  pipe_request r;
+  r.sql = std::move(sql);
+  r.on_lease = true;
+  return r;
+}
+
+// The server's answer to the head of the wire. `exec` is the Execute's
+// result; `err_in_parse` makes the Parse fail instead.
+struct server_answer {
+  pipe_result exec = pipe_result::command_ok;
+  std::string sqlstate;
+  bool retryable = false;
+  bool err_in_parse = false;
+  tx_state tx = tx_state::idle;
+  int rows = 0;  ///< extra single-row results before the final one
+};
+
+// Carries out the core's actions the way the shell would, and records them.
+struct harness {
+  explicit harness(pipeline_params p = base_params()) : core(p), depth(p.depth) {}
+
+  pipeline_core core;
+  std::size_t depth;
+  time_point now{std::chrono::seconds(1000)};
+
+  struct wire_entry {
+    pipe_id id;
+    bool parse;
+    std::string name;  ///< statement executed, or the SQL of an internal send
+    bool internal;
+  };
+  std::deque<wire_entry> wire;  ///< sent, Sync not yet answered
+  std::vector<wire_entry> sent_log;
+  std::map<pipe_id, std::vector<pipe_outcome>> outcomes;
+  std::vector<pipe_id> completion_order;
+  std::vector<pipe_id> cancels;
+  std::vector<pipe_id> single_rows;
+  std::vector<std::string> closes;
+  std::size_t released = 0;
+  std::size_t flushes = 0;
+  bool sent_after_close = false;
+  std::size_t max_outstanding = 0;
+
+  void pump() {
+    for (pipe_action& a : core.take_actions()) {
+      switch (a.what) {
+        case kind::send:
+        case kind::send_internal: {
+          if (!closes.empty()) sent_after_close = true;
+          wire_entry w{a.id, a.parse, a.name, a.what == kind::send_internal};
+          wire.push_back(w);
+          sent_log.push_back(w);
+          max_outstanding = std::max(max_outstanding, wire.size());
+          break;
+        }
+        case kind::flush:
+          ++flushes;
+          break;
+        case kind::single_row:
+          single_rows.push_back(a.id);
+          break;
+        case kind::complete:
+          outcomes[a.id].push_back(a.outcome);
+          completion_order.push_back(a.id);
+          break;
+        case kind::release:
+          released += a.units;
+          break;
+        case kind::start_cancel:
+          cancels.push_back(a.id);
+          break;
+        case kind::close:
+          closes.push_back(a.reason);
+          wire.clear();
+          break;
+      }
+    }
+  }
+
+  void submit(pipe_id id, pipe_request r) {
+    core.submit(now, id, std::move(r));
+    pump();
+  }
+  void write() {
+    core.write_pass(now);
+    pump();
+  }
+
+  using answer = server_answer;
+  std::vector<pipe_keep> reply(answer a = answer()) {
+    std::vector<pipe_keep> keeps;
+    EXPECT_FALSE(wire.empty());
+    if (wire.empty()) return keeps;
+    wire_entry w = wire.front();
+    EXPECT_EQ(core.head(), w.id);
+    if (w.parse) {
+      if (a.err_in_parse) {
+        keeps.push_back(core.on_result(pipe_result::error, "42601"));
+        core.on_command_end();
+        keeps.push_back(core.on_result(pipe_result::aborted));
+      } else {
+        keeps.push_back(core.on_result(pipe_result::command_ok));
+        core.on_command_end();
+        pump();
+      }
+    }
+    if (!(w.parse && a.err_in_parse)) {
+      for (int i = 0; i < a.rows; ++i) keeps.push_back(core.on_result(pipe_result::rows));
+      keeps.push_back(core.on_result(a.exec, a.sqlstate, a.retryable));
+    }
+    core.on_command_end();
+    wire.pop_front();
+    core.on_sync(now, a.tx);
+    pump();
+    return keeps;
+  }
+
+  std::size_t completions(pipe_id id) const {
+    auto it = outcomes.find(id);
+    return it == outcomes.end() ? 0 : it->second.size();
+  }
+  pipe_outcome outcome(pipe_id id) const { return outcomes.at(id).at(0); }
+};
+
+// ---- the FIFO and Sync accounting ------------------------------------------------
+
+TEST(pipeline_core, write_pass_sends_waiting_requests_then_flushes_once) {
+  harness h;
+  h.submit(1, shared_req("a"));
+  h.submit(2, shared_req("b"));
+  EXPECT_TRUE(h.wire.empty()) << "nothing is written before the write pass";
+  h.write();
+  ASSERT_EQ(h.wire.size(), 2u);
+  EXPECT_EQ(h.wire[0].id, 1u);
+  EXPECT_EQ(h.wire[1].id, 2u);
+  EXPECT_EQ(h.flushes, 1u);
+  h.write();
+  EXPECT_EQ(h.flushes, 1u) << "an empty write pass flushes nothing";
+}
+
+TEST(pipeline_core, results_complete_requests_in_order_and_release_at_sync) {
+  harness h;
+  h.submit(1, shared_req("a"));
+  h.submit(2, shared_req("b"));
+  h.write();
+  h.reply();
+  EXPECT_EQ(h.outcome(1), pipe_outcome::ok);
+  EXPECT_EQ(h.completions(2), 0u);
+  EXPECT_EQ(h.released, 1u);
+  h.reply();
+  EXPECT_EQ(h.outcome(2), pipe_outcome::ok);
+  EXPECT_EQ(h.completion_order, (std::vector<pipe_id>{1, 2}));
+  EXPECT_EQ(h.released, 2u);
+  EXPECT_FALSE(h.core.head());
+}
+
+TEST(pipeline_core, sql_error_fails_only_its_own_segment) {
+  harness h;
+  h.submit(1, shared_req("a"));
+  h.submit(2, shared_req("b"));
+  h.write();
+  auto keeps = h.reply({pipe_result::error, "22012"});
+  EXPECT_EQ(keeps.back(), pipe_keep::as_error);
+  h.reply();
+  EXPECT_EQ(h.outcome(1), pipe_outcome::sql_error);
+  EXPECT_EQ(h.outcome(2), pipe_outcome::ok);
+}
+
+TEST(pipeline_core, sync_without_result_is_a_protocol_error) {
+  harness h;
+  h.submit(1, lease_req());
+  h.write();
+  h.core.on_command_end();
+  h.core.on_sync(h.now, tx_state::idle);
+  h.pump();
+  EXPECT_EQ(h.outcome(1), pipe_outcome::no_result);
+}
+
+TEST(pipeline_core, depth_limit_holds_requests_back_until_a_sync) {
+  harness h;
+  for (pipe_id i = 1; i <= 6; ++i) h.submit(i, shared_req("q" + std::to_string(i)));
+  h.write();
+  EXPECT_EQ(h.wire.size(), 4u);
+  EXPECT_EQ(h.core.waiting(), 2u);
+  h.reply();
+  h.write();
+  EXPECT_EQ(h.wire.size(), 4u);
+  EXPECT_EQ(h.wire.back().id, 5u);
+}
+
+TEST(pipeline_core, too_many_parameters_are_refused_without_writing) {
+  harness h;
+  auto r = shared_req();
+  r.param_count = 65536;
+  h.submit(1, r);
+  h.write();
+  EXPECT_TRUE(h.wire.empty());
+  EXPECT_EQ(h.outcome(1), pipe_outcome::too_many_params);
+  EXPECT_EQ(h.released, 1u);
+}
+
+// ---- the statement cache ------------------------------------------------------
+
+TEST(pipeline_core, first_use_carries_the_parse_and_later_uses_the_name) {
+  harness h;
+  h.submit(1, shared_req("select 1"));
+  h.submit(2, shared_req("select 1"));
+  h.write();
+  ASSERT_EQ(h.wire.size(), 2u);
+  EXPECT_TRUE(h.wire[0].parse);
+  EXPECT_FALSE(h.wire[1].parse);
+  EXPECT_FALSE(h.wire[0].name.empty());
+  EXPECT_EQ(h.wire[0].name, h.wire[1].name);
+  h.reply();
+  h.reply();
+  EXPECT_EQ(h.outcome(1), pipe_outcome::ok);
+  EXPECT_EQ(h.outcome(2), pipe_outcome::ok);
+}
+
+TEST(pipeline_core, internal_and_stream_requests_stay_unnamed) {
+  harness h;
+  auto i = shared_req("select 1");
+  i.internal = true;
+  auto s = lease_req("select 2");
+  s.stream = true;
+  h.submit(1, i);
+  h.submit(2, s);
+  h.write();
+  EXPECT_TRUE(h.wire[0].name.empty());
+  EXPECT_TRUE(h.wire[1].name.empty());
+  EXPECT_EQ(h.core.statements().size(), 0u);
+}
+
+TEST(pipeline_core, failed_parse_forgets_the_statement_failed_execute_keeps_it) {
+  harness h;
+  h.submit(1, shared_req("bad"));
+  h.submit(2, shared_req("div"));
+  h.write();
+  harness::answer parse_fails;
+  parse_fails.err_in_parse = true;
+  h.reply(parse_fails);
+  EXPECT_EQ(h.outcome(1), pipe_outcome::sql_error);
+  EXPECT_FALSE(h.core.statements().contains("bad"));
+  h.reply({pipe_result::error, "22012"});
+  EXPECT_EQ(h.outcome(2), pipe_outcome::sql_error);
+  EXPECT_TRUE(h.core.statements().contains("div")) << "the Parse succeeded: the statement exists";
+  h.submit(3, shared_req("div"));
+  h.write();
+  EXPECT_FALSE(h.wire.back().parse);
+}
+
+TEST(pipeline_core, full_cache_evicts_the_least_recently_used_and_deallocates_it) {
+  harness h;
+  for (pipe_id i = 1; i <= 3; ++i) {
+    h.submit(i, shared_req("q" + std::to_string(i)));
+    h.write();
+    h.reply();
+  }
+  std::string q1_name = h.sent_log[0].name;
+  // Touch q1 so that q2 is the least recently used.
+  h.submit(4, shared_req("q1"));
+  h.write();
+  h.reply();
+  h.submit(5, shared_req("q4"));
+  h.write();
+  ASSERT_EQ(h.wire.size(), 2u);
+  EXPECT_TRUE(h.wire[0].internal);
+  EXPECT_EQ(h.wire[0].name, "deallocate " + h.sent_log[1].name);
+  EXPECT_TRUE(h.wire[1].parse);
+  EXPECT_EQ(h.core.statements().size(), 3u);
+  EXPECT_FALSE(h.core.statements().contains("q2"));
+  EXPECT_TRUE(h.core.statements().contains("q1"));
+  h.reply();
+  h.reply();
+  EXPECT_EQ(h.completions(5), 1u);
+  ASSERT_TRUE(h.sent_log[4].internal);
+  EXPECT_EQ(h.outcomes.count(h.sent_log[4].id), 0u) << "internal requests never complete";
+}
+
+TEST(pipeline_core, statements_in_flight_are_never_evicted) {
+  harness h;
+  for (pipe_id i = 1; i <= 3; ++i) h.submit(i, shared_req("q" + std::to_string(i)));
+  h.write();  // all three in flight, cache full
+  h.submit(4, shared_req("q4"));
+  h.write();
+  ASSERT_EQ(h.wire.size(), 4u);
+  EXPECT_FALSE(h.wire[3].internal);
+  EXPECT_TRUE(h.wire[3].name.empty()) << "no idle statement to evict: unnamed";
+}
+
+// ---- migration repair ------------------------------------------------------------
+
+TEST(pipeline_core, stale_plan_is_dropped_and_the_request_rerun_once_transparently) {
+  harness h;
+  h.submit(1, shared_req("select * from t"));
+  h.write();
+  h.reply();
+  const std::string old_name = h.sent_log[0].name;
+  h.submit(2, shared_req("select * from t"));
+  h.write();
+  EXPECT_FALSE(h.wire.front().parse);
+  h.reply({pipe_result::error, "0A000", true});
+  EXPECT_EQ(h.completions(2), 0u) << "the caller does not see 0A000";
+  EXPECT_EQ(h.released, 1u) << "capacity stays held while the request is re-run";
+  h.write();
+  ASSERT_EQ(h.wire.size(), 2u);
+  EXPECT_EQ(h.wire[0].id, 2u);
+  EXPECT_TRUE(h.wire[0].parse);
+  EXPECT_NE(h.wire[0].name, old_name);
+  EXPECT_TRUE(h.wire[1].internal);
+  EXPECT_EQ(h.wire[1].name, "deallocate " + old_name);
+  h.reply();
+  h.reply({pipe_result::error, "26000"});  // a failing DEALLOCATE is nobody's business
+  EXPECT_EQ(h.outcome(2), pipe_outcome::ok);
+  EXPECT_EQ(h.completions(2), 1u);
+  EXPECT_EQ(h.released, 2u);
+}
+
+TEST(pipeline_core, missing_statement_is_prepared_again_without_deallocate) {
+  harness h;
+  h.submit(1, shared_req("q"));
+  h.write();
+  h.reply();
+  h.submit(2, shared_req("q"));
+  h.write();
+  h.reply({pipe_result::error, "26000", true});
+  h.write();
+  ASSERT_EQ(h.wire.size(), 1u);
+  EXPECT_TRUE(h.wire[0].parse);
+  h.reply();
+  EXPECT_EQ(h.outcome(2), pipe_outcome::ok);
+}
+
+TEST(pipeline_core, a_request_is_rerun_at_most_once) {
+  harness h;
+  h.submit(1, shared_req("q"));
+  h.write();
+  h.reply();
+  h.submit(2, shared_req("q"));
+  h.write();
+  h.reply({pipe_result::error, "26000", true});
+  h.write();
+  // The re-run carries its own Parse: a failure now is reported.
+  h.reply({pipe_result::error, "0A000", true});
+  EXPECT_EQ(h.outcome(2), pipe_outcome::sql_error);
+  EXPECT_EQ(h.completions(2), 1u);
+}
+
+TEST(pipeline_core, lease_request_is_not_rerun_out_of_order_or_inside_a_transaction) {
+  harness h;
+  h.submit(1, lease_req("q"));
+  h.write();
+  h.reply();
+  h.submit(2, lease_req("q"));
+  h.submit(3, lease_req("other"));
+  h.write();
+  h.reply({pipe_result::error, "0A000", true});
+  EXPECT_EQ(h.outcome(2), pipe_outcome::sql_error) << "request 3 was already written behind it";
+  EXPECT_TRUE(h.core.statements().contains("q")) << "a failed Execute does not drop the statement by itself";
+  h.reply();
+  h.submit(4, lease_req("q"));
+  h.write();
+  h.reply({pipe_result::error, "0A000", true, false, tx_state::failed});
+  EXPECT_EQ(h.outcome(4), pipe_outcome::sql_error) << "the error aborted the lease's transaction";
+  h.submit(5, lease_req("q"));
+  h.write();
+  h.reply({pipe_result::error, "0A000", true});
+  EXPECT_EQ(h.completions(5), 0u) << "alone and idle: re-run";
+  h.write();
+  h.reply();
+  EXPECT_EQ(h.outcome(5), pipe_outcome::ok);
+}
+
+TEST(pipeline_core, non_retryable_errors_and_detached_requests_are_not_rerun) {
+  harness h;
+  h.submit(1, shared_req("q"));
+  h.write();
+  h.reply();
+  h.submit(2, shared_req("q"));
+  h.submit(3, shared_req("q"));
+  h.write();
+  h.core.cancel(h.now, 3, true);
+  h.pump();
+  h.reply({pipe_result::error, "0A000", false});
+  EXPECT_EQ(h.outcome(2), pipe_outcome::sql_error);
+  h.reply({pipe_result::error, "0A000", true});
+  EXPECT_EQ(h.outcomes.at(3), (std::vector<pipe_outcome>{pipe_outcome::cancelled_detached}));
+  h.write();
+  EXPECT_TRUE(h.wire.empty()) << "a detached request is not sent again";
+}
+
+// ---- the shared-path safety net ---------------------------------------------------
+
+TEST(pipeline_core, shared_request_leaving_a_transaction_open_retires_the_connection) {
+  harness h;
+  h.submit(1, shared_req("begin-ish"));
+  h.submit(2, shared_req("b"));
+  h.write();
+  h.submit(3, shared_req("c"));
+  h.reply({pipe_result::command_ok, "", false, false, tx_state::in_transaction});
+  EXPECT_EQ(h.outcome(1), pipe_outcome::transaction_left_open);
+  EXPECT_EQ(h.outcome(2), pipe_outcome::connection_lost) << "may have run inside the transaction";
+  EXPECT_EQ(h.outcome(3), pipe_outcome::not_sent);
+  ASSERT_EQ(h.closes.size(), 1u);
+  EXPECT_EQ(h.released, 0u) << "the pool forgets a broken slot's grants";
+  h.write();
+  EXPECT_FALSE(h.sent_after_close);
+}
+
+TEST(pipeline_core, lease_may_hold_a_transaction_open) {
+  harness h;
+  h.submit(1, lease_req("begin"));
+  h.write();
+  h.reply({pipe_result::command_ok, "", false, false, tx_state::in_transaction});
+  EXPECT_EQ(h.outcome(1), pipe_outcome::ok);
+  EXPECT_TRUE(h.closes.empty());
+}
+
+// ---- breaks -----------------------------------------------------------------------
+
+TEST(pipeline_core, break_fails_written_as_lost_and_waiting_as_not_sent) {
+  harness h;
+  h.submit(1, shared_req("a"));
+  h.submit(2, shared_req("b"));
+  h.write();
+  h.submit(3, shared_req("c"));
+  h.core.on_broken("eof");
+  h.pump();
+  EXPECT_EQ(h.outcome(1), pipe_outcome::connection_lost);
+  EXPECT_EQ(h.outcome(2), pipe_outcome::connection_lost);
+  EXPECT_EQ(h.outcome(3), pipe_outcome::not_sent);
+  EXPECT_EQ(h.closes, (std::vector<std::string>{"eof"}));
+  h.submit(4, shared_req("d"));
+  h.write();
+  EXPECT_EQ(h.outcome(4), pipe_outcome::not_sent);
+  EXPECT_FALSE(h.sent_after_close);
+  EXPECT_FALSE(h.core.next_timer());
+}
+
+TEST(pipeline_core, session_fatal_error_ends_the_head_with_the_server_error) {
+  harness h;
+  h.submit(1, shared_req("a"));
+  h.submit(2, shared_req("b"));
+  h.write();
+  EXPECT_EQ(h.core.on_result(pipe_result::error, "57P01"), pipe_keep::as_error);
+  h.core.on_session_ended("terminated");
+  h.pump();
+  EXPECT_EQ(h.outcome(1), pipe_outcome::session_ended);
+  EXPECT_EQ(h.outcome(2), pipe_outcome::connection_lost);
+}
+
+TEST(pipeline_core, abort_closes_everything_without_a_close_action) {
+  harness h;
+  h.submit(1, shared_req("a"));
+  h.write();
+  h.submit(2, shared_req("b"));
+  h.core.abort();
+  h.pump();
+  EXPECT_EQ(h.outcome(1), pipe_outcome::closed);
+  EXPECT_EQ(h.outcome(2), pipe_outcome::closed);
+  EXPECT_TRUE(h.closes.empty());
+}
+
+TEST(pipeline_core, graceful_close_waits_only_for_requests_someone_waits_for) {
+  harness h;
+  h.submit(1, shared_req("a"));
+  h.write();
+  EXPECT_FALSE(h.core.can_close());
+  h.core.cancel(h.now, 1, true);
+  h.pump();
+  EXPECT_TRUE(h.core.can_close());
+}
+
+// ---- cancellation -------------------------------------------------------------------
+
+TEST(pipeline_core, cancel_of_a_waiting_request_removes_it_and_releases) {
+  harness h;
+  h.submit(1, shared_req());
+  h.core.cancel(h.now, 1, false);
+  h.pump();
+  EXPECT_EQ(h.outcome(1), pipe_outcome::cancelled_unsent);
+  EXPECT_EQ(h.released, 1u);
+  h.write();
+  EXPECT_TRUE(h.wire.empty());
+}
+
+TEST(pipeline_core, cancel_of_a_written_shared_request_detaches_it) {
+  harness h;
+  h.submit(1, shared_req());
+  h.write();
+  h.core.cancel(h.now, 1, false);
+  h.pump();
+  EXPECT_EQ(h.completions(1), 0u) << "total cancellation leaves a written request running";
+  h.core.cancel(h.now, 1, true);
+  h.pump();
+  EXPECT_EQ(h.outcome(1), pipe_outcome::cancelled_detached);
+  EXPECT_TRUE(h.cancels.empty()) << "no PQcancel on a shared connection";
+  EXPECT_EQ(h.released, 0u) << "capacity is held until the server is past it";
+  auto keeps = h.reply();
+  EXPECT_EQ(keeps.back(), pipe_keep::discard);
+  EXPECT_EQ(h.completions(1), 1u);
+  EXPECT_EQ(h.released, 1u);
+}
+
+TEST(pipeline_core, lease_cancel_holds_writes_until_returned_and_synced) {
+  harness h;
+  h.submit(1, lease_req("select pg_sleep(10)"));
+  h.write();
+  h.core.cancel(h.now, 1, true);
+  h.pump();
+  EXPECT_EQ(h.cancels, (std::vector<pipe_id>{1}));
+  EXPECT_TRUE(h.core.writes_held());
+  h.submit(2, lease_req("next"));
+  h.write();
+  EXPECT_EQ(h.wire.size(), 1u) << "held back while the signal may land";
+  h.core.on_cancel_returned();
+  h.write();
+  EXPECT_EQ(h.wire.size(), 1u) << "still held: the target's Sync was not read";
+  h.reply({pipe_result::error, "57014"});
+  EXPECT_EQ(h.outcome(1), pipe_outcome::cancelled_by_server);
+  EXPECT_FALSE(h.core.writes_held());
+  h.write();
+  EXPECT_EQ(h.wire.size(), 1u);
+  EXPECT_EQ(h.wire.front().id, 2u);
+}
+
+TEST(pipeline_core, lease_cancel_with_other_requests_written_detaches) {
+  harness h;
+  h.submit(1, lease_req("a"));
+  h.submit(2, lease_req("b"));
+  h.write();
+  h.core.cancel(h.now, 2, true);
+  h.pump();
+  EXPECT_TRUE(h.cancels.empty());
+  EXPECT_EQ(h.outcome(2), pipe_outcome::cancelled_detached);
+}
+
+TEST(pipeline_core, unanswered_cancel_breaks_the_connection) {
+  harness h;
+  h.submit(1, lease_req("a"));
+  h.write();
+  h.core.cancel(h.now, 1, true);
+  h.pump();
+  ASSERT_TRUE(h.core.next_timer());
+  EXPECT_EQ(*h.core.next_timer(), h.now + 1000ms);
+  h.now += 1000ms;
+  h.core.on_tick(h.now);
+  h.pump();
+  EXPECT_EQ(h.closes.size(), 1u);
+  EXPECT_EQ(h.outcome(1), pipe_outcome::connection_lost);
+}
+
+TEST(pipeline_core, cancel_returned_but_no_answer_by_the_deadline_is_unconfirmed) {
+  harness h;
+  h.submit(1, lease_req("a"));
+  h.write();
+  h.core.cancel(h.now, 1, true);
+  h.core.on_cancel_returned();
+  h.now += 1000ms;
+  h.core.on_tick(h.now);
+  h.pump();
+  EXPECT_EQ(h.outcome(1), pipe_outcome::cancel_unconfirmed);
+  EXPECT_TRUE(h.closes.empty());
+}
+
+TEST(pipeline_core, failed_cancel_start_detaches_the_request) {
+  harness h;
+  h.submit(1, lease_req("a"));
+  h.write();
+  h.core.cancel(h.now, 1, true);
+  h.core.on_cancel_failed(1);
+  h.pump();
+  EXPECT_EQ(h.outcome(1), pipe_outcome::cancelled_detached);
+  EXPECT_FALSE(h.core.writes_held());
+}
+
+// ---- time -----------------------------------------------------------------------------
+
+TEST(pipeline_core, deadlines_remove_waiting_and_detach_written_requests) {
+  harness h;
+  auto a = shared_req("a");
+  a.deadline = h.now + 100ms;
+  auto b = shared_req("b");
+  b.deadline = h.now + 100ms;
+  h.submit(1, a);
+  h.write();
+  h.submit(2, b);
+  EXPECT_EQ(h.core.next_timer(), h.now + 100ms);
+  h.now += 100ms;
+  h.core.on_tick(h.now);
+  h.pump();
+  EXPECT_EQ(h.outcome(1), pipe_outcome::timeout_detached);
+  EXPECT_EQ(h.outcome(2), pipe_outcome::timeout_unsent);
+  EXPECT_EQ(h.released, 1u) << "only the unsent one; the written one at its Sync";
+  h.reply();
+  EXPECT_EQ(h.released, 2u);
+  EXPECT_EQ(h.completions(1), 1u);
+}
+
+TEST(pipeline_core, stall_timeout_breaks_only_with_work_outstanding) {
+  auto p = base_params();
+  p.stall_timeout = 500ms;
+  harness h(p);
+  EXPECT_FALSE(h.core.next_timer());
+  h.submit(1, shared_req());
+  h.write();
+  h.now += 400ms;
+  h.core.on_input(h.now);
+  h.core.on_tick(h.now);
+  EXPECT_EQ(h.core.next_timer(), h.now + 500ms);
+  h.now += 500ms;
+  h.core.on_tick(h.now);
+  h.pump();
+  EXPECT_EQ(h.outcome(1), pipe_outcome::connection_lost);
+  EXPECT_EQ(h.closes.size(), 1u);
+}
+
+// ---- streams ----------------------------------------------------------------------------
+
+TEST(pipeline_core, stream_gets_single_row_mode_when_it_becomes_the_head) {
+  harness h;
+  h.submit(1, lease_req("a"));
+  auto s = lease_req("big");
+  s.stream = true;
+  h.submit(2, s);
+  h.write();
+  EXPECT_TRUE(h.single_rows.empty()) << "not while another query is current";
+  h.reply();
+  EXPECT_EQ(h.single_rows, (std::vector<pipe_id>{2}));
+  harness::answer rows;
+  rows.rows = 3;
+  auto keeps = h.reply(rows);
+  EXPECT_EQ(std::count(keeps.begin(), keeps.end(), pipe_keep::stream_row), 3);
+  EXPECT_EQ(keeps.back(), pipe_keep::as_ok) << "the final empty result carries the command tag";
+  EXPECT_EQ(h.outcome(2), pipe_outcome::ok);
+}
+
+TEST(pipeline_core, abandoned_stream_discards_rows_and_asks_the_server_to_stop) {
+  harness h;
+  auto s = lease_req("big");
+  s.stream = true;
+  h.submit(1, s);
+  h.write();
+  EXPECT_EQ(h.single_rows, (std::vector<pipe_id>{1}));
+  EXPECT_EQ(h.core.on_result(pipe_result::rows), pipe_keep::stream_row);
+  h.core.stream_abandoned(h.now, 1);
+  h.pump();
+  EXPECT_EQ(h.cancels, (std::vector<pipe_id>{1}));
+  EXPECT_EQ(h.core.on_result(pipe_result::rows), pipe_keep::discard);
+}
+
+TEST(pipeline_core, abandoned_waiting_stream_is_removed) {
+  harness h;
+  h.submit(1, lease_req("a"));
+  auto s = lease_req("big");
+  s.stream = true;
+  h.write();
+  h.submit(2, s);
+  h.core.stream_abandoned(h.now, 2);
+  h.pump();
+  EXPECT_EQ(h.outcome(2), pipe_outcome::cancelled_unsent);
+}
+
+// ---- randomized interleavings ---------------------------------------------------------------
+//
+// Thousands of seeded runs of random submits, server answers (rows, SQL
+// errors, stale statements, open transactions), breaks, cancels and
+// timeouts, checked against a simple model of what a caller may observe.
+
+struct model_request {
+  bool written = false;  ///< on the wire (written since it was last queued)
+  bool lease = false;
+};
+
+TEST(pipeline_core, randomized_interleavings_keep_the_contract) {
+  constexpr int runs = 3000;
+  constexpr int steps = 200;
+  std::size_t total_requests = 0;
+  for (int seed = 1; seed <= runs; ++seed) {
+    std::mt19937 rng(static_cast<unsigned>(seed));
+    auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+    auto p = base_params();
+    p.depth = 1 + static_cast<std::size_t>(pick(6));
+    p.max_prepared = static_cast<std::size_t>(pick(4));
+    p.stall_timeout = pick(2) ? 300ms : 0ms;
+    harness h(p);
+    const bool lease = pick(2) == 0;
+    std::map<pipe_id, model_request> reqs;
+    std::vector<pipe_id> answered;  ///< ids whose Sync the server sent, user requests
+    pipe_id next = 1;
+    auto write = [&] {
+      h.write();
+      for (auto& w : h.wire) {
+        if (reqs.count(w.id)) reqs[w.id].written = true;
+      }
+    };
+    auto answer = [&](const server_answer& a) {
+      const pipe_id id = h.wire.front().id;
+      h.reply(a);
+      if (!reqs.count(id)) return;
+      answered.push_back(id);
+      // Answered but not completed: refused before executing, queued again
+      // (statement repair). Not on the wire any more.
+      if (h.completions(id) == 0) reqs[id].written = false;
+    };
+    for (int s = 0; s < steps && h.closes.empty(); ++s) {
+      switch (pick(10)) {
+        case 0:
+        case 1:
+        case 2: {
+          auto r = lease ? lease_req("q" + std::to_string(pick(5))) : shared_req("q" + std::to_string(pick(5)));
+          if (pick(8) == 0) r.deadline = h.now + std::chrono::milliseconds(pick(500));
+          if (lease && pick(10) == 0) r.stream = true;
+          reqs[next] = {false, lease};
+          h.submit(next++, r);
+          break;
+        }
+        case 3:
+          write();
+          break;
+        case 4:
+        case 5:
+        case 6: {
+          if (h.wire.empty()) break;
+          harness::answer a;
+          switch (pick(8)) {
+            case 0:
+              a.exec = pipe_result::error;
+              a.sqlstate = "22012";
+              break;
+            case 1:
+              a.exec = pipe_result::error;
+              a.sqlstate = pick(2) ? "0A000" : "26000";
+              a.retryable = true;
+              break;
+            case 2:
+              a.err_in_parse = true;
+              break;
+            case 3:
+              a.rows = pick(4);
+              a.exec = pipe_result::rows;
+              break;
+            default:
+              break;
+          }
+          if (pick(40) == 0) a.tx = tx_state::in_transaction;
+          // The head the core expects must be the oldest request on the wire.
+          ASSERT_EQ(h.core.head(), h.wire.front().id) << "seed " << seed;
+          answer(a);
+          break;
+        }
+        case 7:
+          if (next > 1) {
+            h.core.cancel(h.now, 1 + static_cast<pipe_id>(pick(static_cast<int>(next - 1))), pick(3) != 0);
+            h.pump();
+          }
+          if (pick(2)) {
+            h.core.on_cancel_returned();
+            write();
+          }
+          break;
+        case 8:
+          h.now += std::chrono::milliseconds(pick(400));
+          h.core.on_tick(h.now);
+          h.pump();
+          break;
+        case 9:
+          if (pick(15) == 0) {
+            h.core.on_broken("random break");
+            h.pump();
+          }
+          break;
+      }
+      ASSERT_LE(h.core.written(), p.depth) << "seed " << seed;
+      ASSERT_LE(h.max_outstanding, p.depth) << "seed " << seed;
+      ASSERT_LE(h.core.statements().size(), p.max_prepared) << "seed " << seed;
+    }
+    // Drain: the server answers everything, then the connection breaks.
+    for (int guard = 0; guard < 1000 && h.closes.empty(); ++guard) {
+      h.core.on_cancel_returned();
+      write();
+      if (h.wire.empty()) {
+        h.now += 10s;  // expire what is still waiting
+        h.core.on_tick(h.now);
+        h.pump();
+        if (h.core.waiting() == 0 && h.core.written() == 0) break;
+        continue;
+      }
+      answer(server_answer());
+    }
+    h.core.on_broken("end");
+    h.pump();
+    ASSERT_FALSE(h.sent_after_close) << "seed " << seed;
+    for (auto& [id, m] : reqs) {
+      ASSERT_EQ(h.completions(id), 1u) << "seed " << seed << " request " << id;
+      const pipe_outcome o = h.outcome(id);
+      // Lost exactly when it was on the wire; not sent exactly when not.
+      if (o == pipe_outcome::connection_lost || o == pipe_outcome::not_sent) {
+        EXPECT_EQ(o == pipe_outcome::connection_lost, m.written) << "seed " << seed << " request " << id;
+      }
+      // A request answered successfully was answered by its own Sync.
+      if (o == pipe_outcome::ok) {
+        EXPECT_NE(std::find(answered.begin(), answered.end(), id), answered.end()) << "seed " << seed;
+      }
+    }
+    // In order: requests completed by their Sync complete in the order the
+    // server answered them.
+    std::vector<pipe_id> by_sync;
+    for (pipe_id id : h.completion_order) {
+      auto o = h.outcome(id);
+      if (o == pipe_outcome::ok || o == pipe_outcome::sql_error) by_sync.push_back(id);
+    }
+    std::vector<pipe_id> last_answer;
+    std::set<pipe_id> seen;
+    for (auto it = answered.rbegin(); it != answered.rend(); ++it)
+      if (seen.insert(*it).second) last_answer.insert(last_answer.begin(), *it);
+    std::vector<pipe_id> expected;
+    for (pipe_id id : last_answer)
+      if (std::find(by_sync.begin(), by_sync.end(), id) != by_sync.end()) expected.push_back(id);
+    ASSERT_EQ(by_sync, expected) << "seed " << seed;
+    total_requests += reqs.size();
+  }
+  RecordProperty("interleavings", runs);
+  RecordProperty("requests", static_cast<int>(total_requests));
+  EXPECT_GT(total_requests, static_cast<std::size_t>(runs * 10));
+}
+
+}  // namespace
