@@ -38,8 +38,9 @@ enum class errc {
   invalid_argument,    ///< a query argument cannot be sent (e.g. NUL byte in text)
   conversion_error,    ///< a field cannot be converted to the requested C++ type
   null_value,          ///< a NULL field was read into a non-optional type
-  out_of_range,        ///< row or column index out of range
+  out_of_range,        ///< row or column index out of range, or a value the C++ type cannot hold
   protocol_error,      ///< the server or libpq did something unexpected
+  type_mismatch,       ///< the column's PostgreSQL type cannot be read as the requested C++ type
 };
 
 /// Portable conditions: use these to classify an error_code from any category.

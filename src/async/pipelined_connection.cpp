@@ -278,27 +278,45 @@ void pipelined_connection::write_pending() {
 }
 
 bool pipelined_connection::send(query_request& req) {
-  const auto& vals = req.spec.params.values;
+  // Parameters carry their type OIDs and formats (issue 12: binary where it
+  // pays, bytea always binary so any byte goes through). Internal requests
+  // may leave types/formats empty: all text, types inferred.
+  const auto& prm = req.spec.params;
+  const auto& vals = prm.values;
   const int n = static_cast<int>(vals.size());
+  const bool typed = prm.types.size() == vals.size() && prm.formats.size() == vals.size() && !prm.all_text_untyped();
   std::vector<const char*> ptrs(vals.size());
-  for (std::size_t i = 0; i < vals.size(); ++i) ptrs[i] = vals[i] ? vals[i]->c_str() : nullptr;
+  std::vector<int> lengths(vals.size());
+  std::vector<Oid> types(typed ? vals.size() : 0);
+  for (std::size_t i = 0; i < vals.size(); ++i) {
+    ptrs[i] = vals[i] ? vals[i]->data() : nullptr;
+    lengths[i] = vals[i] ? static_cast<int>(vals[i]->size()) : 0;
+    if (typed) types[i] = prm.types[i];
+  }
   const char* const* p = ptrs.empty() ? nullptr : ptrs.data();
+  const int* lens = typed ? lengths.data() : nullptr;
+  const int* fmts = typed ? prm.formats.data() : nullptr;
+  const Oid* oids = typed ? types.data() : nullptr;
   const std::string& sql = req.spec.sql;
+  // A statement is prepared with its parameter types, so the cache key holds them.
+  std::string key = sql;
+  if (typed)
+    for (Oid t : types) key += '\0' + std::to_string(t);
 
   // Streams stay unnamed: single-row mode must be set when the Execute
   // becomes current, which a preceding Parse would complicate.
   bool named = cfg_->prepared_statements && !req.internal && !req.stream;
   const std::string* name = nullptr;
   if (named) {
-    auto it = statements_.find(sql);
+    auto it = statements_.find(key);
     if (it != statements_.end()) {
       name = &it->second;
     } else if (statements_.size() < cfg_->max_prepared) {
       std::string nm = "pgpipe_" + std::to_string(++next_statement_);
       // Parse rides in the same Sync segment as the first Execute: no extra
       // round trip, and a failing Parse aborts only this request.
-      if (!PQsendPrepare(pg_, nm.c_str(), sql.c_str(), 0, nullptr)) return false;
-      it = statements_.emplace(sql, std::move(nm)).first;
+      if (!PQsendPrepare(pg_, nm.c_str(), sql.c_str(), typed ? n : 0, oids)) return false;
+      it = statements_.emplace(key, std::move(nm)).first;
       req.prepared_name = it->second;
       name = &it->second;
     } else {
@@ -306,8 +324,8 @@ bool pipelined_connection::send(query_request& req) {
     }
   }
   req.stage = req.prepared_name.empty() ? 1 : 0;
-  int ok = named ? PQsendQueryPrepared(pg_, name->c_str(), n, p, nullptr, nullptr, 0)
-                 : PQsendQueryParams(pg_, sql.c_str(), n, nullptr, p, nullptr, nullptr, 0);
+  int ok = named ? PQsendQueryPrepared(pg_, name->c_str(), n, p, lens, fmts, 0)
+                 : PQsendQueryParams(pg_, sql.c_str(), n, oids, p, lens, fmts, 0);
   if (!ok) return false;
   // One Sync per request: an error aborts this request's segment only.
   return PQpipelineSync(pg_) == 1;
@@ -461,8 +479,8 @@ void pipelined_connection::finish(const std::shared_ptr<query_request>& req) {
   if (req->err && !req->prepared_name.empty()) {
     // The statement may not exist on the server: forget it, so the next use
     // prepares again instead of failing with 26000.
-    auto it = statements_.find(req->spec.sql);
-    if (it != statements_.end() && it->second == req->prepared_name) statements_.erase(it);
+    // By name: the key also holds the parameter types (see send()).
+    std::erase_if(statements_, [&](const auto& kv) { return kv.second == req->prepared_name; });
   }
   if (req->completed.load(std::memory_order_acquire)) return;  // detached: discard
   if (req->err) {

@@ -210,7 +210,7 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   std::shared_ptr<query_request> cancel_target_;  ///< its Sync not yet read
   time_point cancel_deadline_ = time_point::max();  ///< PQcancel must return by then
 
-  std::unordered_map<std::string, std::string> statements_;  ///< SQL text -> statement name
+  std::unordered_map<std::string, std::string> statements_;  ///< SQL text + parameter types -> statement name
   std::uint64_t next_statement_ = 0;
 };
 
