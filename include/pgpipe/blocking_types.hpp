@@ -58,11 +58,9 @@ T get(const pqxx::field& f) {
   std::error_code ec;
   T v = get<T>(f, ec);
   if (ec) {
-    std::string m = "column " + std::to_string(f.num()) + " (\"" + std::string(f.name()) + "\"): " + ec.message();
-    if (ec == errc::type_mismatch || ec == errc::null_value || ec == errc::out_of_range)
-      m += ": column type " + type_name_of(static_cast<type_oid>(f.type())) + ", requested " +
-           detail::cpp_type_name<T>();
-    throw error(ec, m);
+    // std::system_error appends ec.message() to this.
+    throw error(ec, "column " + std::to_string(f.num()) + " (\"" + std::string(f.name()) + "\"), type " +
+                        type_name_of(static_cast<type_oid>(f.type())) + ", read as " + detail::cpp_type_name<T>());
   }
   return v;
 }

@@ -79,12 +79,12 @@ class field {
 
  private:
   std::string describe(const std::error_code& ec, const std::string& cpp_type) const {
+    // std::system_error appends ec.message() to this.
     std::string m = "column " + std::to_string(col_) + " (\"" + std::string(name()) + "\") of row " +
-                    std::to_string(row_) + ": " + ec.message();
-    if (ec == errc::type_mismatch || ec == errc::null_value || ec == errc::out_of_range)
-      m += ": column type " + type_name_of(static_cast<type_oid>(type())) + ", requested " + cpp_type;
+                    std::to_string(row_) + ", type " + type_name_of(static_cast<type_oid>(type())) +
+                    ", read as " + cpp_type;
     // A short sample of the offending text helps; values are data, not secrets.
-    if (!is_null() && ec == errc::conversion_error) {
+    if (!is_null() && ec == errc::conversion_error && format() == wire_format::text) {
       auto t = text().substr(0, 40);
       m += " (text \"" + std::string(t) + (text().size() > 40 ? "...\")" : "\")");
     }

@@ -259,4 +259,27 @@ TEST(types_async, same_sql_with_other_parameter_types) {
   EXPECT_EQ(async_driver::get<std::string>(c, 0), "1099511627776");
 }
 
+// The README's usage example, as written there.
+TEST(types_async, readme_usage_query) {
+  shared_cluster().exec(
+      "create table if not exists orders(id uuid primary key, placed timestamptz, doc jsonb, tags text[], "
+      "total numeric)");
+  async_driver d;
+  boost::uuids::uuid id = boost::uuids::random_generator()();
+  sys_time<microseconds> placed = floor<microseconds>(system_clock::now());
+  boost::json::value doc = {{"customer", "Nguyễn"}, {"items", {1, 2, 3}}};
+  std::vector<std::string> tags{"gift", "express"};
+  auto r = d.run("insert into orders values ($1, $2, $3, $4, $5) returning id, placed, doc, tags, total", id, placed,
+                 doc, tags, pgpipe::numeric("19.90"));
+  EXPECT_EQ(r[0].get<boost::uuids::uuid>("id"), id);
+  EXPECT_EQ(r[0].get<sys_time<microseconds>>("placed"), placed);
+  EXPECT_EQ(r[0].get<boost::json::value>("doc"), doc);
+  EXPECT_EQ(r[0].get<std::vector<std::optional<std::string>>>("tags"),
+            (std::vector<std::optional<std::string>>{"gift", "express"}));
+  EXPECT_EQ(r[0].get<pgpipe::numeric>("total").str(), "19.90");
+  blocking_driver b;
+  pqxx::result rows = b.pool.exec("select placed from orders where id = $1", id);
+  EXPECT_EQ(pgpipe::get<sys_time<microseconds>>(rows[0][0]), placed);
+}
+
 }  // namespace
