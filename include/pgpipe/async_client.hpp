@@ -28,6 +28,7 @@
 
 #include <pgpipe/detail/async_glue.hpp>
 #include <pgpipe/error.hpp>
+#include <pgpipe/logger.hpp>
 #include <pgpipe/pool_params.hpp>
 #include <pgpipe/result.hpp>
 #include <pgpipe/stats.hpp>
@@ -48,12 +49,7 @@
 
 namespace pgpipe {
 
-enum class log_level { debug, info, warning, error };
-
-/// Receives the driver's log lines (connects, disconnects with their reason,
-/// blocked event loops). Called from the driver's threads, possibly several
-/// at once: it must be thread-safe and quick. Never receives a password.
-using logger_fn = std::function<void(log_level, std::string_view)>;
+// log_level and logger_fn: <pgpipe/logger.hpp>.
 
 struct async_client_options {
   /// Event loops (threads) the client owns; 0 means 1. Ignored by the
@@ -248,7 +244,27 @@ class async_client {
   ///   query_options::timeout passed: the query may have executed);
   ///   errc::not_sent (connection lost before the query was written: safe to
   ///   retry), errc::connection_lost (lost after: it may have executed);
-  ///   errc::cancelled; errc::closed (client closing or closed).
+  ///   errc::cancelled; errc::closed (client closing or closed);
+  ///   errc::transaction_needs_lease / errc::session_state_needs_lease (see
+  ///   "Sharing rules"; nothing sent).
+  /// Sharing rules: the connection is shared with other callers' pipelined
+  ///   queries, so statements that would open a transaction or change the
+  ///   session for all of them are refused before anything is sent (leases
+  ///   are not checked):
+  ///   - errc::transaction_needs_lease: BEGIN, START TRANSACTION. Use a lease
+  ///     (async_acquire) for transactions.
+  ///   - errc::session_state_needs_lease: SET (but SET LOCAL, SET TRANSACTION
+  ///     and SET CONSTRAINTS are fine), SET SESSION ..., SET ROLE, SET SESSION
+  ///     AUTHORIZATION, RESET, LISTEN, UNLISTEN, PREPARE (not PREPARE
+  ///     TRANSACTION), DEALLOCATE, DISCARD, DECLARE, LOAD, COPY, CREATE
+  ///     [LOCAL|GLOBAL] TEMP/TEMPORARY ..., CREATE TABLE/VIEW/SEQUENCE
+  ///     pg_temp.x, SELECT ... INTO TEMP, and calls of set_config(n, v, x)
+  ///     with x not literally true or of pg_advisory_lock[_shared] /
+  ///     pg_try_advisory_lock[_shared]. Use a lease, or
+  ///     pool_params::on_connect for settings every query should see.
+  ///   Leading whitespace and comments are skipped, keywords are
+  ///   case-insensitive, and strings, dollar quotes, quoted identifiers and
+  ///   comments are never looked into (`select 'begin'` runs).
   /// Cancellation (per-operation slot, e.g. asio::bind_cancellation_slot):
   ///   a query still waiting for capacity or not yet written is removed
   ///   (terminal, partial and total cancellation); a written query is detached

@@ -32,6 +32,7 @@
 #include <pgpipe/blocking_lease.hpp>
 #include <pgpipe/blocking_types.hpp>
 #include <pgpipe/error.hpp>
+#include <pgpipe/logger.hpp>
 #include <pgpipe/pool_params.hpp>
 #include <pgpipe/stats.hpp>
 
@@ -54,6 +55,10 @@ class blocking_pool {
   /// begins opening min_size connections in the background (it does not wait
   /// for them: a server that is down shows up in acquire(), not here).
   explicit blocking_pool(pool_params params);
+  /// The same, with a logger from the start (see logger_fn): it receives
+  /// connect failures and the server's NOTICE/WARNING messages (slot and
+  /// backend pid included), which the pool never prints.
+  blocking_pool(pool_params params, logger_fn logger);
   /// close(), then waits for the pool's own threads (an in-progress connect
   /// finishes or times out first, bounded by connect_timeout). Outstanding
   /// leases stay usable; their connections close when they end.
@@ -91,6 +96,11 @@ class blocking_pool {
   /// errc::connection_lost when the connection died during the statement (it
   /// may have executed), or errc::invalid_argument (before anything is sent)
   /// when a std::string/std::string_view argument contains a NUL byte.
+  /// Unlike async_client::async_query, exec() refuses no statement: the
+  /// connection serves only this call meanwhile, and a transaction it leaves
+  /// open is rolled back when the connection returns to the pool. A plain
+  /// SET does stay on that connection for later callers: put session
+  /// settings in pool_params::on_connect (or use SET LOCAL in transaction()).
   template <typename... Args>
   pqxx::result exec(std::string_view sql, Args&&... args);
 
@@ -108,6 +118,9 @@ class blocking_pool {
   /// idle connections close; leased ones close when their lease ends.
   /// Returns without waiting. Idempotent; thread-safe.
   void close();
+
+  /// Replaces the logger (see logger_fn; empty: log nothing). Thread-safe.
+  void set_logger(logger_fn logger);
 
   /// A snapshot, the same shape as async_client::stats(). `threads` counts
   /// the pool's own threads (housekeeping + connector), not the callers';
@@ -144,6 +157,9 @@ bool text_has_nul(const T& v) {
   }
 }
 
+/// Throws errc::invalid_argument for parameter $n (the message both drivers use).
+[[noreturn]] void throw_nul_param(std::size_t one_based_index);
+
 /// Throws errc::invalid_argument naming the first parameter ($n) holding a NUL byte.
 template <typename... Args>
 void check_text_params(const Args&... args) {
@@ -151,11 +167,7 @@ void check_text_params(const Args&... args) {
   std::size_t bad = 0;
   ((++n, bad = (bad == 0 && text_has_nul(args)) ? n : bad), ...);
   (void)n;  // unused when there are no arguments
-  if (bad != 0) {
-    throw error(errc::invalid_argument, "query parameter $" + std::to_string(bad) +
-                                            " contains a NUL byte, which text parameters cannot carry "
-                                            "(nothing was sent)");
-  }
+  if (bad != 0) throw_nul_param(bad);
 }
 }  // namespace detail
 

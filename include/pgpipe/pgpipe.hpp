@@ -2,6 +2,7 @@
 #pragma once
 
 #include <pgpipe/error.hpp>
+#include <pgpipe/logger.hpp>
 #include <pgpipe/pool_params.hpp>
 #include <pgpipe/stats.hpp>
 #include <pgpipe/result.hpp>

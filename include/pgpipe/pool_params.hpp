@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace pgpipe {
 
@@ -64,6 +65,22 @@ struct pool_params {
   /// for PgBouncer in transaction pool mode (1.18 cannot track them): only the
   /// unnamed statement is used.
   bool prepared_statements = true;
+
+  /// Both drivers: SQL statements run, in order, on every new connection
+  /// before it serves anyone: the place for session settings every query
+  /// should see, which a shared (pipelined) connection refuses per query
+  /// (see async_client::async_query), e.g.
+  ///   {"set search_path = app, public", "set timezone = 'UTC'",
+  ///    "set statement_timeout = '5s'", "set application_name = 'orders'"}.
+  /// One statement per entry (they are sent with the extended protocol).
+  /// They run again on every replacement connection. A failure is that
+  /// connection's connect failure: the server's SQLSTATE as the code (e.g.
+  /// 42704 for an unknown setting), the message naming the entry
+  /// ("pool_params.on_connect[1] (set x = 1) failed: ERROR 42704: ...").
+  /// Callers see it as any connect error (after acquire_timeout when no
+  /// connection could be opened). Settings a lease changes with plain SET
+  /// stay on its connection after the lease ends: use SET LOCAL there.
+  std::vector<std::string> on_connect;
 };
 
 /// Throws pgpipe::error(errc::bad_params) naming the first invalid field and

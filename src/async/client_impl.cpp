@@ -1,6 +1,7 @@
 #include "async/client_impl.hpp"
 
-#include "async/pq_errors.hpp"
+#include "core/shared_statement.hpp"
+#include "pq/libpq_failure.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
@@ -99,6 +100,12 @@ void lease_impl::submit_query(query_spec spec, std::unique_ptr<completion<result
     req->try_complete(conn_->get_executor(), true, spec.params.ec, client_error_result(spec.params.error_message));
     return;
   }
+  // A session change on a lease (SET, LISTEN, temp tables...: the statements
+  // the shared path refuses) must not leak to the shared callers this
+  // connection serves next: such a connection is retired when the lease ends.
+  if (auto r = check_shared_statement(spec.sql);
+      r && r->code == errc::session_state_needs_lease && r->outlives_transaction)
+    changed_session_.store(true, std::memory_order_relaxed);
   const auto timeout = spec.timeout.value_or(owner_->params().query_timeout);
   req->deadline = add_or_max(pool_clock::now(), timeout);
   req->spec = std::move(spec);
@@ -143,6 +150,7 @@ void lease_impl::release() noexcept {
   if (released_.exchange(true, std::memory_order_acq_rel)) return;
   if (owner_->loops_stopped()) return;  // nothing left to give the connection back to
   try {
+    if (changed_session_.load(std::memory_order_relaxed)) owner_->retire_after_lease(slot_);
     asio::post(conn_->get_executor(), [c = conn_] { c->lease_returned(); });
   } catch (...) {
     // Posting allocates; if that fails the connection is lost to the pool
@@ -163,6 +171,7 @@ client_impl::client_impl(pool_params params, async_client_options options, asio:
   cfg->connect_timeout = params_.connect_timeout;
   cfg->stall_timeout = params_.stall_timeout;
   cfg->prepared_statements = params_.prepared_statements;
+  cfg->on_connect = params_.on_connect;
   conn_cfg_ = std::move(cfg);
   if (options_.logger) logger_ = std::make_shared<const logger_fn>(std::move(options_.logger));
 
@@ -485,6 +494,14 @@ void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<resul
     req->try_complete(loops_[0]->ex, true, spec.params.ec, client_error_result(spec.params.error_message));
     return;
   }
+  // Sharing rules (core/shared_statement.hpp): a shared connection refuses
+  // BEGIN and session-changing statements before anything is sent. Leases
+  // (lease_impl::submit_query) are not checked.
+  if (auto refused = check_shared_statement(spec.sql)) {
+    err_other_.fetch_add(1, std::memory_order_relaxed);
+    req->try_complete(loops_[0]->ex, true, make_error_code(refused->code), client_error_result(refused->message));
+    return;
+  }
   const auto now = pool_clock::now();
   req->deadline = add_or_max(now, spec.timeout.value_or(params_.query_timeout));
   req->spec = std::move(spec);
@@ -666,11 +683,22 @@ void client_impl::conn_check_done(slot_id slot, bool healthy) {
   run(t);
 }
 
+void client_impl::retire_after_lease(slot_id slot) {
+  std::lock_guard lk(mu_);
+  retire_on_return_.insert(slot);
+}
+
 void client_impl::conn_lease_returned(slot_id slot) {
   todo t;
   {
     std::lock_guard lk(mu_);
-    core_.release(pool_clock::now(), slot, request_kind::exclusive);
+    if (retire_on_return_.erase(slot) != 0) {
+      // The lease changed the session: close it (pool_core opens a
+      // replacement, which runs pool_params::on_connect afresh).
+      core_.on_broken(pool_clock::now(), slot);
+    } else {
+      core_.release(pool_clock::now(), slot, request_kind::exclusive);
+    }
     collect_locked(t, true);
   }
   run(t);

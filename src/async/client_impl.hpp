@@ -23,6 +23,7 @@
 #include <optional>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace pgpipe::detail {
@@ -51,6 +52,7 @@ class lease_impl final : public query_target, public std::enable_shared_from_thi
   // Strong: the loops (and their io_contexts) must outlive a lease's posts.
   std::shared_ptr<client_impl> owner_;
   std::atomic<bool> released_{false};
+  std::atomic<bool> changed_session_{false};  ///< ran a statement the shared path refuses as session-changing
 };
 
 class client_impl final : public query_target,
@@ -86,6 +88,9 @@ class client_impl final : public query_target,
   void conn_release(slot_id slot, std::size_t units) override;
   void conn_check_done(slot_id slot, bool healthy) override;
   void conn_lease_returned(slot_id slot) override;
+  /// The lease on `slot` changed session state: retire the connection when
+  /// it comes back instead of sharing it.
+  void retire_after_lease(slot_id slot);
   void conn_finished(slot_id slot) override;
   void count_outcome(const std::error_code& ec) override;
   void log(log_level level, const std::string& line) override;
@@ -137,6 +142,7 @@ class client_impl final : public query_target,
   std::unordered_map<slot_id, std::shared_ptr<pipelined_connection>> conns_;
   std::unordered_map<waiter_id, std::shared_ptr<query_request>> query_waiters_;
   std::unordered_map<waiter_id, std::shared_ptr<acquire_request>> acquire_waiters_;
+  std::unordered_set<slot_id> retire_on_return_;
   std::size_t live_conns_ = 0;
   std::size_t next_loop_ = 0;
   time_point tick_at_ = time_point::max();

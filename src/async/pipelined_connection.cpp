@@ -3,7 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "async/pq_errors.hpp"
+#include "async/session_setup.hpp"
+#include "pq/libpq_failure.hpp"
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
@@ -184,10 +185,32 @@ void pipelined_connection::connected() {
     connect_failed(make_error_code(errc::connect_failed), "libpq gave no socket");
     return;
   }
+  // Server notices go to the logger, never to libpq's stderr printer.
+  notices_ = std::make_unique<notice_route>(pg_, slot_, [owner = owner_](bool warning, const std::string& line) {
+    if (auto o = owner.lock()) o->log(warning ? log_level::warning : log_level::info, line);
+  });
   st_ = state::ready;
   connect_deadline_ = time_point::max();
   last_progress_ = pool_clock::now();
   arm_read();
+  // pool_params::on_connect runs before the pool hears of the connection.
+  if (!cfg_->on_connect.empty()) {
+    run_session_setup(shared_from_this(), cfg_->on_connect, cfg_->connect_timeout);
+    return;
+  }
+  announce_connected();
+}
+
+void pipelined_connection::session_setup_done(std::error_code ec, const std::string& message) {
+  if (st_ != state::ready) return;  // broke meanwhile: conn_broken told the pool
+  if (ec) {
+    connect_failed(ec, message);
+    return;
+  }
+  announce_connected();
+}
+
+void pipelined_connection::announce_connected() {
   if (auto owner = owner_.lock()) {
     owner->log(log_level::info, "connected (slot " + std::to_string(slot_) + ", server " +
                                     std::to_string(PQserverVersion(pg_)) + ", backend pid " +

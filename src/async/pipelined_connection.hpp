@@ -21,6 +21,8 @@
 
 #include "async/request.hpp"
 #include "core/pool_core.hpp"
+#include "pq/libpq_failure.hpp"
+#include "pq/notice_route.hpp"
 
 #include <pgpipe/async_client.hpp>
 
@@ -72,7 +74,8 @@ struct connection_config {
   bool prepared_statements = true;
   /// Named statements per connection before new SQL texts go unnamed: bounds
   /// server memory when an application generates SQL.
-  std::size_t max_prepared = 1000;
+  std::size_t max_prepared = max_prepared_statements;
+  std::vector<std::string> on_connect;  ///< pool_params::on_connect, run before the pool hears of the connection  // pq/libpq_failure.hpp: one cap for both drivers
 };
 
 class pipelined_connection;
@@ -120,6 +123,9 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   /// row_stream::async_next and cancel.
   void stream_next(const std::shared_ptr<stream_state>& st, std::unique_ptr<completion<result>> done);
   void stream_cancel(const std::shared_ptr<stream_state>& st);
+  /// pool_params::on_connect finished (session_setup.hpp): announce the
+  /// connection, or report ec as its connect failure.
+  void session_setup_done(std::error_code ec, const std::string& message);
   /// The lease on this connection ended: roll back if a transaction may be
   /// open (or work is still in flight), then conn_lease_returned.
   void lease_returned();
@@ -131,6 +137,7 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   void connect_step();
   void connect_failed(std::error_code ec, std::string message);
   void connected();
+  void announce_connected();
 
   void schedule_write();
   void write_pending();
@@ -210,6 +217,7 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   std::shared_ptr<query_request> cancel_target_;  ///< its Sync not yet read
   time_point cancel_deadline_ = time_point::max();  ///< PQcancel must return by then
 
+  std::unique_ptr<notice_route> notices_;  ///< server NOTICE/WARNING -> owner's log (pq/notice_route.hpp)
   std::unordered_map<std::string, std::string> statements_;  ///< SQL text + parameter types -> statement name
   std::uint64_t next_statement_ = 0;
 };

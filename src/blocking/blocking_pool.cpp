@@ -9,6 +9,7 @@
 #include <pgpipe/blocking_pool.hpp>
 
 #include "blocking/pooled_connection.hpp"
+#include "pq/libpq_failure.hpp"
 #include "core/pool_core.hpp"
 
 #include <algorithm>
@@ -65,10 +66,39 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
     slot_id slot;
   };
 
-  explicit blocking_pool_impl(pool_params p)
+  blocking_pool_impl(pool_params p, logger_fn logger)
       : params(std::move(p)),
-        settings(make_connect_settings(params.conninfo, params.connect_timeout)),
-        core(params, 1) {}
+        settings(with_on_connect(make_connect_settings(params.conninfo, params.connect_timeout), params.on_connect)),
+        core(params, 1) {
+    if (logger) logger_ = std::make_shared<const logger_fn>(std::move(logger));
+  }
+
+  static connect_settings with_on_connect(connect_settings s, const std::vector<std::string>& on_connect) {
+    s.on_connect = on_connect;
+    return s;
+  }
+
+  // The logger is swapped under its own mutex and called outside it.
+  mutable std::mutex log_mu;
+  std::shared_ptr<const logger_fn> logger_;
+  void set_logger(logger_fn fn) {
+    auto p = fn ? std::make_shared<const logger_fn>(std::move(fn)) : nullptr;
+    std::lock_guard lk(log_mu);
+    logger_ = std::move(p);
+  }
+  void log(log_level level, const std::string& line) const noexcept {
+    std::shared_ptr<const logger_fn> l;
+    {
+      std::lock_guard lk(log_mu);
+      l = logger_;
+    }
+    if (!l) return;
+    try {
+      (*l)(level, line);
+    } catch (...) {
+      // A logger that throws must not take a connection down with it.
+    }
+  }
 
   const pool_params params;
   const connect_settings settings;
@@ -241,13 +271,15 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
     std::error_code ec;
     diagnostics diag;
     try {
-      conn = std::make_unique<pooled_connection>(settings);
+      conn = std::make_unique<pooled_connection>(settings, slot, [weak = weak_from_this()](bool warning, const std::string& line) {
+        if (auto self = weak.lock()) self->log(warning ? log_level::warning : log_level::info, line);
+      });
     } catch (const error& e) {
       ec = e.code();
       diag = e.diag();
     } catch (const std::exception& e) {
       ec = errc::connect_failed;
-      diag.client_message = redact_secret(std::string("could not connect: ") + e.what(), settings.password);
+      diag.client_message = clean_message(std::string("could not connect: ") + e.what(), settings.secrets);
     }
     lk.lock();
     const auto now = pool_clock::now();
@@ -518,6 +550,8 @@ void blocking_lease::release() noexcept {
 }
 
 const std::string* blocking_lease::statement_for(std::string_view sql) {
+  // One cap for both drivers; the public constant documents it.
+  static_assert(max_prepared_per_connection == detail::max_prepared_statements);
   return conn_->statement_for(sql, max_prepared_per_connection);
 }
 
@@ -540,8 +574,10 @@ void blocking_lease::note_error(const std::error_code& ec) noexcept {
 
 // ---- blocking_pool --------------------------------------------------------
 
-blocking_pool::blocking_pool(pool_params params)
-    : impl_(std::make_shared<detail::blocking_pool_impl>(std::move(params))),
+blocking_pool::blocking_pool(pool_params params) : blocking_pool(std::move(params), logger_fn{}) {}
+
+blocking_pool::blocking_pool(pool_params params, logger_fn logger)
+    : impl_(std::make_shared<detail::blocking_pool_impl>(std::move(params), std::move(logger))),
       prepared_statements_(impl_->params.prepared_statements) {
   impl_->start();
 }
@@ -553,6 +589,8 @@ blocking_lease blocking_pool::acquire() { return impl_->acquire(impl_->params.ac
 blocking_lease blocking_pool::acquire(std::chrono::milliseconds timeout) { return impl_->acquire(timeout); }
 
 void blocking_pool::close() { impl_->close(); }
+
+void blocking_pool::set_logger(logger_fn logger) { impl_->set_logger(std::move(logger)); }
 
 pool_stats blocking_pool::stats() const { return impl_->stats(); }
 

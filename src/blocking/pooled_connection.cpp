@@ -1,174 +1,27 @@
 #include "blocking/pooled_connection.hpp"
 
+#include "pq/libpq_failure.hpp"
+
+#include <pgpipe/blocking_lease.hpp>
+
 #include <pqxx/nontransaction>
 
 #include <poll.h>
 
 #include <algorithm>
-#include <array>
 #include <memory>
 #include <string_view>
-#include <vector>
 
 namespace pgpipe::detail {
-namespace {
-
-bool contains(std::string_view haystack, std::string_view needle) {
-  return haystack.find(needle) != std::string_view::npos;
-}
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
-  return s;
-}
-
-// libpq prints a server error received while connecting as
-// "connection to server at ... failed: FATAL:  <message>" (severity and
-// message, no SQLSTATE: libpq 15 keeps no PGresult for it). Pull the server
-// part out so diagnostics keep the server's words apart from ours.
-void parse_server_part(const std::string& msg, diagnostics& diag) {
-  for (std::string_view severity : {"FATAL:  ", "ERROR:  ", "PANIC:  "}) {
-    auto pos = msg.find(severity);
-    if (pos == std::string::npos) continue;
-    diag.severity = std::string(severity.substr(0, severity.size() - 3));
-    auto rest = msg.substr(pos + severity.size());
-    auto nl = rest.find('\n');
-    diag.message = trim(rest.substr(0, nl));
-    return;
-  }
-}
-
-struct sqlstate_hint {
-  std::string_view text;
-  std::string_view also;  ///< must appear too (empty: no second condition)
-  std::string_view sqlstate;
-};
-
-// Server messages whose SQLSTATE a pool needs (pool_core treats 3D000 and
-// 28xxx as permanent, 53300 and 57P03 as transient) but which libpq 15 reports
-// only as text. First match wins. English messages: lc_messages of a
-// non-English server defeats this, and the error falls back to connect_failed.
-constexpr std::array<sqlstate_hint, 8> server_hints{{
-    {"too many clients", "", "53300"},
-    {"too many connections", "", "53300"},  // ... for role "x" / for database "x" (connection limits)
-    {"remaining connection slots are reserved", "", "53300"},
-    {"role \"", "does not exist", "28000"},  // what the async driver reports too
-    {"database \"", "does not exist", "3D000"},
-    {"the database system is starting up", "", "57P03"},
-    {"the database system is shutting down", "", "57P03"},
-    {"the database system is in recovery mode", "", "57P03"},
-}};
-
-}  // namespace
-
-namespace {
-
-void replace_all(std::string& text, std::string_view what, std::string_view with) {
-  if (what.empty()) return;
-  for (auto pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + with.size())) {
-    text.replace(pos, what.size(), with);
-  }
-}
-
-// What might be a password in a connection string that libpq could not
-// parse (so libpq cannot tell us): the userinfo password of a URI and the
-// value of password=, quoted or not, terminated or not.
-std::vector<std::string> password_candidates(std::string_view conninfo) {
-  std::vector<std::string> out;
-  if (auto scheme = conninfo.find("://"); scheme != std::string_view::npos) {
-    auto rest = conninfo.substr(scheme + 3);
-    auto at = rest.rfind('@');
-    auto colon = rest.find(':');
-    if (at != std::string_view::npos && colon != std::string_view::npos && colon < at) {
-      out.emplace_back(rest.substr(colon + 1, at - colon - 1));
-    }
-    for (auto p = conninfo.find("password="); p != std::string_view::npos; p = conninfo.find("password=", p + 1)) {
-      auto v = conninfo.substr(p + 9);
-      out.emplace_back(v.substr(0, v.find('&')));
-    }
-    return out;
-  }
-  for (auto p = conninfo.find("password"); p != std::string_view::npos; p = conninfo.find("password", p + 1)) {
-    auto v = conninfo.substr(p + 8);
-    while (!v.empty() && (v.front() == ' ' || v.front() == '=')) v.remove_prefix(1);
-    if (!v.empty() && v.front() == '\'') {
-      v.remove_prefix(1);
-      out.emplace_back(v.substr(0, v.find('\'')));  // unterminated: up to the end
-    }
-    out.emplace_back(v.substr(0, v.find_first_of(" \t\n")));
-  }
-  return out;
-}
-
-}  // namespace
 
 connect_settings make_connect_settings(const std::string& conninfo, std::chrono::milliseconds connect_timeout) {
-  char* errmsg = nullptr;
-  PQconninfoOption* opts = PQconninfoParse(conninfo.c_str(), &errmsg);
-  if (opts == nullptr) {
-    std::string why = errmsg != nullptr ? trim(errmsg) : std::string("out of memory");
-    if (errmsg != nullptr) PQfreemem(errmsg);
-    // libpq quotes what it could not parse, a whole URI included, password
-    // and all: mask the string itself, then anything that looks like its
-    // password.
-    const std::string redacted = redact_conninfo(conninfo);
-    replace_all(why, conninfo, redacted);
-    for (const auto& secret : password_candidates(conninfo)) {
-      if (!secret.empty()) why = redact_secret(std::move(why), secret);
-    }
-    throw error(errc::bad_conninfo, "invalid connection string (" + redacted + "): " + why);
-  }
   connect_settings out;
+  out.secrets = passwords_of(conninfo);
+  if (auto why = conninfo_parse_error(conninfo, out.secrets); !why.empty())
+    throw error(errc::bad_conninfo, "invalid connection string: " + why);
   out.conninfo = conninfo;
   out.connect_timeout = connect_timeout;
-  for (PQconninfoOption* o = opts; o->keyword != nullptr; ++o) {
-    if (std::string_view(o->keyword) == "password" && o->val != nullptr) out.password = o->val;
-  }
-  PQconninfoFree(opts);
   return out;
-}
-
-std::error_code classify_connect_error(const std::string& libpq_message, bool needs_password,
-                                       const std::string& password, diagnostics& diag) {
-  std::string msg = trim(password.empty() ? libpq_message : redact_secret(libpq_message, password));
-  parse_server_part(msg, diag);
-  diag.client_message = "could not connect: " + msg;
-
-  std::error_code ec;
-  if (contains(msg, "password authentication failed") || contains(msg, "no password supplied") ||
-      contains(msg, "SCRAM authentication") || contains(msg, "no pg_hba.conf entry") ||
-      contains(msg, "authentication failed") || needs_password) {
-    ec = errc::auth_failed;
-    diag.sqlstate = contains(msg, "password authentication failed") ? "28P01" : diag.message.empty() ? "" : "28000";
-  } else if (contains(msg, "invalid connection option") || contains(msg, "missing \"=\"") ||
-             contains(msg, "invalid URI") || contains(msg, "unterminated quoted string") ||
-             contains(msg, "invalid integer value") || contains(msg, "invalid port number") ||
-             contains(msg, "invalid sslmode") || contains(msg, "invalid value for parameter")) {
-    ec = errc::bad_conninfo;
-  } else if (!diag.message.empty()) {
-    // The server answered: look for the conditions the pool treats specially.
-    ec = errc::connect_failed;
-    for (const auto& h : server_hints) {
-      if (contains(diag.message, h.text) && (h.also.empty() || contains(diag.message, h.also))) {
-        diag.sqlstate = std::string(h.sqlstate);
-        ec = make_sqlstate(h.sqlstate);
-        break;
-      }
-    }
-  } else if (contains(msg, "Connection refused") || contains(msg, "could not connect") ||
-             contains(msg, "could not translate host name") || contains(msg, "No such file or directory") ||
-             contains(msg, "timeout expired") || contains(msg, "Network is unreachable") ||
-             contains(msg, "No route to host") || contains(msg, "Connection timed out") ||
-             contains(msg, "server closed the connection unexpectedly") ||
-             contains(msg, "Name or service not known") || contains(msg, "Temporary failure in name resolution")) {
-    ec = errc::server_unreachable;
-  } else {
-    ec = errc::connect_failed;
-  }
-  // A message without a server part carries no SQLSTATE: keep diag's
-  // "server error" fields empty so has_server_error() tells the truth.
-  if (diag.message.empty()) diag.sqlstate.clear();
-  return ec;
 }
 
 recording_policy::handle recording_policy::do_startconnect(handle orig) {
@@ -186,9 +39,8 @@ recording_policy::handle recording_policy::do_startconnect(handle orig) {
     std::string msg = PQerrorMessage(conn);
     const bool needs_password = PQconnectionNeedsPassword(conn) != 0;
     PQfinish(conn);
-    diagnostics diag;
-    const std::error_code ec = classify_connect_error(msg, needs_password, settings_->password, diag);
-    throw error(ec, std::move(diag));
+    connect_failure f = classify_connect_failure(msg, needs_password, settings_->secrets);
+    throw error(f.ec, std::move(f.diag));
   }
   handle_ = conn;
   return conn;
@@ -204,10 +56,13 @@ recording_policy::handle recording_policy::do_disconnect(handle orig) noexcept {
   return pqxx::connectionpolicy::do_disconnect(orig);
 }
 
-pooled_connection::pooled_connection(const connect_settings& settings)
+pooled_connection::pooled_connection(const connect_settings& settings, std::uint64_t slot, notice_fn notices)
     : pqxx::connection_base(policy_), policy_(settings.conninfo) {
   policy_.configure(&settings);
   init();
+  // Our receiver, not libpq's stderr printer (libpqxx 6.4 only ever sets the
+  // notice *processor*, which the receiver replaces).
+  notices_ = std::make_unique<notice_route>(raw(), slot, std::move(notices));
   // Why: libpqxx 6 reconnects silently when a connection is used after it
   // broke. In a pool that would open server connections the pool does not
   // count, outside its connect timeout and back-off. A broken pooled
@@ -222,6 +77,23 @@ pooled_connection::pooled_connection(const connect_settings& settings)
   set_verbosity(pqxx::connection_base::verbose);
   // The settings object may not outlive us; the policy needs it only to connect.
   policy_.configure(nullptr);
+  run_on_connect(settings.on_connect);
+}
+
+void pooled_connection::run_on_connect(const std::vector<std::string>& statements) {
+  for (std::size_t i = 0; i < statements.size(); ++i) {
+    try {
+      pqxx::nontransaction tx{*this, "pgpipe_on_connect"};
+      tx.exec(statements[i]);
+    } catch (...) {
+      // The connect failure: the server's code and fields, the entry named.
+      diagnostics d;
+      const std::error_code ec = translate_exception(std::current_exception(), &d);
+      d.client_message = on_connect_failure(i, statements[i], d.to_string());
+      close();
+      throw error(ec, std::move(d));
+    }
+  }
 }
 
 pooled_connection::~pooled_connection() noexcept { close(); }
@@ -270,7 +142,7 @@ const std::string* pooled_connection::statement_for(std::string_view sql, std::s
   std::string key(sql);
   auto it = statements_.find(key);
   if (it != statements_.end()) return &it->second;
-  if (statements_.size() >= max_statements) return nullptr;
+  if (statements_.size() >= max_statements || !may_prepare_another(statements_.size())) return nullptr;
   std::string name = "pgpipe_s" + std::to_string(statements_.size() + 1);
   prepare(name, key);  // declared only: libpqxx prepares on first use
   return &statements_.emplace(std::move(key), std::move(name)).first->second;

@@ -13,33 +13,34 @@
 
 #include <pgpipe/error.hpp>
 
+#include "pq/notice_route.hpp"
+
 #include <libpq-fe.h>
 #include <pqxx/connection_base>
 #include <pqxx/connectionpolicy>
 
 #include <chrono>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 namespace pgpipe::detail {
 
 /// Connect parameters shared by every connection of a pool.
 struct connect_settings {
   std::string conninfo;                   ///< as the user gave it (may hold a password)
-  std::string password;                   ///< extracted from conninfo, for scrubbing messages
+  std::vector<std::string> secrets;       ///< the password's spellings (passwords_of), scrubbed from messages
   std::chrono::milliseconds connect_timeout{10'000};
+  std::vector<std::string> on_connect;    ///< pool_params::on_connect, run before the pool hands it out
 };
 
 /// Parses conninfo (key=value or URI) with libpq. Throws
 /// pgpipe::error(errc::bad_conninfo) with libpq's reason (no password).
+/// Connect failures are classified by pq/libpq_failure (the async driver's list too).
 connect_settings make_connect_settings(const std::string& conninfo, std::chrono::milliseconds connect_timeout);
-
-/// Classifies libpq's message for a failed connect into pgpipe's codes and
-/// fills `diag` (server fields parsed from a "FATAL:  ..." line, password
-/// scrubbed). `needs_password` is PQconnectionNeedsPassword.
-std::error_code classify_connect_error(const std::string& libpq_message, bool needs_password,
-                                       const std::string& password, diagnostics& diag);
 
 class recording_policy final : public pqxx::connectionpolicy {
  public:
@@ -63,7 +64,10 @@ class pooled_connection final : public pqxx::connection_base {
   /// pgpipe::error with the connect error. libpqxx's silent reconnect is
   /// turned off: a connection that breaks stays broken and the pool replaces
   /// it, so the pool's count of server connections is the truth.
-  explicit pooled_connection(const connect_settings& settings);
+  /// Then runs settings.on_connect (a failure is the connect failure, with
+  /// the server's SQLSTATE and message). The server's notices go to
+  /// `notices` (pq/notice_route.hpp), never to stderr.
+  pooled_connection(const connect_settings& settings, std::uint64_t slot, notice_fn notices);
   ~pooled_connection() noexcept;
   pooled_connection(const pooled_connection&) = delete;
   pooled_connection& operator=(const pooled_connection&) = delete;
@@ -88,8 +92,11 @@ class pooled_connection final : public pqxx::connection_base {
 
  private:
   // SQL text -> statement name, for this connection (statements die with it).
+  void run_on_connect(const std::vector<std::string>& statements);
+
   std::unordered_map<std::string, std::string> statements_;
   recording_policy policy_;
+  std::unique_ptr<notice_route> notices_;
 };
 
 }  // namespace pgpipe::detail

@@ -3,6 +3,7 @@
 #include <pgpipe/blocking_lease.hpp>
 
 #include "blocking/pooled_connection.hpp"
+#include "pq/libpq_failure.hpp"
 
 #include <pqxx/except>
 
@@ -170,6 +171,10 @@ bool is_libpqxx(const std::exception_ptr& ex) {
 }
 
 }  // namespace
+
+void throw_nul_param(std::size_t one_based_index) {
+  throw error(errc::invalid_argument, nul_byte_message(one_based_index));
+}
 
 void rethrow_translated(blocking_lease* lease) {
   std::exception_ptr current = std::current_exception();

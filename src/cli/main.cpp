@@ -98,7 +98,8 @@ args parse_args(int argc, char** argv) {
       std::cout << usage_text;
       std::exit(0);
     } else if (arg.size() > 1 && arg[0] == '-' && arg != "-") {
-      usage_error("unknown option " + arg);
+      // Only the option's name: `--pasword=...` must not print the value.
+      usage_error("unknown option " + arg.substr(0, arg.find('=')));
     } else {
       a.positional.push_back(arg);
     }

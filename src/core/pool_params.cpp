@@ -26,6 +26,12 @@ void validate(const pool_params& p) {
   if (p.conninfo.find('\0') != std::string::npos)
     reject("conninfo contains a NUL byte (libpq would silently truncate it)");
 
+  for (std::size_t i = 0; i < p.on_connect.size(); ++i) {
+    const std::string field = "on_connect[" + std::to_string(i) + "]";
+    if (p.on_connect[i].find_first_not_of(" \t\r\n") == std::string::npos) reject(field + " is empty");
+    if (p.on_connect[i].find('\0') != std::string::npos) reject(field + " contains a NUL byte");
+  }
+
   if (p.max_size == 0) reject("max_size (0) must be at least 1");
   if (p.min_size > p.max_size)
     reject("min_size (" + std::to_string(p.min_size) + ") exceeds max_size (" +

@@ -31,15 +31,6 @@ std::string escape_saslname(std::string_view name) {
   return out;
 }
 
-// Server-controlled text quoted in a message: bounded, and printable so it
-// cannot play tricks on a terminal.
-std::string quote_server_text(std::string_view s, std::size_t max) {
-  std::string out;
-  for (unsigned char c : s.substr(0, max)) out += (c >= 0x20 && c < 0x7F) ? static_cast<char>(c) : '?';
-  if (s.size() > max) out += "...";
-  return out;
-}
-
 struct attribute {
   char name;
   std::string_view value;
@@ -200,8 +191,11 @@ result<std::string> client::client_final(std::string_view server_first) {
   const bool all_digits = !iter_text.empty() && iter_text.find_first_not_of("0123456789") == std::string_view::npos;
   const auto first_nonzero = iter_text.find_first_not_of('0');
   if (!all_digits || first_nonzero == std::string_view::npos) {
-    return fail(errc::bad_server_iterations, "server-first-message iteration count \"" +
-                                                 quote_server_text(iter_text, 24) + "\" is not a positive integer");
+    // Described, not quoted: server-sent text is never echoed (a hostile
+    // server may plant anything there, including what the user typed).
+    return fail(errc::bad_server_iterations, "server-first-message iteration count (" +
+                                                 std::to_string(iter_text.size()) +
+                                                 " bytes, not shown) is not a positive decimal integer");
   }
   // A long run of digits is a huge count, not a malformed one: the cap is
   // the answer for a server that asks for it.
@@ -211,8 +205,11 @@ result<std::string> client::client_final(std::string_view server_first) {
     std::from_chars(significant.data(), significant.data() + significant.size(), iter_value);
   }
   if (significant.size() > 18 || iter_value > params_.iteration_cap) {
-    return fail(errc::iterations_above_cap, "server asks for " + quote_server_text(significant, 24) +
-                                                " iterations, above the cap of " + std::to_string(params_.iteration_cap));
+    // The count is shown as the number it parsed to (digits only, checked
+    // above), which is what a user needs to choose a cap.
+    const std::string asked = significant.size() > 18 ? "more than 10^18" : std::to_string(iter_value);
+    return fail(errc::iterations_above_cap, "server asks for " + asked + " iterations, above the cap of " +
+                                                std::to_string(params_.iteration_cap));
   }
   const int iterations = static_cast<int>(iter_value);
   for (std::size_t i = 3; i < a.size(); ++i) {

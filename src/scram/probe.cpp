@@ -10,6 +10,7 @@
 #include <openssl/evp.h>
 #include <sys/stat.h>
 
+#include "pgpipe/error.hpp"
 #include "scram/crypto.hpp"
 #include "scram/probe_transport.hpp"
 
@@ -171,6 +172,13 @@ class prober {
   prober(const probe_params& p, probe_report& r) : p_(p), r_(r) {}
   ~prober() { detail::cleanse(password_.data(), password_.size()); }
   void run();
+  // Server-sent text can carry the password back (a hostile server that was
+  // sent it in clear text, or one that echoes the startup packet): every
+  // message in the report is scrubbed of it before the report leaves.
+  void scrub() {
+    for (std::string* text : {&r_.server_message, &r_.session_error, &r_.client_message})
+      *text = redact_secret(std::move(*text), password_);
+  }
 
  private:
   void fail(std::string message) {
@@ -558,7 +566,9 @@ const char* to_string(probe_outcome o) noexcept {
 
 probe_report probe(const probe_params& params) {
   probe_report report;
-  prober(params, report).run();
+  prober p(params, report);
+  p.run();
+  p.scrub();
   return report;
 }
 

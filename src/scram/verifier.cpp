@@ -101,9 +101,11 @@ result<verifier> parse_verifier(std::string_view text) {
   verifier v;
   const std::string_view iter_text = params.substr(0, colon1);
   if (!parse_positive_int(iter_text, v.iterations)) {
+    // The field is described, never quoted: a verifier is secret-equivalent
+    // and users paste passwords into it.
     return make_failure(errc::verifier_bad_iterations,
-                        "verifier iteration count \"" + std::string(iter_text.substr(0, 20)) +
-                            "\" is not a positive integer no larger than " +
+                        "verifier iteration count (" + std::to_string(iter_text.size()) +
+                            " bytes, not shown) is not a decimal integer from 1 to " +
                             std::to_string(std::numeric_limits<int>::max()));
   }
   const std::string_view salt_text = params.substr(colon1 + 1);

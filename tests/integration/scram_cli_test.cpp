@@ -166,6 +166,27 @@ TEST_F(ScramCli, MalformedVerifierExits2NamingThePart) {
   EXPECT_NE(md5.err.find("MD5"), std::string::npos) << md5.err;
 }
 
+// Issue 10, as a user would meet it: a password pasted into the verifier's
+// iteration field (or any other part) is never printed back, on either stream.
+TEST_F(ScramCli, MalformedVerifierIsNeverPrintedBack) {
+  for (const std::string verifier :
+       {"SCRAM-SHA-256$4096hunter2:c2FsdA==$a:b", "SCRAM-SHA-256$4096:hunter2$a:b",
+        "SCRAM-SHA-256$4096:c2FsdA==$hunter2:b", "hunter2", "SCRAM-SHA-256$hunter2"}) {
+    auto r = run({"verify", verifier}, "pw\n");
+    EXPECT_EQ(r.exit_code, 2) << verifier;
+    EXPECT_NE(r.err.find("malformed verifier"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("hunter2"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("hunter2"), std::string::npos) << r.out;
+  }
+}
+
+TEST_F(ScramCli, MistypedPasswordOptionDoesNotPrintItsValue) {
+  auto r = run({"verifier", "--pasword=hunter2"}, std::nullopt);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown option --pasword"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("hunter2"), std::string::npos) << r.err;
+}
+
 TEST_F(ScramCli, PasswordOnTheCommandLineIsRefused) {
   auto r = run({"verifier", "--password", "hunter2"}, std::nullopt);
   EXPECT_EQ(r.exit_code, 2);

@@ -401,6 +401,49 @@ TEST(ScramProbeFake, ForgedServerSignatureIsNotAuthenticated) {
   EXPECT_EQ(r.exit_code(), 3);
 }
 
+// A server that was sent the password in clear text (--allow-cleartext) and
+// echoes it in its ErrorResponse, and one that plants it in a malformed
+// server-first-message: no part of the report carries it.
+TEST(ScramProbeFake, HostileServerEchoingThePasswordIsScrubbed) {
+  const std::string secret = "hunter2-Secret";
+  fake_server echo([&](int fd) {
+    const std::string len = read_n(fd, 4);
+    if (len.empty()) return;
+    read_n(fd, be32(len, 0) - 4);
+    send_auth(fd, 3, "");  // AuthenticationCleartextPassword
+    const std::string header = read_n(fd, 5);
+    if (header.empty()) return;
+    const std::string password = read_n(fd, be32(header, 1) - 4);
+    std::string fields = std::string("SFATAL") + '\0' + "C28P01" + '\0' + "Mbad password: " +
+                         password.substr(0, password.find('\0')) + '\0' + '\0';
+    std::string e = "E";
+    const std::uint32_t n = htonl(static_cast<std::uint32_t>(4 + fields.size()));
+    e.append(reinterpret_cast<const char*>(&n), 4);
+    e += fields;
+    ::send(fd, e.data(), e.size(), MSG_NOSIGNAL);
+  });
+  scram::probe_params p;
+  p.conninfo = echo.conninfo();
+  p.password = secret;
+  p.allow_cleartext = true;
+  auto r = scram::probe(p);
+  EXPECT_EQ(r.outcome, probe_outcome::rejected);
+  EXPECT_EQ(r.sqlstate, "28P01");
+  EXPECT_NE(r.server_message.find("bad password"), std::string::npos) << r.server_message;
+  EXPECT_EQ(r.server_message.find(secret), std::string::npos) << r.server_message;
+
+  fake_server planter([&](int fd) {
+    const std::string nonce = start_scram(fd);
+    send_auth(fd, 11, "r=" + nonce + "srv,s=QUJDREVGR0g=,i=4096" + secret);
+  });
+  p.conninfo = planter.conninfo();
+  p.allow_cleartext = false;
+  auto planted = scram::probe(p);
+  EXPECT_EQ(planted.outcome, probe_outcome::client_error);
+  EXPECT_NE(planted.client_message.find("iteration count"), std::string::npos) << planted.client_message;
+  EXPECT_EQ(planted.client_message.find("hunter2"), std::string::npos) << planted.client_message;
+}
+
 TEST(ScramProbeFake, NotPostgresIsAProtocolError) {
   fake_server http([](int fd) {
     read_n(fd, 8);

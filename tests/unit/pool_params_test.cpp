@@ -115,3 +115,12 @@ TEST(pool_params, conninfo_with_nul_is_rejected_without_quoting_it) {
 }
 
 }  // namespace
+
+TEST(pool_params, on_connect_entries_must_be_statements) {
+  EXPECT_EQ(rejection(with([](auto& p) { p.on_connect = {"set search_path = app", "set timezone = 'UTC'"}; })), "");
+  const auto blank = rejection(with([](auto& p) { p.on_connect = {"set timezone = 'UTC'", "  \n"}; }));
+  EXPECT_NE(blank.find("on_connect[1]"), std::string::npos) << blank;
+  const auto nul = rejection(with([](auto& p) { p.on_connect = {std::string("set a.b = 'x\0y'", 16)}; }));
+  EXPECT_NE(nul.find("on_connect[0]"), std::string::npos) << nul;
+  EXPECT_NE(nul.find("NUL"), std::string::npos) << nul;
+}

@@ -276,3 +276,22 @@ TEST(ScramClient, UnusablePasswordFailsBeforeAnythingIsSent) {
   ASSERT_FALSE(rb.has_value());
   EXPECT_EQ(rb.error().code, errc::password_too_long);
 }
+
+// Server text is described, never quoted: a hostile server may plant
+// anything in a malformed field (the fuzzer planted the password).
+TEST(ScramClient, MalformedIterationCountIsNotQuoted) {
+  const std::string n = "r=rOprNGfwEbeRWgbNEkqOxyz,s=QUJD";
+  auto c = started();
+  auto r = c.client_final(n + ",i=4096hunter2");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, errc::bad_server_iterations);
+  EXPECT_EQ(r.error().message.find("hunter2"), std::string::npos) << r.error().message;
+  EXPECT_EQ(r.error().message.find("4096"), std::string::npos) << r.error().message;
+  // A count above the cap is shown as the number it is, which is what a user
+  // needs to pick a cap.
+  auto d = started();
+  auto above = d.client_final(n + ",i=00200000");
+  ASSERT_FALSE(above.has_value());
+  EXPECT_EQ(above.error().code, errc::iterations_above_cap);
+  EXPECT_NE(above.error().message.find("200000 iterations"), std::string::npos) << above.error().message;
+}

@@ -188,3 +188,38 @@ TEST(ScramResult, ValueThrowsPgpipeErrorWithTheCodeAndMessage) {
     EXPECT_NE(std::string(e.what()).find("iteration count"), std::string::npos) << e.what();
   }
 }
+
+// A verifier is secret-equivalent and users paste passwords where one
+// belongs: whichever part is malformed, the message names the part and the
+// rule, and quotes none of the text (issue 10's finding was the iteration
+// field quoted back).
+TEST(ScramVerifier, MalformedPartsAreNamedButNeverQuoted) {
+  const std::string secret = "hunter2-Secret";
+  const std::string key = "WG5d8oPm3OtcPnkdi4Uo7BkeZkBFzpcXkuLmtbsT4qY=";
+  struct bad_case {
+    std::string text;
+    errc code;
+    const char* names;
+  };
+  const bad_case cases[] = {
+      {secret, errc::verifier_bad_prefix, "SCRAM-SHA-256$"},
+      {"md5" + secret, errc::verifier_bad_prefix, "MD5"},
+      {"SCRAM-SHA-256$" + secret, errc::verifier_bad_format, "'$'"},
+      {"SCRAM-SHA-256$4096:c2FsdA==$" + secret, errc::verifier_bad_format, "<StoredKey>:<ServerKey>"},
+      {"SCRAM-SHA-256$4096" + secret + ":c2FsdA==$a:b", errc::verifier_bad_iterations, "iteration count"},
+      {"SCRAM-SHA-256$" + secret + ":c2FsdA==$a:b", errc::verifier_bad_iterations, "iteration count"},
+      {"SCRAM-SHA-256$4096:" + secret + "$" + key + ":" + key, errc::verifier_bad_salt, "salt"},
+      {"SCRAM-SHA-256$4096:c2FsdA==$" + secret + ":" + key, errc::verifier_bad_stored_key, "StoredKey"},
+      {"SCRAM-SHA-256$4096:c2FsdA==$" + key + ":" + secret, errc::verifier_bad_server_key, "ServerKey"},
+      // Valid base64 of the wrong length: still nothing quoted.
+      {"SCRAM-SHA-256$4096:c2FsdA==$aHVudGVyMi1TZWNyZXQ=:" + key, errc::verifier_bad_stored_key, "32"},
+  };
+  for (const auto& c : cases) {
+    auto v = scram::parse_verifier(c.text);
+    ASSERT_FALSE(v.has_value()) << c.text;
+    EXPECT_EQ(v.error().code, c.code) << c.text << " -> " << v.error().message;
+    EXPECT_NE(v.error().message.find(c.names), std::string::npos) << v.error().message;
+    EXPECT_EQ(v.error().message.find("hunter2"), std::string::npos) << v.error().message;
+    EXPECT_EQ(v.error().message.find("aHVudGVy"), std::string::npos) << v.error().message;
+  }
+}

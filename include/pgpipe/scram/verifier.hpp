@@ -46,7 +46,10 @@ result<verifier> make_verifier(std::string_view password, int iterations,
 /// Parses the text form. Each malformation has its own code and a message
 /// naming the part at fault: verifier_bad_prefix, verifier_bad_format,
 /// verifier_bad_iterations, verifier_bad_salt, verifier_bad_stored_key,
-/// verifier_bad_server_key. The message quotes no key material. Thread-safe.
+/// verifier_bad_server_key. The message names the part and the rule it breaks
+/// (with sizes and positions) and never quotes any byte of `text`: a verifier
+/// is secret-equivalent, and a password pasted in its place must not be
+/// printed back. Thread-safe.
 result<verifier> parse_verifier(std::string_view text);
 
 /// True when `password` matches `v`; the key comparison is constant-time

@@ -1,0 +1,99 @@
+// libpq's failure language, in one room for both drivers: what a server
+// result or a failed connect means as a pgpipe error_code, how a password is
+// kept out of every message libpq or the server produced, and the limits both
+// drivers apply before anything is sent (a NUL byte in text, the
+// prepared-statement cap).
+//
+// Depends on libpq and pgpipe/error.hpp only (no Asio, no libpqxx), so the
+// async driver, the blocking driver and the SCRAM probe can all use it.
+// Before this file the two drivers each had a list of libpq messages, and the
+// same failure got different codes from them (tests/unit/libpq_failure_test
+// pins one table for both).
+#pragma once
+
+#include <pgpipe/error.hpp>
+
+#include <libpq-fe.h>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+namespace pgpipe::detail {
+
+// ---- server results -----------------------------------------------------------
+
+/// The server's fields of an error result (severity, SQLSTATE, message...).
+diagnostics diagnostics_of(const PGresult* res);
+
+/// True when the error result ends the session (FATAL or PANIC): the
+/// connection is going away, so the request is reported as connection_lost.
+bool is_session_fatal(const PGresult* res);
+
+// ---- connect failures ---------------------------------------------------------
+
+/// A failed connection attempt as a caller (and pool_core) needs it.
+struct connect_failure {
+  /// auth_failed, bad_conninfo, server_unreachable, a SQLSTATE the server
+  /// named (53300 too many connections, 3D000 no such database, 28000 no such
+  /// role, 57P03 starting up / shutting down / in recovery) or connect_failed.
+  std::error_code ec;
+  /// Server part ("FATAL:  ...") as severity + message (+ sqlstate when the
+  /// code is known); client_message = "could not connect: <libpq's message>".
+  diagnostics diag;
+  /// libpq's message on one line, secrets scrubbed.
+  std::string message;
+};
+
+/// Classifies libpq's message for a failed connect. libpq 15 keeps no
+/// PGresult for a connect failure, so the SQLSTATE must be read from the
+/// (English) text; a non-English lc_messages on the server degrades the
+/// server cases to connect_failed. `needs_password` is
+/// PQconnectionNeedsPassword. Every secret is scrubbed from what is returned.
+connect_failure classify_connect_failure(std::string_view libpq_message, bool needs_password,
+                                         const std::vector<std::string>& secrets);
+
+/// classify_connect_failure(message, false, {}).ec, for a message already scrubbed.
+std::error_code classify_connect_error(std::string_view message);
+
+/// What both drivers say when pool_params::on_connect[index] failed with
+/// `what` (the server's diagnostics): the connect failure's message.
+std::string on_connect_failure(std::size_t index, std::string_view sql, std::string_view what);
+
+// ---- passwords and conninfo ----------------------------------------------------
+
+/// libpq's message on one line, with every secret scrubbed.
+std::string clean_message(std::string_view message, const std::vector<std::string>& secrets);
+
+/// Every spelling of the password in a conninfo string (key=value or URI),
+/// found even when the string does not parse (an unterminated quote, a
+/// broken URI): libpq may quote any part of a malformed string back. Longest
+/// first, so that clean_message scrubs a secret containing another whole.
+/// Usable by any layer that holds a conninfo (the SCRAM probe too).
+std::vector<std::string> passwords_of(std::string_view conninfo);
+
+/// Empty when libpq parses the conninfo; otherwise libpq's reason (then the
+/// caller reports errc::bad_conninfo), with the string itself replaced by
+/// redact_conninfo() and every secret scrubbed.
+std::string conninfo_parse_error(const std::string& conninfo, const std::vector<std::string>& secrets);
+
+// ---- limits checked before anything is sent ---------------------------------
+
+/// Named statements a connection keeps before new SQL texts go unnamed: bounds
+/// server memory when an application generates SQL. Both drivers use it.
+inline constexpr std::size_t max_prepared_statements = 1000;
+
+/// Whether a connection holding `cached` named statements may name another.
+constexpr bool may_prepare_another(std::size_t cached) noexcept { return cached < max_prepared_statements; }
+
+/// libpq sends text as C strings: a NUL byte would silently cut the value
+/// there. Index (0-based) of the first value holding one, if any.
+std::optional<std::size_t> first_value_with_nul(const std::vector<std::optional<std::string>>& values);
+
+/// The message both drivers give for such a value ($n is 1-based).
+std::string nul_byte_message(std::size_t one_based_index);
+
+}  // namespace pgpipe::detail
