@@ -30,6 +30,7 @@
 #pragma once
 
 #include <pgpipe/blocking_lease.hpp>
+#include <pgpipe/blocking_types.hpp>
 #include <pgpipe/error.hpp>
 #include <pgpipe/logger.hpp>
 #include <pgpipe/pool_params.hpp>
@@ -83,7 +84,8 @@ class blocking_pool {
 
   /// Runs one statement in autocommit mode (pqxx::nontransaction) on a
   /// borrowed connection and returns its rows. `args` are passed as
-  /// parameters $1, $2... converted by libpqxx (std::optional for NULL).
+  /// parameters $1, $2... converted by pgpipe::pqxx_arg (pgpipe's types, see
+  /// blocking_types.hpp) or libpqxx (its own types; std::optional for NULL).
   /// With pool_params::prepared_statements (the default) the statement is
   /// prepared once per connection, on first use, and reused by SQL text, as
   /// the async driver does (up to 1000 texts per connection, then unnamed);
@@ -128,6 +130,9 @@ class blocking_pool {
   const pool_params& params() const noexcept;
 
  private:
+  template <typename... Args>
+  pqxx::result exec_converted(std::string_view sql, Args&&... args);
+
   std::shared_ptr<detail::blocking_pool_impl> impl_;
   bool prepared_statements_ = true;  // params().prepared_statements, read without a call
 };
@@ -179,6 +184,12 @@ void check_text_params(const Args&... args) {
 
 template <typename... Args>
 pqxx::result blocking_pool::exec(std::string_view sql, Args&&... args) {
+  // The converted arguments live until the end of this full expression.
+  return exec_converted(sql, pqxx_arg(std::forward<Args>(args))...);
+}
+
+template <typename... Args>
+pqxx::result blocking_pool::exec_converted(std::string_view sql, Args&&... args) {
   detail::check_text_params(args...);
   blocking_lease lease = acquire();
   try {

@@ -38,13 +38,14 @@ enum class errc {
   invalid_argument,    ///< a query argument cannot be sent (e.g. NUL byte in text)
   conversion_error,    ///< a field cannot be converted to the requested C++ type
   null_value,          ///< a NULL field was read into a non-optional type
-  out_of_range,        ///< row or column index out of range
+  out_of_range,        ///< row or column index out of range, or a value the C++ type cannot hold
   protocol_error,      ///< the server or libpq did something unexpected
   // Sharing rules of a shared (pipelined, non-lease) connection: refused
   // before anything is sent (see async_client::async_query for the list).
   transaction_needs_lease,    ///< BEGIN / START TRANSACTION on a shared connection: use a lease
   session_state_needs_lease,  ///< SET, RESET, LISTEN, PREPARE, DISCARD, temp tables, COPY...: use a
                               ///< lease or pool_params::on_connect
+  type_mismatch,       ///< the column's PostgreSQL type cannot be read as the requested C++ type
 };
 
 /// Portable conditions: use these to classify an error_code from any category.

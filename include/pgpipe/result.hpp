@@ -1,20 +1,23 @@
 // pgpipe::result: the outcome of one query on the async driver.
 //
 // A result owns its PGresult (move-only, freed with PQclear); row and field
-// are cheap views into it and must not outlive it. Values arrive in text
-// format and are converted on demand with get<T>():
-//   integers (range-checked), floating point, bool ('t'/'f'),
-//   std::string_view (a view into the result), std::string, and
-//   std::optional<T> (SQL NULL -> std::nullopt).
-// Conversions throw pgpipe::error with errc::conversion_error (junk text or
-// overflow) or errc::null_value (NULL into a non-optional type); the
-// overloads taking std::error_code& report instead of throwing.
+// are cheap views into it and must not outlive it. Values are converted on
+// demand with get<T>() through pgpipe::field_traits (pgpipe/type_traits.hpp
+// lists the mappings: integers, floats, strings, bytea, uuid, dates and
+// times, numeric, json, arrays, std::optional for NULL), in whichever format
+// the column arrived (the driver asks for text today).
+// The column's type OID is checked first: a C++ type that cannot hold it is
+// errc::type_mismatch, whose message names the column, the PostgreSQL type
+// and the C++ type. Then errc::conversion_error (bytes that are not a valid
+// value), errc::out_of_range (a valid value T cannot hold) or
+// errc::null_value (NULL into a non-optional type). get<T>() throws
+// pgpipe::error; the overloads taking std::error_code& report instead.
 //
 // Thread-safety: a result is a value; distinct results may be used from
 // distinct threads, a single one is safe to read concurrently (const only).
 #pragma once
 
-#include <pgpipe/detail/text_convert.hpp>
+#include <pgpipe/type_traits.hpp>
 #include <pgpipe/error.hpp>
 
 #include <libpq-fe.h>
@@ -48,31 +51,40 @@ class field {
   std::string_view name() const noexcept { return PQfname(res_, col_); }
   Oid type() const noexcept { return PQftype(res_, col_); }
 
-  /// Converts the value; throws pgpipe::error (conversion_error, null_value).
+  /// The format the value arrived in.
+  wire_format format() const noexcept { return PQfformat(res_, col_) == 1 ? wire_format::binary : wire_format::text; }
+  /// The raw value with its type and format; std::nullopt for NULL.
+  std::optional<field_value> value() const noexcept {
+    if (is_null()) return std::nullopt;
+    return field_value{text(), static_cast<type_oid>(type()), format()};
+  }
+
+  /// Converts the value; throws pgpipe::error (type_mismatch,
+  /// conversion_error, out_of_range, null_value).
   template <class T>
   T get() const {
     std::error_code ec;
     T v = get<T>(ec);
-    if (ec) throw error(ec, describe(ec));
+    if (ec) throw error(ec, describe(ec, detail::cpp_type_name<T>()));
     return v;
   }
   /// Converts the value; on failure sets ec and returns T{}.
   template <class T>
   T get(std::error_code& ec) const {
     T v{};
-    std::optional<std::string_view> t;
-    if (!is_null()) t = text();
-    ec = detail::decode_field(t, v);
+    ec = detail::decode_field(value(), v);
     if (ec) return T{};
     return v;
   }
 
  private:
-  std::string describe(const std::error_code& ec) const {
+  std::string describe(const std::error_code& ec, const std::string& cpp_type) const {
+    // std::system_error appends ec.message() to this.
     std::string m = "column " + std::to_string(col_) + " (\"" + std::string(name()) + "\") of row " +
-                    std::to_string(row_) + ": " + ec.message();
+                    std::to_string(row_) + ", type " + type_name_of(static_cast<type_oid>(type())) +
+                    ", read as " + cpp_type;
     // A short sample of the offending text helps; values are data, not secrets.
-    if (!is_null() && ec == errc::conversion_error) {
+    if (!is_null() && ec == errc::conversion_error && format() == wire_format::text) {
       auto t = text().substr(0, 40);
       m += " (text \"" + std::string(t) + (text().size() > 40 ? "...\")" : "\")");
     }

@@ -65,7 +65,7 @@ struct pipeline_params {
 
 /// What the core needs to know about a request.
 struct pipe_request {
-  std::string sql;
+  std::string sql;  ///< identity in the statement cache: the text (+ parameter types, when typed)
   std::size_t param_count = 0;
   bool stream = false;    ///< rows go to a row_stream (never named: single-row mode)
   bool internal = false;  ///< health check, rollback: never named

@@ -254,7 +254,14 @@ void pipelined_connection::enqueue(std::shared_ptr<query_request> req) {
   }
   req->id = next_id_++;
   pipe_request r;
+  // The cache key: the text, plus the parameter types when they are sent
+  // typed (the same SQL with other types is another prepared statement).
   r.sql = req->spec.sql;
+  {
+    const auto& prm = req->spec.params;
+    if (prm.types.size() == prm.values.size() && prm.formats.size() == prm.values.size() && !prm.all_text_untyped())
+      for (auto t : prm.types) (r.sql += '\0') += std::to_string(t);
+  }
   r.param_count = req->spec.params.values.size();
   r.stream = req->stream != nullptr;
   r.internal = req->internal;
@@ -358,17 +365,33 @@ bool pipelined_connection::send(const pipe_action& a) {
   // A re-run (statement repair) starts from clean results.
   req->ok.reset();
   req->err.reset();
-  const auto& vals = req->spec.params.values;
+  // Parameters carry their type OIDs and formats (binary where it pays,
+  // bytea always binary so any byte goes through). Internal requests may
+  // leave types/formats empty: all text, types inferred.
+  const auto& prm = req->spec.params;
+  const auto& vals = prm.values;
   const int n = static_cast<int>(vals.size());
+  const bool typed = prm.types.size() == vals.size() && prm.formats.size() == vals.size() && !prm.all_text_untyped();
   std::vector<const char*> ptrs(vals.size());
-  for (std::size_t i = 0; i < vals.size(); ++i) ptrs[i] = vals[i] ? vals[i]->c_str() : nullptr;
+  std::vector<int> lengths(vals.size());
+  std::vector<Oid> types(typed ? vals.size() : 0);
+  for (std::size_t i = 0; i < vals.size(); ++i) {
+    ptrs[i] = vals[i] ? vals[i]->data() : nullptr;
+    lengths[i] = vals[i] ? static_cast<int>(vals[i]->size()) : 0;
+    if (typed) types[i] = prm.types[i];
+  }
   const char* const* p = ptrs.empty() ? nullptr : ptrs.data();
+  const int* lens = typed ? lengths.data() : nullptr;
+  const int* fmts = typed ? prm.formats.data() : nullptr;
+  const Oid* oids = typed ? types.data() : nullptr;
   const std::string& sql = req->spec.sql;
   // Parse rides in the same Sync segment as the first Execute: no extra
-  // round trip, and a failing Parse aborts only this request.
-  if (a.parse && !PQsendPrepare(pg_, a.name.c_str(), sql.c_str(), 0, nullptr)) return false;
-  int ok = !a.name.empty() ? PQsendQueryPrepared(pg_, a.name.c_str(), n, p, nullptr, nullptr, 0)
-                           : PQsendQueryParams(pg_, sql.c_str(), n, nullptr, p, nullptr, nullptr, 0);
+  // round trip, and a failing Parse aborts only this request. The statement
+  // is prepared with its parameter types (part of its cache key, see
+  // submit()).
+  if (a.parse && !PQsendPrepare(pg_, a.name.c_str(), sql.c_str(), typed ? n : 0, oids)) return false;
+  int ok = !a.name.empty() ? PQsendQueryPrepared(pg_, a.name.c_str(), n, p, lens, fmts, 0)
+                           : PQsendQueryParams(pg_, sql.c_str(), n, oids, p, lens, fmts, 0);
   if (!ok) return false;
   // One Sync per request: an error aborts this request's segment only.
   return PQpipelineSync(pg_) == 1;

@@ -28,12 +28,13 @@ class client_category_impl final : public std::error_category {
       case errc::invalid_argument: return "invalid query argument";
       case errc::conversion_error: return "the field cannot be converted to the requested type";
       case errc::null_value: return "the field is NULL";
-      case errc::out_of_range: return "row or column index out of range";
+      case errc::out_of_range: return "out of range (a row or column index, or a value the C++ type cannot hold)";
       case errc::protocol_error: return "protocol error";
       case errc::transaction_needs_lease:
         return "transactions cannot run on a shared connection: use a lease (async_acquire)";
       case errc::session_state_needs_lease:
         return "the statement changes session state on a shared connection: use a lease or pool_params::on_connect";
+      case errc::type_mismatch: return "the column's type does not match the requested C++ type";
     }
     return "unknown pgpipe error " + std::to_string(ev);
   }

@@ -1,5 +1,5 @@
 // Text encoding of query parameters: no server needed.
-#include <pgpipe/detail/text_convert.hpp>
+#include <pgpipe/type_traits.hpp>
 
 #include <gtest/gtest.h>
 
@@ -24,7 +24,7 @@ TEST(param_encode, floating_point_round_trips_exactly) {
     auto text = encode_param(v);
     ASSERT_TRUE(text);
     double back = 0;
-    ASSERT_FALSE(pgpipe::field_traits<double>::decode(*text, back)) << *text;
+    ASSERT_FALSE(pgpipe::field_traits<double>::decode({*text, pgpipe::oids::float8}, back)) << *text;
     EXPECT_EQ(back, v) << *text;
   }
   auto f = encode_param(0.1f);
