@@ -1,6 +1,6 @@
 #include "async/client_impl.hpp"
 
-#include "async/pq_errors.hpp"
+#include "pq/pq_errors.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>

@@ -1,4 +1,4 @@
-#include "async/pq_errors.hpp"
+#include "pq/pq_errors.hpp"
 
 #include <algorithm>
 #include <memory>
