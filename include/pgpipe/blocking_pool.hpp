@@ -46,6 +46,9 @@
 
 namespace pgpipe {
 
+/// A pool of libpqxx connections for callers that block, one thread per
+/// query in flight (the file comment above gives the model and its limits).
+/// Thread-safe: any thread may acquire, exec, or read stats.
 class blocking_pool {
  public:
   /// Validates `params` (pgpipe::error with errc::bad_params) and the
@@ -88,7 +91,7 @@ class blocking_pool {
   /// the statement's SQLSTATE and the server's diagnostics, or
   /// errc::connection_lost when the connection died during the statement (it
   /// may have executed), or errc::invalid_argument (before anything is sent)
-  /// when a std::string/std::string_view argument contains a NUL byte.
+  /// when a `std::string`/`std::string_view` argument contains a NUL byte.
   template <typename... Args>
   pqxx::result exec(std::string_view sql, Args&&... args);
 
@@ -112,6 +115,7 @@ class blocking_pool {
   /// loop lag is always zero. Thread-safe.
   pool_stats stats() const;
 
+  /// The parameters the pool was built with (validated).
   const pool_params& params() const noexcept;
 
  private:

@@ -36,11 +36,12 @@ enum class channel_binding_mode {
   tls_server_end_point,  ///< "p=tls-server-end-point,,": SCRAM-SHA-256-PLUS
 };
 
+/// How a scram::client runs its exchange.
 struct client_params {
-  /// Sent as n=<username> (escaped). PostgreSQL ignores it and uses the
+  /// Sent as `n=<username>` (escaped). PostgreSQL ignores it and uses the
   /// startup packet's user; libpq sends it empty, and so does the default.
   std::string username;
-  channel_binding_mode binding = channel_binding_mode::none;
+  channel_binding_mode binding = channel_binding_mode::none;  ///< what the GS2 header announces
   /// For tls_server_end_point: the hash of the server certificate
   /// (see tls_server_end_point_hash()). Must be non-empty in that mode.
   std::vector<unsigned char> channel_binding_data;
@@ -51,8 +52,12 @@ struct client_params {
   std::string client_nonce;
 };
 
+/// The client side of one SCRAM-SHA-256(-PLUS) exchange (RFC 5802/7677),
+/// sans-IO: feed it the server's messages, send what it returns. One
+/// exchange per object; not thread-safe. The password is wiped on destruction.
 class client {
  public:
+  /// Where the exchange is: each step is allowed only in its state (else errc::bad_state).
   enum class state { initial, first_sent, final_sent, done, failed };
 
   /// Copies the password; SASLprep is applied when the proof is computed.
@@ -60,8 +65,11 @@ class client {
   ~client();
   client(const client&) = delete;
   client& operator=(const client&) = delete;
+  /// Moves the exchange (and the password); the moved-from client is empty.
+  ///@{
   client(client&&) noexcept;
   client& operator=(client&&) noexcept;
+  ///@}
 
   /// "SCRAM-SHA-256-PLUS" in tls_server_end_point mode, else "SCRAM-SHA-256".
   std::string mechanism() const;
@@ -83,10 +91,15 @@ class client {
   /// server_signature_mismatch.
   result<void> verify_server_final(std::string_view server_final);
 
+  /// Where the exchange is.
   state current_state() const noexcept { return state_; }
-  /// From the server-first-message; 0 / empty before it was accepted.
+  /// From the server-first-message (iterations, decoded salt bytes); 0
+  /// before it was accepted.
+  ///@{
   int iterations() const noexcept { return iterations_; }
   std::size_t salt_length() const noexcept { return salt_.size(); }
+  ///@}
+  /// The nonce this client sent (given or generated).
   const std::string& client_nonce() const noexcept { return client_nonce_; }
 
  private:

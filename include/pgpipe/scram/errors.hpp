@@ -48,8 +48,8 @@ std::error_code make_error_code(errc e) noexcept;
 
 /// A failed step: the condition and a precise, password-free message.
 struct failure {
-  std::error_code code;
-  std::string message;
+  std::error_code code;  ///< a scram::errc (or a system error from the transport)
+  std::string message;   ///< what went wrong, for a person; never holds the password
 };
 
 /// Either a value or a failure (std::expected is C++23). Not thread-safe to
@@ -57,15 +57,22 @@ struct failure {
 template <class T>
 class result {
  public:
+  /// A success holding `value` (implicit, so a function can `return value;`).
   result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  /// A failure (implicit, so a function can `return make_failure(...);`).
   result(failure f) : v_(std::move(f)) {}    // NOLINT
+  /// True when it holds a value.
+  ///@{
   bool has_value() const noexcept { return v_.index() == 0; }
   explicit operator bool() const noexcept { return has_value(); }
+  ///@}
   /// The value; precondition has_value().
+  ///@{
   T& operator*() { assert(has_value()); return std::get<0>(v_); }
   const T& operator*() const { assert(has_value()); return std::get<0>(v_); }
   T* operator->() { return &**this; }
   const T* operator->() const { return &**this; }
+  ///@}
   /// The value, or throws pgpipe::error(code, message) (a std::system_error)
   /// when there is none.
   T& value() {
@@ -84,13 +91,18 @@ template <>
 class result<void> {
  public:
   result() = default;
+  /// A failure (implicit, so a function can `return make_failure(...);`).
   result(failure f) : f_(std::move(f)), failed_(true) {}  // NOLINT
+  /// True on success.
+  ///@{
   bool has_value() const noexcept { return !failed_; }
   explicit operator bool() const noexcept { return has_value(); }
+  ///@}
   /// Throws pgpipe::error(code, message) on failure.
   void value() const {
     if (failed_) throw pgpipe::error(f_.code, f_.message);
   }
+  /// The failure; precondition !has_value().
   const failure& error() const { assert(failed_); return f_; }
 
  private:
@@ -105,5 +117,7 @@ inline failure make_failure(errc e, std::string message) {
 
 }  // namespace pgpipe::scram
 
+/// @cond
 template <>
 struct std::is_error_code_enum<pgpipe::scram::errc> : std::true_type {};
+/// @endcond

@@ -25,9 +25,10 @@ enum class saslprep_status {
   prohibited,       ///< SASLprep rejects it: the raw bytes are used
 };
 
+/// A password as PostgreSQL hashes it (saslprep()).
 struct prepared_password {
   std::string bytes;       ///< what goes into PBKDF2 (treat as secret)
-  saslprep_status status;
+  saslprep_status status;  ///< which rule produced `bytes`
 };
 
 /// The bytes PostgreSQL hashes for `password`. Fails with errc::bad_argument

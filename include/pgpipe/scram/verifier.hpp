@@ -21,14 +21,17 @@ inline constexpr std::size_t default_salt_length = 16;
 /// SHA-256 output length: StoredKey, ServerKey, proofs and signatures.
 inline constexpr std::size_t key_length = 32;
 
+/// A SCRAM-SHA-256 verifier as PostgreSQL stores it in pg_authid:
+/// `SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>`.
 struct verifier {
-  int iterations = 0;
-  std::vector<unsigned char> salt;
-  std::array<unsigned char, key_length> stored_key{};
-  std::array<unsigned char, key_length> server_key{};
+  int iterations = 0;                                   ///< PBKDF2 iterations
+  std::vector<unsigned char> salt;                      ///< the salt, decoded
+  std::array<unsigned char, key_length> stored_key{};  ///< H(ClientKey)
+  std::array<unsigned char, key_length> server_key{};  ///< HMAC(SaltedPassword, "Server Key")
 
   /// The text form PostgreSQL stores and accepts.
   std::string to_string() const;
+  /// Field by field (not constant-time: for tests and tools, not for checking passwords).
   friend bool operator==(const verifier&, const verifier&) = default;
 };
 
