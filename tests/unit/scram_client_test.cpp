@@ -59,7 +59,7 @@ void expect_server_final_error(std::string_view server_final, errc expected) {
 
 }  // namespace
 
-TEST(ScramClient, Rfc7677VectorExactly) {
+TEST(scram_client, Rfc7677VectorExactly) {
   auto c = rfc_client();
   EXPECT_EQ(c.mechanism(), "SCRAM-SHA-256");
   auto first = c.client_first();
@@ -75,7 +75,7 @@ TEST(ScramClient, Rfc7677VectorExactly) {
   EXPECT_EQ(c.current_state(), scram::client::state::done);
 }
 
-TEST(ScramClient, WrongPasswordGivesADifferentProofAndRejectsTheServerSignature) {
+TEST(scram_client, WrongPasswordGivesADifferentProofAndRejectsTheServerSignature) {
   auto c = rfc_client("pencil2");
   ASSERT_TRUE(c.client_first().has_value());
   auto final_msg = c.client_final(rfc_server_first);
@@ -86,7 +86,7 @@ TEST(ScramClient, WrongPasswordGivesADifferentProofAndRejectsTheServerSignature)
   EXPECT_EQ(r.error().code, errc::server_signature_mismatch);
 }
 
-TEST(ScramClient, RandomNonceIsLibpqSizedAndDiffersPerClient) {
+TEST(scram_client, RandomNonceIsLibpqSizedAndDiffersPerClient) {
   scram::client a("pw"), b("pw");
   auto fa = a.client_first(), fb = b.client_first();
   ASSERT_TRUE(fa && fb);
@@ -95,7 +95,7 @@ TEST(ScramClient, RandomNonceIsLibpqSizedAndDiffersPerClient) {
   EXPECT_NE(a.client_nonce(), b.client_nonce());
 }
 
-TEST(ScramClient, Gs2HeaderFollowsTheChannelBindingMode) {
+TEST(scram_client, Gs2HeaderFollowsTheChannelBindingMode) {
   scram::client_params y;
   y.binding = scram::channel_binding_mode::supported_not_used;
   y.client_nonce = "abc";
@@ -120,7 +120,7 @@ TEST(ScramClient, Gs2HeaderFollowsTheChannelBindingMode) {
   EXPECT_EQ(fp->substr(0, expected_c.size()), expected_c);
 }
 
-TEST(ScramClient, PlusWithoutBindingDataIsRefused) {
+TEST(scram_client, PlusWithoutBindingDataIsRefused) {
   scram::client_params p;
   p.binding = scram::channel_binding_mode::tls_server_end_point;
   scram::client c("pw", p);
@@ -129,7 +129,7 @@ TEST(ScramClient, PlusWithoutBindingDataIsRefused) {
   EXPECT_EQ(r.error().code, errc::bad_argument);
 }
 
-TEST(ScramClient, UsernameIsEscaped) {
+TEST(scram_client, UsernameIsEscaped) {
   scram::client_params p;
   p.username = "a,b=c";
   p.client_nonce = "n";
@@ -137,7 +137,7 @@ TEST(ScramClient, UsernameIsEscaped) {
   EXPECT_EQ(*c.client_first(), "n,,n=a=2Cb=3Dc,r=n");
 }
 
-TEST(ScramClient, StepsOutOfOrderAreRefused) {
+TEST(scram_client, StepsOutOfOrderAreRefused) {
   scram::client c("pw");
   auto r = c.client_final(rfc_server_first);
   ASSERT_FALSE(r.has_value());
@@ -153,7 +153,7 @@ TEST(ScramClient, StepsOutOfOrderAreRefused) {
   EXPECT_EQ(v.error().code, errc::bad_state);
 }
 
-TEST(ScramClient, ServerFirstMalformedForms) {
+TEST(scram_client, ServerFirstMalformedForms) {
   const std::string good_nonce = "r=rOprNGfwEbeRWgbNEkqOxyz";
   expect_server_first_error("", errc::malformed_server_first);
   expect_server_first_error("garbage", errc::malformed_server_first);
@@ -167,22 +167,22 @@ TEST(ScramClient, ServerFirstMalformedForms) {
   expect_server_first_error("1=x," + good_nonce + ",s=QUJD,i=1", errc::malformed_server_first);
 }
 
-TEST(ScramClient, ServerFirstExtensionsAfterIterationsAreAccepted) {
+TEST(scram_client, ServerFirstExtensionsAfterIterationsAreAccepted) {
   auto c = started();
   EXPECT_TRUE(c.client_final(std::string(rfc_server_first) + ",x=future").has_value());
 }
 
-TEST(ScramClient, MandatoryExtensionIsRefused) {
+TEST(scram_client, MandatoryExtensionIsRefused) {
   expect_server_first_error("m=something,r=rOprNGfwEbeRWgbNEkqOxyz,s=QUJD,i=4096", errc::unsupported_extension);
 }
 
-TEST(ScramClient, NonceMustExtendTheClientNonce) {
+TEST(scram_client, NonceMustExtendTheClientNonce) {
   expect_server_first_error("r=rOprNGfwEbeRWgbNEkqO,s=QUJD,i=4096", errc::nonce_mismatch);     // equal, not longer
   expect_server_first_error("r=XOprNGfwEbeRWgbNEkqOabc,s=QUJD,i=4096", errc::nonce_mismatch);  // other prefix
   expect_server_first_error("r=rOprNG,s=QUJD,i=4096", errc::nonce_mismatch);                   // shorter
 }
 
-TEST(ScramClient, SaltMustBeNonEmptyBase64) {
+TEST(scram_client, SaltMustBeNonEmptyBase64) {
   const std::string n = "r=rOprNGfwEbeRWgbNEkqOxyz";
   expect_server_first_error(n + ",s=,i=4096", errc::bad_server_salt);
   expect_server_first_error(n + ",s=QUJ,i=4096", errc::bad_server_salt);     // length
@@ -191,7 +191,7 @@ TEST(ScramClient, SaltMustBeNonEmptyBase64) {
   expect_server_first_error(n + ",s=QU=D,i=4096", errc::bad_server_salt);    // padding inside
 }
 
-TEST(ScramClient, IterationCountMustBeAPositiveInteger) {
+TEST(scram_client, IterationCountMustBeAPositiveInteger) {
   const std::string n = "r=rOprNGfwEbeRWgbNEkqOxyz,s=QUJD";
   expect_server_first_error(n + ",i=", errc::bad_server_iterations);
   expect_server_first_error(n + ",i=0", errc::bad_server_iterations);
@@ -201,7 +201,7 @@ TEST(ScramClient, IterationCountMustBeAPositiveInteger) {
   expect_server_first_error(n + ",i= 4096", errc::bad_server_iterations);
 }
 
-TEST(ScramClient, IterationCapRefusesHugeCounts) {
+TEST(scram_client, IterationCapRefusesHugeCounts) {
   const std::string n = "r=rOprNGfwEbeRWgbNEkqOxyz,s=QUJD";
   expect_server_first_error(n + ",i=100001", errc::iterations_above_cap);
   expect_server_first_error(n + ",i=2147483647", errc::iterations_above_cap);
@@ -214,7 +214,7 @@ TEST(ScramClient, IterationCapRefusesHugeCounts) {
   EXPECT_TRUE(c.client_final(n + ",i=100000").has_value());
 }
 
-TEST(ScramClient, ServerFinalMalformedForms) {
+TEST(scram_client, ServerFinalMalformedForms) {
   expect_server_final_error("", errc::malformed_server_final);
   expect_server_final_error("x=abc", errc::malformed_server_final);
   expect_server_final_error("v=", errc::malformed_server_final);
@@ -225,7 +225,7 @@ TEST(ScramClient, ServerFinalMalformedForms) {
   expect_server_final_error("v=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", errc::server_signature_mismatch);
 }
 
-TEST(ScramClient, ServerErrorIsReportedWithItsValue) {
+TEST(scram_client, ServerErrorIsReportedWithItsValue) {
   auto c = rfc_client();
   ASSERT_TRUE(c.client_first().has_value());
   ASSERT_TRUE(c.client_final(rfc_server_first).has_value());
@@ -235,7 +235,7 @@ TEST(ScramClient, ServerErrorIsReportedWithItsValue) {
   EXPECT_NE(r.error().message.find("invalid-proof"), std::string::npos);
 }
 
-TEST(ScramClient, ServerTextInMessagesIsBoundedAndPrintable) {
+TEST(scram_client, ServerTextInMessagesIsBoundedAndPrintable) {
   auto c = rfc_client();
   ASSERT_TRUE(c.client_first().has_value());
   ASSERT_TRUE(c.client_final(rfc_server_first).has_value());
@@ -250,7 +250,7 @@ TEST(ScramClient, ServerTextInMessagesIsBoundedAndPrintable) {
 
 // Found by the fuzzer: a hostile server can put any text in e=, including the
 // client's password; it must never come back in our message.
-TEST(ScramClient, ServerErrorTextCarryingThePasswordIsNotEchoed) {
+TEST(scram_client, ServerErrorTextCarryingThePasswordIsNotEchoed) {
   auto c = rfc_client();
   ASSERT_TRUE(c.client_first().has_value());
   ASSERT_TRUE(c.client_final(rfc_server_first).has_value());
@@ -259,14 +259,14 @@ TEST(ScramClient, ServerErrorTextCarryingThePasswordIsNotEchoed) {
   EXPECT_EQ(r.error().message.find("pencil"), std::string::npos) << r.error().message;
 }
 
-TEST(ScramClient, ServerFinalExtensionsAreAccepted) {
+TEST(scram_client, ServerFinalExtensionsAreAccepted) {
   auto c = rfc_client();
   ASSERT_TRUE(c.client_first().has_value());
   ASSERT_TRUE(c.client_final(rfc_server_first).has_value());
   EXPECT_TRUE(c.verify_server_final(std::string(rfc_server_final) + ",x=1").has_value());
 }
 
-TEST(ScramClient, UnusablePasswordFailsBeforeAnythingIsSent) {
+TEST(scram_client, UnusablePasswordFailsBeforeAnythingIsSent) {
   scram::client c(std::string_view("a\0b", 3));
   auto r = c.client_first();
   ASSERT_FALSE(r.has_value());

@@ -53,7 +53,7 @@ void expect_parse_error(std::string_view text, errc code, std::string_view menti
 
 }  // namespace
 
-TEST(ScramVerifier, SameBytesAsTheServerForAGivenSalt) {
+TEST(scram_verifier, SameBytesAsTheServerForAGivenSalt) {
   for (const auto& [password, stored] : {std::pair<std::string, const char*>{"pencil", server_pencil},
                                          {"I\xC2\xADX", server_soft_hyphen},
                                          {"a\xC2\xAD\xC8\xA1", server_unassigned}}) {
@@ -64,7 +64,7 @@ TEST(ScramVerifier, SameBytesAsTheServerForAGivenSalt) {
   }
 }
 
-TEST(ScramVerifier, ServerMadeVerifiersVerify) {
+TEST(scram_verifier, ServerMadeVerifiersVerify) {
   EXPECT_TRUE(verifies("pencil", parse_ok(server_pencil)));
   EXPECT_FALSE(verifies("pencil ", parse_ok(server_pencil)));
   EXPECT_FALSE(verifies("Pencil", parse_ok(server_pencil)));
@@ -78,7 +78,7 @@ TEST(ScramVerifier, ServerMadeVerifiersVerify) {
   EXPECT_FALSE(verifies("a\xC8\xA1", parse_ok(server_unassigned)));
 }
 
-TEST(ScramVerifier, RoundTripsThroughText) {
+TEST(scram_verifier, RoundTripsThroughText) {
   auto v = scram::make_verifier("correct horse", 4096);
   ASSERT_TRUE(v.has_value());
   EXPECT_EQ(v->salt.size(), scram::default_salt_length);
@@ -89,14 +89,14 @@ TEST(ScramVerifier, RoundTripsThroughText) {
   EXPECT_FALSE(verifies("correct horsE", *v));
 }
 
-TEST(ScramVerifier, RandomSaltsDiffer) {
+TEST(scram_verifier, RandomSaltsDiffer) {
   auto a = scram::make_verifier("pw", 1), b = scram::make_verifier("pw", 1);
   ASSERT_TRUE(a && b);
   EXPECT_NE(a->salt, b->salt);
   EXPECT_NE(a->stored_key, b->stored_key);
 }
 
-TEST(ScramVerifier, IterationCountIsUsed) {
+TEST(scram_verifier, IterationCountIsUsed) {
   const std::vector<unsigned char> salt{1, 2, 3, 4};
   auto a = scram::make_verifier("pw", 4096, salt), b = scram::make_verifier("pw", 4097, salt);
   ASSERT_TRUE(a && b);
@@ -104,7 +104,7 @@ TEST(ScramVerifier, IterationCountIsUsed) {
   EXPECT_EQ(b->to_string().substr(0, 19), "SCRAM-SHA-256$4097:");
 }
 
-TEST(ScramVerifier, BadArguments) {
+TEST(scram_verifier, BadArguments) {
   const std::vector<unsigned char> salt{1};
   auto zero = scram::make_verifier("pw", 0, salt);
   ASSERT_FALSE(zero.has_value());
@@ -122,7 +122,7 @@ TEST(ScramVerifier, BadArguments) {
   EXPECT_TRUE(scram::make_verifier(std::string(1024, 'x'), 1, salt).has_value());
 }
 
-TEST(ScramVerifier, EveryMalformedFormHasItsOwnError) {
+TEST(scram_verifier, EveryMalformedFormHasItsOwnError) {
   const std::string salt = "BHZzJWjEEcb6wsWjaBC5Vg==";
   const std::string key = "9moQ9AzPGj75rze8vys8n9pzrvrz/zMU1VK90pRt+04=";
   const std::string good = "SCRAM-SHA-256$4096:" + salt + "$" + key + ":" + key;
@@ -163,7 +163,7 @@ TEST(ScramVerifier, EveryMalformedFormHasItsOwnError) {
   expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + key + ":" + key + "\n", errc::verifier_bad_server_key);
 }
 
-TEST(ScramBase64, StrictDecoding) {
+TEST(scram_base64, StrictDecoding) {
   auto ok = scram::base64_decode("QUJD");
   ASSERT_TRUE(ok.has_value());
   EXPECT_EQ(std::string(ok->begin(), ok->end()), "ABC");
@@ -178,7 +178,7 @@ TEST(ScramBase64, StrictDecoding) {
   EXPECT_EQ(*scram::base64_decode(scram::base64_encode(bytes)), bytes);
 }
 
-TEST(ScramResult, ValueThrowsPgpipeErrorWithTheCodeAndMessage) {
+TEST(scram_result, ValueThrowsPgpipeErrorWithTheCodeAndMessage) {
   auto v = scram::parse_verifier("SCRAM-SHA-256$0:QUJD$AAAA:AAAA");
   try {
     v.value();
