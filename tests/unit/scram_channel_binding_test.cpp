@@ -81,12 +81,12 @@ TEST(scram_channel_binding, Ed25519HasNoDigestAndIsRefused) {
   auto ed = self_signed("ED25519", nullptr);
   auto h = scram::tls_server_end_point_hash(ed.der);
   ASSERT_FALSE(h.has_value());
-  EXPECT_EQ(h.error().code, scram::errc::channel_binding_unsupported);
+  EXPECT_EQ(h.error().code, scram::scram_errc::channel_binding_unsupported);
 }
 
 TEST(scram_channel_binding, GarbageIsRefused) {
   const std::vector<unsigned char> junk{0x30, 0x03, 0x01, 0x02};
   auto h = scram::tls_server_end_point_hash(junk);
   ASSERT_FALSE(h.has_value());
-  EXPECT_EQ(h.error().code, scram::errc::channel_binding_unsupported);
+  EXPECT_EQ(h.error().code, scram::scram_errc::channel_binding_unsupported);
 }

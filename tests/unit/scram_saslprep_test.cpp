@@ -73,9 +73,9 @@ TEST(scram_saslprep, RightToLeftAloneIsAccepted) {
 TEST(scram_saslprep, LimitsFollowPostgreSQL) {
   auto nul = scram::saslprep(std::string_view("ab\0cd", 5));
   ASSERT_FALSE(nul.has_value());
-  EXPECT_EQ(nul.error().code, scram::errc::bad_argument);
+  EXPECT_EQ(nul.error().code, scram::scram_errc::bad_argument);
   auto big = scram::saslprep(std::string(scram::max_password_length + 1, 'a'));
   ASSERT_FALSE(big.has_value());
-  EXPECT_EQ(big.error().code, scram::errc::password_too_long);
+  EXPECT_EQ(big.error().code, scram::scram_errc::password_too_long);
   EXPECT_TRUE(scram::saslprep(std::string(scram::max_password_length, 'a')).has_value());
 }

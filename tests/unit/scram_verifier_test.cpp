@@ -11,7 +11,7 @@
 #include "pgpipe/scram/verifier.hpp"
 
 namespace scram = pgpipe::scram;
-using scram::errc;
+using scram::scram_errc;
 
 namespace {
 
@@ -42,7 +42,7 @@ bool verifies(std::string_view password, const scram::verifier& v) {
   return r && *r;
 }
 
-void expect_parse_error(std::string_view text, errc code, std::string_view mentions = {}) {
+void expect_parse_error(std::string_view text, scram_errc code, std::string_view mentions = {}) {
   auto v = scram::parse_verifier(text);
   ASSERT_FALSE(v.has_value()) << text;
   EXPECT_EQ(v.error().code, code) << text << " -> " << v.error().message;
@@ -108,17 +108,17 @@ TEST(scram_verifier, BadArguments) {
   const std::vector<unsigned char> salt{1};
   auto zero = scram::make_verifier("pw", 0, salt);
   ASSERT_FALSE(zero.has_value());
-  EXPECT_EQ(zero.error().code, errc::bad_argument);
+  EXPECT_EQ(zero.error().code, scram_errc::bad_argument);
   auto empty_salt = scram::make_verifier("pw", 4096, std::span<const unsigned char>{});
   ASSERT_FALSE(empty_salt.has_value());
-  EXPECT_EQ(empty_salt.error().code, errc::bad_argument);
+  EXPECT_EQ(empty_salt.error().code, scram_errc::bad_argument);
   auto nul = scram::make_verifier(std::string_view("secret\0x", 8), 1, salt);
   ASSERT_FALSE(nul.has_value());
-  EXPECT_EQ(nul.error().code, errc::bad_argument);
+  EXPECT_EQ(nul.error().code, scram_errc::bad_argument);
   EXPECT_EQ(nul.error().message.find("secret"), std::string::npos);
   auto too_long = scram::make_verifier(std::string(1025, 'x'), 1, salt);
   ASSERT_FALSE(too_long.has_value());
-  EXPECT_EQ(too_long.error().code, errc::password_too_long);
+  EXPECT_EQ(too_long.error().code, scram_errc::password_too_long);
   EXPECT_TRUE(scram::make_verifier(std::string(1024, 'x'), 1, salt).has_value());
 }
 
@@ -128,39 +128,39 @@ TEST(scram_verifier, EveryMalformedFormHasItsOwnError) {
   const std::string good = "SCRAM-SHA-256$4096:" + salt + "$" + key + ":" + key;
   ASSERT_TRUE(scram::parse_verifier(good).has_value());
 
-  expect_parse_error("", errc::verifier_bad_prefix);
-  expect_parse_error("md5a3556571e93b0d20722ba62be61e8c2d", errc::verifier_bad_prefix, "MD5");
-  expect_parse_error("SCRAM-SHA-1$4096:" + salt + "$" + key + ":" + key, errc::verifier_bad_prefix);
-  expect_parse_error("scram-sha-256$4096:" + salt + "$" + key + ":" + key, errc::verifier_bad_prefix);
+  expect_parse_error("", scram_errc::verifier_bad_prefix);
+  expect_parse_error("md5a3556571e93b0d20722ba62be61e8c2d", scram_errc::verifier_bad_prefix, "MD5");
+  expect_parse_error("SCRAM-SHA-1$4096:" + salt + "$" + key + ":" + key, scram_errc::verifier_bad_prefix);
+  expect_parse_error("scram-sha-256$4096:" + salt + "$" + key + ":" + key, scram_errc::verifier_bad_prefix);
 
-  expect_parse_error("SCRAM-SHA-256$4096:" + salt, errc::verifier_bad_format, "'$'");
-  expect_parse_error("SCRAM-SHA-256$4096" + salt + "$" + key + ":" + key, errc::verifier_bad_format);
-  expect_parse_error("SCRAM-SHA-256$4096:" + salt + ":x$" + key + ":" + key, errc::verifier_bad_format);
-  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + key + key, errc::verifier_bad_format, "StoredKey");
-  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + key + ":" + key + ":" + key, errc::verifier_bad_format);
-  expect_parse_error(good + "$", errc::verifier_bad_format);
+  expect_parse_error("SCRAM-SHA-256$4096:" + salt, scram_errc::verifier_bad_format, "'$'");
+  expect_parse_error("SCRAM-SHA-256$4096" + salt + "$" + key + ":" + key, scram_errc::verifier_bad_format);
+  expect_parse_error("SCRAM-SHA-256$4096:" + salt + ":x$" + key + ":" + key, scram_errc::verifier_bad_format);
+  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + key + key, scram_errc::verifier_bad_format, "StoredKey");
+  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + key + ":" + key + ":" + key, scram_errc::verifier_bad_format);
+  expect_parse_error(good + "$", scram_errc::verifier_bad_format);
 
   for (const char* iter : {"", "0", "-1", "+4096", "4096x", " 4096", "abc", "2147483648", "99999999999999"}) {
     expect_parse_error("SCRAM-SHA-256$" + std::string(iter) + ":" + salt + "$" + key + ":" + key,
-                       errc::verifier_bad_iterations, "iteration");
+                       scram_errc::verifier_bad_iterations, "iteration");
   }
 
-  expect_parse_error("SCRAM-SHA-256$4096:$" + key + ":" + key, errc::verifier_bad_salt, "salt");
-  expect_parse_error("SCRAM-SHA-256$4096:BHZzJWjE!cb6wsWjaBC5Vg==$" + key + ":" + key, errc::verifier_bad_salt);
-  expect_parse_error("SCRAM-SHA-256$4096:BHZzJWjEEcb6wsWjaBC5Vg=$" + key + ":" + key, errc::verifier_bad_salt);
+  expect_parse_error("SCRAM-SHA-256$4096:$" + key + ":" + key, scram_errc::verifier_bad_salt, "salt");
+  expect_parse_error("SCRAM-SHA-256$4096:BHZzJWjE!cb6wsWjaBC5Vg==$" + key + ":" + key, scram_errc::verifier_bad_salt);
+  expect_parse_error("SCRAM-SHA-256$4096:BHZzJWjEEcb6wsWjaBC5Vg=$" + key + ":" + key, scram_errc::verifier_bad_salt);
 
   const std::string short_key = "AAAA";  // 3 bytes
   const std::string long_key = scram::base64_encode(std::vector<unsigned char>(33, 7));
-  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + short_key + ":" + key, errc::verifier_bad_stored_key,
+  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + short_key + ":" + key, scram_errc::verifier_bad_stored_key,
                      "3 bytes");
-  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + long_key + ":" + key, errc::verifier_bad_stored_key,
+  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + long_key + ":" + key, scram_errc::verifier_bad_stored_key,
                      "33 bytes");
-  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + key.substr(1) + ":" + key, errc::verifier_bad_stored_key);
-  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$:" + key, errc::verifier_bad_stored_key);
-  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + key + ":" + short_key, errc::verifier_bad_server_key,
+  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + key.substr(1) + ":" + key, scram_errc::verifier_bad_stored_key);
+  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$:" + key, scram_errc::verifier_bad_stored_key);
+  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + key + ":" + short_key, scram_errc::verifier_bad_server_key,
                      "ServerKey");
-  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + key + ":", errc::verifier_bad_server_key);
-  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + key + ":" + key + "\n", errc::verifier_bad_server_key);
+  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + key + ":", scram_errc::verifier_bad_server_key);
+  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + key + ":" + key + "\n", scram_errc::verifier_bad_server_key);
 }
 
 TEST(scram_base64, StrictDecoding) {
@@ -184,7 +184,7 @@ TEST(scram_result, ValueThrowsPgpipeErrorWithTheCodeAndMessage) {
     v.value();
     FAIL() << "value() did not throw";
   } catch (const pgpipe::error& e) {
-    EXPECT_EQ(e.code(), errc::verifier_bad_iterations);
+    EXPECT_EQ(e.code(), scram_errc::verifier_bad_iterations);
     EXPECT_NE(std::string(e.what()).find("iteration count"), std::string::npos) << e.what();
   }
 }

@@ -57,7 +57,7 @@ struct client_params {
 /// exchange per object; not thread-safe. The password is wiped on destruction.
 class client {
  public:
-  /// Where the exchange is: each step is allowed only in its state (else errc::bad_state).
+  /// Where the exchange is: each step is allowed only in its state (else scram_errc::bad_state).
   enum class state { initial, first_sent, final_sent, done, failed };
 
   /// Copies the password; SASLprep is applied when the proof is computed.
@@ -77,19 +77,19 @@ class client {
   /// client-first-message (gs2-header + client-first-bare).
   /// Errors: bad_state, bad_argument (bad nonce, missing binding data,
   /// unusable password), crypto_failure.
-  result<std::string> client_first();
+  expected<std::string> client_first();
 
   /// Validates server-first-message and returns client-final-message.
   /// Errors: bad_state, malformed_server_first, unsupported_extension (m=),
   /// nonce_mismatch, bad_server_salt, bad_server_iterations,
   /// iterations_above_cap, crypto_failure. Any failure moves to state::failed.
-  result<std::string> client_final(std::string_view server_first);
+  expected<std::string> client_final(std::string_view server_first);
 
   /// Checks server-final-message: v= must equal the ServerSignature
   /// (constant-time compare). Errors: bad_state, server_error (e=, the
   /// message names the server's error value), malformed_server_final,
   /// server_signature_mismatch.
-  result<void> verify_server_final(std::string_view server_final);
+  expected<void> verify_server_final(std::string_view server_final);
 
   /// Where the exchange is.
   state current_state() const noexcept { return state_; }
@@ -103,7 +103,7 @@ class client {
   const std::string& client_nonce() const noexcept { return client_nonce_; }
 
  private:
-  failure fail(errc e, std::string message);
+  failure fail(scram_errc e, std::string message);
   failure fail(failure f);
   void wipe() noexcept;
 
@@ -123,6 +123,6 @@ class client {
 /// digest, SHA-256 when that digest is MD5 or SHA-1. Fails with
 /// channel_binding_unsupported when the signature has no single digest
 /// (e.g. Ed25519, RSA-PSS), as libpq does. Thread-safe.
-result<std::vector<unsigned char>> tls_server_end_point_hash(std::span<const unsigned char> der_certificate);
+expected<std::vector<unsigned char>> tls_server_end_point_hash(std::span<const unsigned char> der_certificate);
 
 }  // namespace pgpipe::scram

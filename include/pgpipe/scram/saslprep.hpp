@@ -31,10 +31,10 @@ struct prepared_password {
   saslprep_status status;  ///< which rule produced `bytes`
 };
 
-/// The bytes PostgreSQL hashes for `password`. Fails with errc::bad_argument
+/// The bytes PostgreSQL hashes for `password`. Fails with scram_errc::bad_argument
 /// when the password contains a NUL byte (a PostgreSQL password is a C
-/// string) and errc::password_too_long above max_password_length bytes.
+/// string) and scram_errc::password_too_long above max_password_length bytes.
 /// Thread-safe. Messages never quote the password.
-result<prepared_password> saslprep(std::string_view password);
+expected<prepared_password> saslprep(std::string_view password);
 
 }  // namespace pgpipe::scram

@@ -39,21 +39,21 @@ struct verifier {
 /// with a fresh random salt of default_salt_length bytes from RAND_bytes.
 /// Errors: bad_argument (iterations < 1, NUL in password), password_too_long,
 /// crypto_failure. Thread-safe; cost grows linearly with `iterations`.
-result<verifier> make_verifier(std::string_view password, int iterations = default_iterations);
+expected<verifier> make_verifier(std::string_view password, int iterations = default_iterations);
 
 /// The same with a given, non-empty salt (deterministic: used for tests and
 /// for reproducing a stored verifier).
-result<verifier> make_verifier(std::string_view password, int iterations,
+expected<verifier> make_verifier(std::string_view password, int iterations,
                                std::span<const unsigned char> salt);
 
 /// Parses the text form. Each malformation has its own code and a message
 /// naming the part at fault: verifier_bad_prefix, verifier_bad_format,
 /// verifier_bad_iterations, verifier_bad_salt, verifier_bad_stored_key,
 /// verifier_bad_server_key. The message quotes no key material. Thread-safe.
-result<verifier> parse_verifier(std::string_view text);
+expected<verifier> parse_verifier(std::string_view text);
 
 /// True when `password` matches `v`; the key comparison is constant-time
 /// (CRYPTO_memcmp). Errors as make_verifier. Thread-safe.
-result<bool> verify_password(std::string_view password, const verifier& v);
+expected<bool> verify_password(std::string_view password, const verifier& v);
 
 }  // namespace pgpipe::scram
