@@ -51,6 +51,7 @@ namespace pgpipe {
 
 // log_level and logger_fn: <pgpipe/logger.hpp>.
 
+/// How an async_client runs its event loops (its pool is set by pool_params).
 struct async_client_options {
   /// Event loops (threads) the client owns; 0 means 1. Ignored by the
   /// constructor that takes the caller's io_context.
@@ -80,12 +81,16 @@ struct stream_state;
 class row_stream {
  public:
   row_stream() noexcept = default;
+  /// Moves the stream; a move-assignment first stops the stream this one held.
+  ///@{
   row_stream(row_stream&&) noexcept = default;
   row_stream& operator=(row_stream&& other) noexcept;
+  ///@}
   row_stream(const row_stream&) = delete;
   row_stream& operator=(const row_stream&) = delete;
   ~row_stream();
 
+  /// False for a default-constructed or moved-from stream.
   bool valid() const noexcept { return st_ != nullptr; }
 
   /// The next chunk: token for void(std::error_code, pgpipe::result). A chunk
@@ -127,17 +132,24 @@ class row_stream {
 /// connection, still pipelined (several may be in flight).
 class lease {
  public:
+  /// The executor type of get_executor().
   using executor_type = boost::asio::any_io_executor;
 
   lease() noexcept = default;
+  /// Moves the lease; a move-assignment first releases the connection this one held.
+  ///@{
   lease(lease&&) noexcept = default;
   lease& operator=(lease&& other) noexcept;
+  ///@}
   lease(const lease&) = delete;
   lease& operator=(const lease&) = delete;
   ~lease();
 
+  /// False for a default-constructed, moved-from or released lease.
+  ///@{
   bool valid() const noexcept { return impl_ != nullptr; }
   explicit operator bool() const noexcept { return valid(); }
+  ///@}
 
   /// Same contract as async_client::async_query, on this lease's connection,
   /// with one difference for cancellation (terminal or partial) of a written
@@ -166,6 +178,7 @@ class lease {
     return detail::initiate_query_args(target(), query_options{}, sql,
                                        std::forward<ArgsAndToken>(args_and_token)...);
   }
+  /// The same with per-call options (see query_options).
   template <class... ArgsAndToken>
   auto async_query(const query_options& opts, std::string_view sql, ArgsAndToken&&... args_and_token) {
     return detail::initiate_query_args(target(), opts, sql, std::forward<ArgsAndToken>(args_and_token)...);
@@ -198,14 +211,20 @@ class lease {
   std::shared_ptr<detail::lease_impl> impl_;
 };
 
+/// The async driver: a pool of libpq connections in pipeline mode on Asio
+/// event loops; queries from any thread are pipelined over the connections.
+/// Thread-safe: every member may be called from any thread, including from
+/// inside a completion handler. Move-only.
 class async_client {
  public:
+  /// The executor type of get_executor().
   using executor_type = boost::asio::any_io_executor;
 
   /// Owns `loops` event-loop threads (0 means 1). Validates params (throws
   /// pgpipe::error(errc::bad_params)); opens min_size connections in the
   /// background; never blocks on the network.
   explicit async_client(pool_params params, std::size_t loops = std::max(1u, std::thread::hardware_concurrency()));
+  /// The same with the loops, logger and loop watchdog given in `options`.
   async_client(pool_params params, async_client_options options);
   /// Runs on the caller's io_context (which the caller runs, on one or more
   /// threads); the client owns no loop thread (only the watchdog, if enabled).
@@ -218,6 +237,7 @@ class async_client {
   /// When run on one of the client's own loop threads (from a handler), the
   /// shutdown finishes on a separate thread after that handler returns.
   ~async_client();
+  /// Takes `other`'s pool; `other` is empty afterwards.
   async_client(async_client&&) noexcept = default;
   /// Shuts down this client as the destructor does, then takes `other`'s.
   async_client& operator=(async_client&& other) noexcept;

@@ -164,6 +164,8 @@ class blocking_job_impl final : public blocking_job {
 
 }  // namespace detail
 
+/// Worker threads that run blocking calls for code on an Asio event loop and
+/// complete a completion token there (the file comment above gives the model).
 class blocking_executor {
  public:
   /// Starts `threads` workers (at least 1). max_queued: calls that may wait
@@ -201,6 +203,7 @@ class blocking_executor {
   /// running calls finish. Does not wait for them. Idempotent; thread-safe.
   void stop() noexcept;
 
+  /// The worker threads it runs.
   std::size_t thread_count() const noexcept;
   /// Calls waiting for a worker (not counting running ones).
   std::size_t queued() const noexcept;

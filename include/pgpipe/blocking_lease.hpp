@@ -72,17 +72,23 @@ std::error_code translate_exception(std::exception_ptr ex, diagnostics* diag) no
 class blocking_lease {
  public:
   blocking_lease() noexcept = default;
+  /// Moves the connection; `other` is empty afterwards (a move-assignment
+  /// first gives back the connection this lease held).
+  ///@{
   blocking_lease(blocking_lease&& other) noexcept;
   blocking_lease& operator=(blocking_lease&& other) noexcept;
+  ///@}
   blocking_lease(const blocking_lease&) = delete;
   blocking_lease& operator=(const blocking_lease&) = delete;
   /// Returns the connection (see release()). Never throws.
   ~blocking_lease();
 
   /// The leased connection. Precondition: the lease is valid (operator bool).
+  ///@{
   pqxx::connection_base& operator*() const noexcept;
   pqxx::connection_base* operator->() const noexcept;
   pqxx::connection_base& connection() const noexcept { return **this; }
+  ///@}
 
   /// False for a default-constructed, moved-from or released lease.
   explicit operator bool() const noexcept { return conn_ != nullptr; }
@@ -113,6 +119,7 @@ class blocking_lease {
   /// SQL strings cannot grow server memory without bound.
   /// Precondition: valid lease.
   const std::string* statement_for(std::string_view sql);
+  /// The most statements statement_for() prepares on one connection.
   static constexpr std::size_t max_prepared_per_connection = 1000;
 
  private:

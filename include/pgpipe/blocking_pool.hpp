@@ -48,6 +48,9 @@
 
 namespace pgpipe {
 
+/// A pool of libpqxx connections for callers that block, one thread per
+/// query in flight (the file comment above gives the model and its limits).
+/// Thread-safe: any thread may acquire, exec, or read stats.
 class blocking_pool {
  public:
   /// Validates `params` (pgpipe::error with errc::bad_params) and the
@@ -127,6 +130,7 @@ class blocking_pool {
   /// loop lag is always zero. Thread-safe.
   pool_stats stats() const;
 
+  /// The parameters the pool was built with (validated).
   const pool_params& params() const noexcept;
 
  private:

@@ -80,11 +80,12 @@ struct diagnostics {
   std::string severity;        ///< ERROR, FATAL, PANIC (non-localized)
   std::string sqlstate;        ///< five characters, empty for client-side errors
   std::string message;         ///< the server's primary message
-  std::string detail;
-  std::string hint;
-  std::string context;
+  std::string detail;          ///< the server's DETAIL, if any
+  std::string hint;            ///< the server's HINT, if any
+  std::string context;         ///< the server's CONTEXT (where in a function), if any
   std::string client_message;  ///< pgpipe's own explanation (never contains a password)
 
+  /// True when the server reported the error (a SQLSTATE is set).
   bool has_server_error() const noexcept { return !sqlstate.empty(); }
   /// One line for logs: "ERROR 22012: division by zero (detail...)" or the client message.
   std::string to_string() const;
@@ -94,8 +95,11 @@ struct diagnostics {
 /// that the async API reports.
 class error : public std::system_error {
  public:
+  /// `ec` with the server's (or the client's) fields; what() is diag.to_string().
   error(std::error_code ec, diagnostics diag);
+  /// `ec` with only a client-side explanation (never holding a password).
   error(std::error_code ec, const std::string& client_message);
+  /// The fields behind code().
   const diagnostics& diag() const noexcept { return diag_; }
 
  private:
@@ -113,7 +117,9 @@ std::string redact_secret(std::string text, std::string_view secret);
 
 }  // namespace pgpipe
 
+/// @cond
 template <>
 struct std::is_error_code_enum<pgpipe::errc> : std::true_type {};
 template <>
 struct std::is_error_condition_enum<pgpipe::errc_condition> : std::true_type {};
+/// @endcond

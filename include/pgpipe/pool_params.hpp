@@ -10,6 +10,8 @@
 
 namespace pgpipe {
 
+/// Configuration shared by both drivers: a plain struct with documented
+/// defaults, validated by the driver that receives it (validate()).
 struct pool_params {
   /// libpq connection string, key=value or postgresql:// URI. Passwords in it
   /// are never echoed: any message that quotes it uses redact_conninfo().
@@ -54,6 +56,7 @@ struct pool_params {
   /// After a failed connect, wait this long before the next attempt, doubling
   /// up to connect_backoff_max. Reset by a successful connect.
   std::chrono::milliseconds connect_backoff_initial{50};
+  /// The longest wait between two failed connects (see connect_backoff_initial).
   std::chrono::milliseconds connect_backoff_max{500};
 
   /// async driver: a written request on a connection that has made no progress

@@ -40,16 +40,20 @@ class row;
 /// One value of one row. A view: valid while its result lives.
 class field {
  public:
+  /// Column `col` of row `row` of `res` (not owned; normally from row::operator[]).
   field(const PGresult* res, int row, int col) noexcept : res_(res), row_(row), col_(col) {}
 
+  /// True for SQL NULL.
   bool is_null() const noexcept { return PQgetisnull(res_, row_, col_) != 0; }
   /// The text as the server sent it ("" for NULL; check is_null()).
   std::string_view text() const noexcept {
     return {PQgetvalue(res_, row_, col_), static_cast<std::size_t>(PQgetlength(res_, row_, col_))};
   }
   /// The column's name and type OID.
+  ///@{
   std::string_view name() const noexcept { return PQfname(res_, col_); }
   Oid type() const noexcept { return PQftype(res_, col_); }
+  ///@}
 
   /// The format the value arrived in.
   wire_format format() const noexcept { return PQfformat(res_, col_) == 1 ? wire_format::binary : wire_format::text; }
@@ -99,12 +103,15 @@ class field {
 /// One row of a result. A view: valid while its result lives.
 class row {
  public:
+  /// Row `idx` of `res` (not owned; normally from result::operator[]).
   row(const PGresult* res, int idx) noexcept : res_(res), idx_(idx) {}
 
+  /// The number of columns.
   std::size_t size() const noexcept { return static_cast<std::size_t>(PQnfields(res_)); }
   /// Column by position; unchecked (like std::vector::operator[]).
   field operator[](std::size_t col) const noexcept { return field(res_, idx_, static_cast<int>(col)); }
   /// Column by position or by name; throws pgpipe::error(errc::out_of_range).
+  ///@{
   field at(std::size_t col) const {
     if (col >= size()) throw error(errc::out_of_range, "column " + std::to_string(col) + " out of range");
     return (*this)[col];
@@ -115,6 +122,9 @@ class row {
     if (c < 0) throw error(errc::out_of_range, "no column named \"" + n + "\"");
     return field(res_, idx_, c);
   }
+  ///@}
+  /// Shorthand for at(col).get<T>(): converts one column (see field::get).
+  ///@{
   template <class T>
   T get(std::size_t col) const {
     return at(col).template get<T>();
@@ -123,6 +133,8 @@ class row {
   T get(std::string_view name) const {
     return at(name).template get<T>();
   }
+  ///@}
+  /// This row's position in its result.
   std::size_t index() const noexcept { return static_cast<std::size_t>(idx_); }
 
  private:
@@ -141,19 +153,29 @@ struct pgresult_deleter {
 class result {
  public:
   result() = default;
+  /// Takes ownership of `res` (and of its diagnostics, when given); with
+  /// diagnostics only, a result without rows (most errors).
+  ///@{
   explicit result(PGresult* res) noexcept : res_(res) {}
   result(PGresult* res, diagnostics diag) noexcept : res_(res), diag_(std::move(diag)) {}
   explicit result(diagnostics diag) noexcept : diag_(std::move(diag)) {}
+  ///@}
+  /// Move-only: a result owns its PGresult.
+  ///@{
   result(result&&) noexcept = default;
   result& operator=(result&&) noexcept = default;
+  ///@}
   result(const result&) = delete;
   result& operator=(const result&) = delete;
 
   /// False for the empty result handed out with most errors.
+  ///@{
   bool has_value() const noexcept { return res_ != nullptr; }
   explicit operator bool() const noexcept { return has_value(); }
+  ///@}
 
-  /// Rows and columns (0 when there is no PGresult).
+  /// Rows and columns (0 when there is no PGresult), and column names by position.
+  ///@{
   std::size_t size() const noexcept { return res_ ? static_cast<std::size_t>(PQntuples(res_.get())) : 0; }
   bool empty() const noexcept { return size() == 0; }
   std::size_t columns() const noexcept { return res_ ? static_cast<std::size_t>(PQnfields(res_.get())) : 0; }
@@ -161,13 +183,16 @@ class result {
     const char* n = res_ ? PQfname(res_.get(), static_cast<int>(col)) : nullptr;
     return n ? std::string_view(n) : std::string_view();
   }
+  ///@}
 
   /// Row by position; operator[] is unchecked, at() throws errc::out_of_range.
+  ///@{
   pgpipe::row operator[](std::size_t r) const noexcept { return pgpipe::row(res_.get(), static_cast<int>(r)); }
   pgpipe::row at(std::size_t r) const {
     if (r >= size()) throw error(errc::out_of_range, "row " + std::to_string(r) + " out of range");
     return (*this)[r];
   }
+  ///@}
 
   /// Shorthand for at(r).at(col).get<T>(): `r.value<std::int64_t>()` reads a
   /// single-value result.
@@ -189,16 +214,21 @@ class result {
   std::string_view command_tag() const noexcept { return res_ ? PQcmdStatus(res_.get()) : ""; }
 
   /// The server's error fields and pgpipe's message when the query failed.
+  ///@{
   const diagnostics& diag() const noexcept { return diag_; }
   diagnostics& diag() noexcept { return diag_; }
+  ///@}
 
   /// The underlying libpq result (still owned by this object).
   const PGresult* native_handle() const noexcept { return res_.get(); }
   /// Gives up ownership of the PGresult (the caller must PQclear it).
   PGresult* release() noexcept { return res_.release(); }
 
+  /// A random-access iterator over the rows (each dereference makes a row view).
   class iterator {
    public:
+    /// The standard random-access iterator types and operations.
+    ///@{
     using iterator_category = std::random_access_iterator_tag;
     using value_type = pgpipe::row;
     using difference_type = std::ptrdiff_t;
@@ -220,13 +250,17 @@ class result {
     pgpipe::row operator[](difference_type n) const noexcept { return pgpipe::row(res_, i_ + static_cast<int>(n)); }
     friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.i_ == b.i_; }
     friend auto operator<=>(const iterator& a, const iterator& b) noexcept { return a.i_ <=> b.i_; }
+    ///@}
 
    private:
     const PGresult* res_ = nullptr;
     int i_ = 0;
   };
+  /// The rows, for range-for: `for (pgpipe::row r : res)`.
+  ///@{
   iterator begin() const noexcept { return iterator(res_.get(), 0); }
   iterator end() const noexcept { return iterator(res_.get(), static_cast<int>(size())); }
+  ///@}
 
  private:
   std::unique_ptr<PGresult, detail::pgresult_deleter> res_;

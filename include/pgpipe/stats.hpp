@@ -9,36 +9,39 @@
 
 namespace pgpipe {
 
+/// Failed requests and connects since the pool started, by kind (pool_stats::errors).
 struct error_counts {
-  std::uint64_t pool_timeout = 0;
-  std::uint64_t queue_full = 0;
+  std::uint64_t pool_timeout = 0;     ///< errc::pool_timeout: no capacity within acquire_timeout
+  std::uint64_t queue_full = 0;       ///< errc::queue_full: max_queued already waiting
   std::uint64_t connection_lost = 0;  ///< not_sent + connection_lost
-  std::uint64_t query_timeout = 0;
-  std::uint64_t cancelled = 0;
+  std::uint64_t query_timeout = 0;    ///< errc::query_timeout
+  std::uint64_t cancelled = 0;        ///< errc::cancelled
   std::uint64_t server = 0;           ///< SQLSTATE errors
   std::uint64_t connect = 0;          ///< failed connection attempts
-  std::uint64_t other = 0;
+  std::uint64_t other = 0;           ///< any other error
 };
 
+/// A point-in-time snapshot of a pool (async_client::stats(), blocking_pool::stats()).
+/// Counters count since the pool started; gauges are the state at the call.
 struct pool_stats {
   // Connections by state.
-  std::size_t connecting = 0;
-  std::size_t idle = 0;
-  std::size_t busy = 0;
+  std::size_t connecting = 0;  ///< connects in progress
+  std::size_t idle = 0;        ///< open, no work
+  std::size_t busy = 0;        ///< open, running work (async: any requests in flight)
   std::size_t draining = 0;   ///< past max_lifetime or closing, finishing work in flight
   std::size_t checking = 0;   ///< running a health check
   // Requests.
   std::size_t in_flight = 0;  ///< granted a connection, not yet complete
   std::size_t queued = 0;     ///< waiting for capacity
-  std::uint64_t completed = 0;
-  error_counts errors;
+  std::uint64_t completed = 0;  ///< requests that finished successfully
+  error_counts errors;          ///< requests and connects that failed, by kind
   // Connection churn.
-  std::uint64_t connects = 0;
-  std::uint64_t disconnects = 0;
+  std::uint64_t connects = 0;     ///< connections opened
+  std::uint64_t disconnects = 0;  ///< connections closed (any reason)
   // Event loops (async driver; zero for the blocking driver): how late posted
   // work ran, measured by a periodic probe. A handler that blocks a loop shows here.
-  std::chrono::microseconds loop_lag_last{0};
-  std::chrono::microseconds loop_lag_max{0};
+  std::chrono::microseconds loop_lag_last{0};  ///< the latest probe's lag
+  std::chrono::microseconds loop_lag_max{0};   ///< the largest lag seen
   std::size_t threads = 0;    ///< threads the driver runs (event loops or workers)
 };
 

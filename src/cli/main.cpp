@@ -115,7 +115,7 @@ std::string password_from(const args& a) {
 int cmd_verifier(const args& a) {
   if (!a.positional.empty()) usage_error("verifier takes no positional argument (the password comes from stdin)");
   std::string password = password_from(a);
-  scram::result<scram::verifier> v = scram::make_failure(scram::errc::bad_argument, "");
+  scram::expected<scram::verifier> v = scram::make_failure(scram::scram_errc::bad_argument, "");
   if (a.salt) {
     auto salt = scram::base64_decode(*a.salt);
     if (!salt) usage_error("--salt: " + salt.error().message);

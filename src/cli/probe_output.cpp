@@ -1,33 +1,12 @@
 #include "probe_output.hpp"
 
-#include <cstdio>
+#include "json_output/json_output.hpp"
 
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
 
 namespace pgpipe::cli {
 namespace {
-
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
 
 std::string method_text(scram::auth_method m) {
   switch (m) {
@@ -92,29 +71,33 @@ std::string render_human(const scram::probe_report& r) {
 }
 
 std::string render_json(const scram::probe_report& r) {
-  auto s = [&](const std::string& v) { return json_string(v); };
-  std::string mechs = "[";
-  for (std::size_t i = 0; i < r.mechanisms.size(); ++i) {
-    // Appended piecewise: `"," + std::string&&` trips GCC 12's -Wrestrict
-    // false positive (GCC PR 105329) in optimised builds.
-    if (i != 0) mechs += ',';
-    mechs += s(r.mechanisms[i]);
-  }
-  mechs += "]";
-  std::string out = "{";
-  out += "\"host\":" + s(r.host) + ",\"port\":" + s(r.port) + ",\"user\":" + s(r.user) + ",\"dbname\":" + s(r.dbname);
-  out += ",\"sslmode\":" + s(r.sslmode) + ",\"tls\":" + (r.tls ? "true" : "false");
-  out += ",\"tls_version\":" + s(r.tls_version) + ",\"tls_cipher\":" + s(r.tls_cipher);
-  out += ",\"method\":" + s(scram::to_string(r.method)) + ",\"mechanisms\":" + mechs;
-  out += ",\"mechanism_used\":" + s(r.mechanism_used) + ",\"channel_binding\":" + s(r.channel_binding);
-  out += ",\"iterations\":" + std::to_string(r.iterations) + ",\"salt_length\":" + std::to_string(r.salt_length);
-  out += ",\"password_given\":" + std::string(r.password_given ? "true" : "false");
-  out += ",\"server_signature_verified\":" + std::string(r.server_signature_verified ? "true" : "false");
-  out += ",\"outcome\":" + s(scram::to_string(r.outcome));
-  out += ",\"sqlstate\":" + s(r.sqlstate) + ",\"server_message\":" + s(r.server_message);
-  out += ",\"session_error\":" + s(r.session_error) + ",\"client_message\":" + s(r.client_message);
-  out += ",\"exit_code\":" + std::to_string(r.exit_code()) + "}\n";
-  return out;
+  // Compact, one line: scripts read it. The server's and libpq's messages may
+  // hold any bytes; the writer makes them valid UTF-8 (U+FFFD for bad ones).
+  const boost::json::object doc{
+      {"host", r.host},
+      {"port", r.port},
+      {"user", r.user},
+      {"dbname", r.dbname},
+      {"sslmode", r.sslmode},
+      {"tls", r.tls},
+      {"tls_version", r.tls_version},
+      {"tls_cipher", r.tls_cipher},
+      {"method", scram::to_string(r.method)},
+      {"mechanisms", boost::json::array(r.mechanisms.begin(), r.mechanisms.end())},
+      {"mechanism_used", r.mechanism_used},
+      {"channel_binding", r.channel_binding},
+      {"iterations", r.iterations},
+      {"salt_length", r.salt_length},
+      {"password_given", r.password_given},
+      {"server_signature_verified", r.server_signature_verified},
+      {"outcome", scram::to_string(r.outcome)},
+      {"sqlstate", r.sqlstate},
+      {"server_message", r.server_message},
+      {"session_error", r.session_error},
+      {"client_message", r.client_message},
+      {"exit_code", r.exit_code()},
+  };
+  return json_output::write(doc);
 }
 
 }  // namespace pgpipe::cli

@@ -20,12 +20,12 @@ std::string base64_encode(std::span<const unsigned char> bytes) {
   return out;
 }
 
-result<std::vector<unsigned char>> base64_decode(std::string_view text) {
+expected<std::vector<unsigned char>> base64_decode(std::string_view text) {
   // EVP_DecodeBlock is lenient (skips leading whitespace, turns padding into
   // zero bytes), so the grammar is checked here first and the padding
   // subtracted afterwards.
   if (text.size() % 4 != 0) {
-    return make_failure(errc::bad_argument, "base64 length " + std::to_string(text.size()) +
+    return make_failure(scram_errc::bad_argument, "base64 length " + std::to_string(text.size()) +
                                                 " is not a multiple of 4");
   }
   std::size_t padding = 0;
@@ -34,12 +34,12 @@ result<std::vector<unsigned char>> base64_decode(std::string_view text) {
     if (c == '=') {
       const std::size_t from_end = text.size() - i;
       if (from_end > 2 || (from_end == 2 && text.back() != '=')) {
-        return make_failure(errc::bad_argument, "base64 padding '=' at position " + std::to_string(i) +
+        return make_failure(scram_errc::bad_argument, "base64 padding '=' at position " + std::to_string(i) +
                                                     " is not at the end");
       }
       ++padding;
     } else if (!is_b64_char(c)) {
-      return make_failure(errc::bad_argument,
+      return make_failure(scram_errc::bad_argument,
                           "invalid base64 character at position " + std::to_string(i));
     }
   }
@@ -48,7 +48,7 @@ result<std::vector<unsigned char>> base64_decode(std::string_view text) {
   const int n = EVP_DecodeBlock(out.data(), reinterpret_cast<const unsigned char*>(text.data()),
                                 static_cast<int>(text.size()));
   if (n < 0 || static_cast<std::size_t>(n) != out.size()) {
-    return make_failure(errc::bad_argument, "invalid base64");
+    return make_failure(scram_errc::bad_argument, "invalid base64");
   }
   out.resize(out.size() - padding);
   return out;

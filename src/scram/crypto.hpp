@@ -15,10 +15,10 @@ namespace pgpipe::scram::detail {
 using key = std::array<unsigned char, key_length>;
 
 /// PBKDF2-HMAC-SHA-256 of the (already SASLprep'ed) password.
-result<key> salted_password(std::string_view prepared, std::span<const unsigned char> salt, int iterations);
-result<key> hmac_sha256(std::span<const unsigned char> k, std::string_view data);
-result<key> sha256(std::span<const unsigned char> data);
-result<std::vector<unsigned char>> random_bytes(std::size_t n);
+expected<key> salted_password(std::string_view prepared, std::span<const unsigned char> salt, int iterations);
+expected<key> hmac_sha256(std::span<const unsigned char> k, std::string_view data);
+expected<key> sha256(std::span<const unsigned char> data);
+expected<std::vector<unsigned char>> random_bytes(std::size_t n);
 /// Constant-time equality (sizes are public).
 bool equal_ct(std::span<const unsigned char> a, std::span<const unsigned char> b);
 /// Wipes a buffer that held a secret.
@@ -30,6 +30,6 @@ struct derived_keys {
   key stored_key;
   key server_key;
 };
-result<derived_keys> derive_keys(const key& salted);
+expected<derived_keys> derive_keys(const key& salted);
 
 }  // namespace pgpipe::scram::detail

@@ -62,12 +62,12 @@ struct free_deleter {
 
 }  // namespace
 
-result<prepared_password> saslprep(std::string_view password) {
+expected<prepared_password> saslprep(std::string_view password) {
   if (password.find('\0') != std::string_view::npos) {
-    return make_failure(errc::bad_argument, "password contains a NUL byte (PostgreSQL passwords cannot)");
+    return make_failure(scram_errc::bad_argument, "password contains a NUL byte (PostgreSQL passwords cannot)");
   }
   if (password.size() > max_password_length) {
-    return make_failure(errc::password_too_long, "password is " + std::to_string(password.size()) +
+    return make_failure(scram_errc::password_too_long, "password is " + std::to_string(password.size()) +
                                                      " bytes; PostgreSQL accepts at most " +
                                                      std::to_string(max_password_length));
   }
@@ -91,7 +91,7 @@ result<prepared_password> saslprep(std::string_view password) {
       }
       return prepared_password{std::string(out.get()), saslprep_status::prepared};
     case STRINGPREP_MALLOC_ERROR:
-      return make_failure(errc::crypto_failure, "SASLprep (libidn) ran out of memory");
+      return make_failure(scram_errc::crypto_failure, "SASLprep (libidn) ran out of memory");
     case STRINGPREP_ICONV_ERROR:
       return prepared_password{std::string(password), saslprep_status::invalid_utf8};
     default:

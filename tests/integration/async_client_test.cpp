@@ -4,6 +4,7 @@
 #include <pgpipe/pgpipe.hpp>
 
 #include "support/cluster_fixture.hpp"
+#include "support/kit.hpp"
 #include "support/wait.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -26,12 +27,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-pgpipe::pool_params params_for(const std::string& app, std::size_t max_size) {
-  pgpipe::pool_params p;
-  p.conninfo = pgpipe::test::with_options(pgpipe::test::shared_cluster().conninfo(), "application_name=" + app);
-  p.max_size = max_size;
-  return p;
-}
+using namespace pgpipe::test;  // the shared kit (tests/support)
 
 struct log_sink {
   std::mutex mu;
@@ -61,7 +57,7 @@ int threads_of_this_process() {
 }  // namespace
 
 TEST(async_client, close_lets_in_flight_work_finish_and_rejects_new_work) {
-  pgpipe::async_client client(params_for("async_close", 2));
+  pgpipe::async_client client(params_for(app_conninfo("async_close"), 2));
   std::vector<std::future<std::tuple<std::error_code, pgpipe::result>>> in_flight;
   for (int i = 0; i < 50; ++i) in_flight.push_back(client.async_query("select $1::int from pg_sleep(0.002)", i, asio::use_future));
   // Wait until they are on connections (none queued), then close.
@@ -85,7 +81,7 @@ TEST(async_client, close_lets_in_flight_work_finish_and_rejects_new_work) {
 
 TEST(async_client, runs_on_a_callers_io_context) {
   asio::io_context io;
-  pgpipe::async_client client(params_for("async_io", 1), io);
+  pgpipe::async_client client(params_for(app_conninfo("async_io"), 1), io);
   EXPECT_EQ(client.loop_count(), 1u);
   std::string got;
   client.async_query("select 'on your loop'::text", [&](std::error_code ec, pgpipe::result r) {
@@ -98,7 +94,7 @@ TEST(async_client, runs_on_a_callers_io_context) {
 }
 
 TEST(async_client, handler_without_executor_runs_on_a_client_loop_thread) {
-  pgpipe::async_client client(params_for("async_exec", 1), 1);
+  pgpipe::async_client client(params_for(app_conninfo("async_exec"), 1), 1);
   std::promise<std::thread::id> handler_thread, loop_thread;
   client.async_query("select 1", [&](std::error_code, pgpipe::result) { handler_thread.set_value(std::this_thread::get_id()); });
   asio::post(client.get_executor(), [&] { loop_thread.set_value(std::this_thread::get_id()); });
@@ -106,7 +102,7 @@ TEST(async_client, handler_without_executor_runs_on_a_client_loop_thread) {
 }
 
 TEST(async_client, stats_count_work_and_render_as_prometheus) {
-  pgpipe::async_client client(params_for("async_stats", 2), 2);
+  pgpipe::async_client client(params_for(app_conninfo("async_stats"), 2), 2);
   std::vector<std::future<std::tuple<std::error_code, pgpipe::result>>> fs;
   for (int i = 0; i < 100; ++i) fs.push_back(client.async_query(i % 10 == 0 ? "select 1/0" : "select 1", asio::use_future));
   for (auto& f : fs) f.get();
@@ -128,7 +124,7 @@ TEST(async_client, stats_count_work_and_render_as_prometheus) {
 TEST(async_client, thread_count_does_not_grow_with_pool_or_concurrency) {
   const int before = threads_of_this_process();
   {
-    auto params = params_for("async_threads", 20);
+    auto params = params_for(app_conninfo("async_threads"), 20);
     pgpipe::async_client client(params, 2);
     std::vector<std::future<std::tuple<std::error_code, pgpipe::result>>> fs;
     for (int i = 0; i < 2000; ++i) fs.push_back(client.async_query("select $1::int", i, asio::use_future));
@@ -143,7 +139,7 @@ TEST(async_client, logger_reports_connects_and_disconnects_without_the_password)
   log_sink sink;
   pgpipe::async_client_options opts;
   opts.logger = sink.fn();
-  pgpipe::async_client client(params_for("async_log", 1), opts);
+  pgpipe::async_client client(params_for(app_conninfo("async_log"), 1), opts);
   ASSERT_FALSE(std::get<0>(client.async_query("select 1", asio::use_future).get()));
   EXPECT_TRUE(sink.contains("connected"));
   for (pid_t pid : pg.backend_pids("async_log")) pg.terminate_backend(pid);
@@ -159,7 +155,7 @@ TEST(async_client, watchdog_reports_a_blocked_loop) {
   opts.logger = sink.fn();
   opts.loop_probe_interval = 20ms;
   opts.blocked_loop_threshold = 100ms;
-  pgpipe::async_client client(params_for("async_block", 1), opts);
+  pgpipe::async_client client(params_for(app_conninfo("async_block"), 1), opts);
   std::promise<void> released;
   auto release = released.get_future().share();
   // A handler that blocks its loop (what the watchdog is for) until the
@@ -172,7 +168,7 @@ TEST(async_client, watchdog_reports_a_blocked_loop) {
 }
 
 TEST(async_client, max_lifetime_rotates_connections_without_failing_work) {
-  auto params = params_for("async_rotate", 2);
+  auto params = params_for(app_conninfo("async_rotate"), 2);
   params.max_lifetime = 200ms;
   pgpipe::async_client client(params);
   std::size_t failures = 0, done = 0;
@@ -193,7 +189,7 @@ TEST(async_client, max_lifetime_rotates_connections_without_failing_work) {
 
 TEST(async_client, idle_connections_close_after_idle_timeout) {
   auto& pg = pgpipe::test::shared_cluster();
-  auto params = params_for("async_idle", 2);
+  auto params = params_for(app_conninfo("async_idle"), 2);
   params.idle_timeout = 200ms;
   pgpipe::async_client client(params);
   ASSERT_FALSE(std::get<0>(client.async_query("select 1", asio::use_future).get()));
@@ -207,7 +203,7 @@ TEST(async_client, idle_connections_close_after_idle_timeout) {
 
 TEST(async_client, health_check_replaces_a_dead_idle_connection) {
   auto& pg = pgpipe::test::shared_cluster();
-  auto params = params_for("async_health", 1);
+  auto params = params_for(app_conninfo("async_health"), 1);
   params.health_check_interval = 100ms;
   params.connect_timeout = 500ms;  // bounds the check of a hung backend
   pgpipe::async_client client(params);
@@ -229,7 +225,7 @@ TEST(async_client, destructor_with_work_in_flight_completes_everything_once) {
   std::vector<std::atomic<int>> calls(20);
   std::vector<std::error_code> ecs(20);
   {
-    pgpipe::async_client client(params_for("async_dtor", 1));
+    pgpipe::async_client client(params_for(app_conninfo("async_dtor"), 1));
     for (int i = 0; i < 20; ++i)
       client.async_query("select pg_sleep(10)", [&, i](std::error_code ec, pgpipe::result) {
         ecs[i] = ec;
@@ -250,7 +246,7 @@ TEST(async_client, destructor_with_work_in_flight_completes_everything_once) {
 TEST(async_client, destroying_the_client_from_its_own_handler_shuts_down_cleanly) {
   auto& pg = pgpipe::test::shared_cluster();
   const int before = threads_of_this_process();
-  auto client = std::make_unique<pgpipe::async_client>(params_for("async_selfdestroy", 1), 1);
+  auto client = std::make_unique<pgpipe::async_client>(params_for(app_conninfo("async_selfdestroy"), 1), 1);
   std::promise<int> p;
   client->async_query("select 5", [&](std::error_code ec, pgpipe::result r) {
     const int v = ec ? -1 : r.value<int>();

@@ -4,6 +4,7 @@
 #include <pgpipe/pgpipe.hpp>
 
 #include "support/cluster_fixture.hpp"
+#include "support/kit.hpp"
 #include "support/wait.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -26,34 +27,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-pgpipe::pool_params params_for(const std::string& conninfo, std::size_t max_size) {
-  pgpipe::pool_params p;
-  p.conninfo = conninfo;
-  p.max_size = max_size;
-  return p;
-}
-
-std::string app_conninfo(const std::string& app) {
-  return pgpipe::test::with_options(pgpipe::test::shared_cluster().conninfo(), "application_name=" + app);
-}
-
-class latch_counter {
- public:
-  explicit latch_counter(std::size_t expected) : left_(expected) {}
-  void arrive() {
-    std::lock_guard lk(mu_);
-    if (--left_ == 0) cv_.notify_all();
-  }
-  bool wait(std::chrono::seconds timeout = 60s) {
-    std::unique_lock lk(mu_);
-    return cv_.wait_for(lk, timeout, [this] { return left_ == 0; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::size_t left_;
-};
+using namespace pgpipe::test;  // the shared kit (tests/support)
 
 // Fires `n` slow-ish queries and records, per query, how many times its
 // handler ran and with what error.

@@ -3,6 +3,8 @@
 #include <pgpipe/pgpipe.hpp>
 
 #include "support/cluster_fixture.hpp"
+#include "support/async_kit.hpp"
+#include "support/kit.hpp"
 #include "support/wait.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -22,18 +24,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-pgpipe::pool_params params_for(std::size_t max_size, const std::string& app = "async_lease") {
-  pgpipe::pool_params p;
-  p.conninfo = pgpipe::test::with_options(pgpipe::test::shared_cluster().conninfo(), "application_name=" + app);
-  p.max_size = max_size;
-  return p;
-}
-
-pgpipe::lease acquire(pgpipe::async_client& c) {
-  auto [ec, l] = c.async_acquire(asio::use_future).get();
-  if (ec) throw std::system_error(ec);
-  return std::move(l);
-}
+using namespace pgpipe::test;  // the shared kit (tests/support)
 
 std::tuple<std::error_code, pgpipe::result> q(pgpipe::lease& l, std::string_view sql) {
   return l.async_query(sql, asio::use_future).get();
@@ -44,7 +35,7 @@ std::tuple<std::error_code, pgpipe::result> q(pgpipe::lease& l, std::string_view
 TEST(async_lease, committed_transaction_is_visible_rolled_back_is_not) {
   auto& pg = pgpipe::test::shared_cluster();
   pg.exec("drop table if exists lease_tx; create table lease_tx(v text)");
-  pgpipe::async_client client(params_for(2));
+  pgpipe::async_client client(params_for(app_conninfo("async_lease"), 2));
   {
     auto l = acquire(client);
     ASSERT_FALSE(std::get<0>(q(l, "begin")));
@@ -64,7 +55,7 @@ TEST(async_lease, committed_transaction_is_visible_rolled_back_is_not) {
 TEST(async_lease, lease_dropped_mid_transaction_rolls_back) {
   auto& pg = pgpipe::test::shared_cluster();
   pg.exec("drop table if exists lease_drop; create table lease_drop(v int)");
-  pgpipe::async_client client(params_for(1, "async_lease_drop"));  // one connection: the next lease reuses it
+  pgpipe::async_client client(params_for(app_conninfo("async_lease_drop"), 1));  // one connection: the next lease reuses it
   int backend = 0;
   {
     auto l = acquire(client);
@@ -87,7 +78,7 @@ TEST(async_lease, lease_dropped_mid_transaction_rolls_back) {
 }
 
 TEST(async_lease, error_inside_a_transaction_aborts_it_until_rollback) {
-  pgpipe::async_client client(params_for(1));
+  pgpipe::async_client client(params_for(app_conninfo("async_lease"), 1));
   auto l = acquire(client);
   ASSERT_FALSE(std::get<0>(q(l, "begin")));
   EXPECT_EQ(pgpipe::sqlstate_of(std::get<0>(q(l, "select 1/0"))), "22012");
@@ -99,7 +90,7 @@ TEST(async_lease, error_inside_a_transaction_aborts_it_until_rollback) {
 }
 
 TEST(async_lease, pipelined_statements_on_a_lease_run_in_order) {
-  pgpipe::async_client client(params_for(1));
+  pgpipe::async_client client(params_for(app_conninfo("async_lease"), 1));
   auto l = acquire(client);
   std::vector<std::future<std::tuple<std::error_code, pgpipe::result>>> fs;
   fs.push_back(l.async_query("begin", asio::use_future));
@@ -123,7 +114,7 @@ TEST(async_lease, pipelined_statements_on_a_lease_run_in_order) {
 
 TEST(async_lease, cancelling_a_written_query_on_a_lease_cancels_it_on_the_server) {
   auto& pg = pgpipe::test::shared_cluster();
-  pgpipe::async_client client(params_for(1, "async_lease_cancel"));
+  pgpipe::async_client client(params_for(app_conninfo("async_lease_cancel"), 1));
   auto l = acquire(client);
   asio::cancellation_signal sig;
   std::promise<std::error_code> p;
@@ -155,7 +146,7 @@ TEST(async_lease, cancelling_a_written_query_on_a_lease_cancels_it_on_the_server
 TEST(async_lease, cancel_after_the_target_finished_never_hits_the_next_query) {
   auto& pg = pgpipe::test::shared_cluster();
   const std::string app = "async_lease_cancel_race";
-  pgpipe::async_client client(params_for(1, app));
+  pgpipe::async_client client(params_for(app_conninfo(app), 1));
   auto l = acquire(client);
   asio::cancellation_signal sig;
   std::promise<std::error_code> target_done;
@@ -195,7 +186,7 @@ TEST(async_lease, cancel_after_the_target_finished_never_hits_the_next_query) {
 TEST(async_lease, transaction_in_a_coroutine) {
   auto& pg = pgpipe::test::shared_cluster();
   pg.exec("drop table if exists lease_co; create table lease_co(v int)");
-  pgpipe::async_client client(params_for(2));
+  pgpipe::async_client client(params_for(app_conninfo("async_lease"), 2));
   std::promise<std::error_code> p;
   asio::co_spawn(
       client.get_executor(),
@@ -214,7 +205,7 @@ TEST(async_lease, transaction_in_a_coroutine) {
 }
 
 TEST(async_lease, released_lease_rejects_new_queries_with_closed) {
-  pgpipe::async_client client(params_for(1));
+  pgpipe::async_client client(params_for(app_conninfo("async_lease"), 1));
   auto l = acquire(client);
   l.release();
   EXPECT_FALSE(l.valid());
@@ -223,7 +214,7 @@ TEST(async_lease, released_lease_rejects_new_queries_with_closed) {
 }
 
 TEST(async_lease, waiting_acquire_can_be_cancelled_and_times_out_with_pool_timeout) {
-  auto params = params_for(1, "async_lease_wait");
+  auto params = params_for(app_conninfo("async_lease_wait"), 1);
   params.acquire_timeout = 300ms;
   pgpipe::async_client client(params);
   auto held = acquire(client);

@@ -5,6 +5,7 @@
 #include <pgpipe/pgpipe.hpp>
 
 #include "support/cluster_fixture.hpp"
+#include "support/kit.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -30,32 +31,14 @@ using namespace std::chrono_literals;
 
 namespace {
 
-pgpipe::pool_params params_for(std::size_t max_size, bool prepared = true) {
-  pgpipe::pool_params p;
-  p.conninfo = pgpipe::test::shared_cluster().conninfo();
-  p.max_size = max_size;
+using namespace pgpipe::test;  // the shared kit (tests/support)
+
+// Named statements on (the default) or off (PgBouncer in transaction mode).
+pgpipe::pool_params query_params(std::size_t max_size, bool prepared = true) {
+  pgpipe::pool_params p = pgpipe::test::params_for(pgpipe::test::shared_cluster().conninfo(), max_size);
   p.prepared_statements = prepared;
   return p;
 }
-
-// Counts completions and wakes a waiter when `expected` have arrived.
-class latch_counter {
- public:
-  explicit latch_counter(std::size_t expected) : left_(expected) {}
-  void arrive() {
-    std::lock_guard lk(mu_);
-    if (--left_ == 0) cv_.notify_all();
-  }
-  bool wait(std::chrono::seconds timeout = 60s) {
-    std::unique_lock lk(mu_);
-    return cv_.wait_for(lk, timeout, [this] { return left_ == 0; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::size_t left_;
-};
 
 std::tuple<std::error_code, pgpipe::result> run_sync(pgpipe::async_client& c, std::string_view sql) {
   auto f = c.async_query(sql, asio::use_future);
@@ -65,7 +48,7 @@ std::tuple<std::error_code, pgpipe::result> run_sync(pgpipe::async_client& c, st
 }  // namespace
 
 TEST(async_query, returns_rows_and_values_callback_style) {
-  pgpipe::async_client client(params_for(2));
+  pgpipe::async_client client(query_params(2));
   std::promise<std::pair<std::error_code, pgpipe::result>> p;
   client.async_query("select $1::int8 as n, $2::text as s, null::int as z", std::int64_t{42}, "hello",
                      [&](std::error_code ec, pgpipe::result r) { p.set_value({ec, std::move(r)}); });
@@ -81,7 +64,7 @@ TEST(async_query, returns_rows_and_values_callback_style) {
 }
 
 TEST(async_query, ten_thousand_concurrent_over_two_connections_each_get_their_own_value) {
-  auto params = params_for(2);
+  auto params = query_params(2);
   params.conninfo = pgpipe::test::with_options(params.conninfo, "application_name=async_10k");
   params.max_queued = 20000;
   pgpipe::async_client client(params);
@@ -117,7 +100,7 @@ TEST(async_query, ten_thousand_concurrent_over_two_connections_each_get_their_ow
 
 TEST(async_query, every_tenth_of_a_thousand_fails_with_22012_and_only_those) {
   for (bool prepared : {true, false}) {
-    pgpipe::async_client client(params_for(2, prepared));
+    pgpipe::async_client client(query_params(2, prepared));
     constexpr int n = 1000;
     std::vector<std::error_code> ecs(n);
     std::vector<std::int64_t> vals(n, -1);
@@ -145,7 +128,7 @@ TEST(async_query, every_tenth_of_a_thousand_fails_with_22012_and_only_those) {
 }
 
 TEST(async_query, server_error_carries_diagnostics) {
-  pgpipe::async_client client(params_for(1));
+  pgpipe::async_client client(query_params(1));
   auto [ec, r] = run_sync(client, "select * from no_such_table_xyz");
   EXPECT_EQ(pgpipe::sqlstate_of(ec), "42P01");
   EXPECT_EQ(r.diag().sqlstate, "42P01");
@@ -160,7 +143,7 @@ TEST(async_query, server_error_carries_diagnostics) {
 
 TEST(async_query, prepared_and_unnamed_modes_give_the_same_answers) {
   for (bool prepared : {true, false}) {
-    pgpipe::async_client client(params_for(1, prepared));
+    pgpipe::async_client client(query_params(1, prepared));
     for (int round = 0; round < 3; ++round) {
       auto f = client.async_query("select $1::int + $2::int", 20, round, asio::use_future);
       auto [ec, r] = f.get();
@@ -179,7 +162,7 @@ TEST(async_query, prepared_and_unnamed_modes_give_the_same_answers) {
 }
 
 TEST(async_query, failed_parse_is_reported_and_not_cached) {
-  pgpipe::async_client client(params_for(1, true));
+  pgpipe::async_client client(query_params(1, true));
   for (int i = 0; i < 2; ++i) {
     auto [ec, r] = run_sync(client, "selec 1");
     EXPECT_EQ(pgpipe::sqlstate_of(ec), "42601") << i;  // the same syntax error each time, not 26000
@@ -187,7 +170,7 @@ TEST(async_query, failed_parse_is_reported_and_not_cached) {
 }
 
 TEST(async_query, parameters_round_trip_through_the_server) {
-  pgpipe::async_client client(params_for(1));
+  pgpipe::async_client client(query_params(1));
   auto f = client.async_query(
       "select $1::int2, $2::int4, $3::int8, $4::float8, $5::bool, $6::text, $7::text, $8::int4, $9::float8, $10::float4",
       std::int16_t{-32768}, std::int32_t{2147483647}, std::numeric_limits<std::int64_t>::min(), 0.1, true,
@@ -212,7 +195,7 @@ TEST(async_query, parameters_round_trip_through_the_server) {
 }
 
 TEST(async_query, nul_byte_in_a_text_parameter_is_rejected_not_truncated) {
-  pgpipe::async_client client(params_for(1));
+  pgpipe::async_client client(query_params(1));
   auto f = client.async_query("select $1::text, $2::text", "ok", std::string("a\0b", 3), asio::use_future);
   auto [ec, r] = f.get();
   EXPECT_EQ(ec, pgpipe::errc::invalid_argument);
@@ -220,7 +203,7 @@ TEST(async_query, nul_byte_in_a_text_parameter_is_rejected_not_truncated) {
 }
 
 TEST(async_query, commands_report_affected_rows) {
-  pgpipe::async_client client(params_for(1));
+  pgpipe::async_client client(query_params(1));
   auto& pg = pgpipe::test::shared_cluster();
   pg.exec("drop table if exists async_affected; create table async_affected(n int)");
   auto f = client.async_query("insert into async_affected select generate_series(1, $1::int)", 17, asio::use_future);
@@ -236,7 +219,7 @@ TEST(async_query, commands_report_affected_rows) {
 TEST(async_query, thousand_pipelined_inserts_of_64_kib_do_not_deadlock) {
   auto& pg = pgpipe::test::shared_cluster();
   pg.exec("drop table if exists async_big; create table async_big(i int, payload text)");
-  auto params = params_for(2);
+  auto params = query_params(2);
   pgpipe::async_client client(params);
   constexpr int n = 1000;
   std::string payload(64 * 1024, 'x');
@@ -259,7 +242,7 @@ TEST(async_query, coroutine_style_with_use_awaitable) {
   // Declared first so that it outlives the client: a client loop may still be
   // returning from posting the last completion when io.run() returns.
   asio::io_context io;
-  pgpipe::async_client client(params_for(2));
+  pgpipe::async_client client(query_params(2));
   std::int64_t sum = 0;
   std::error_code last;
   asio::co_spawn(
@@ -281,7 +264,7 @@ TEST(async_query, coroutine_style_with_use_awaitable) {
 }
 
 TEST(async_query, deferred_and_as_tuple_tokens_work) {
-  pgpipe::async_client client(params_for(1));
+  pgpipe::async_client client(query_params(1));
   auto op = client.async_query("select 'deferred'::text", asio::deferred);
   std::promise<std::string> p;
   std::move(op)([&](std::error_code ec, pgpipe::result r) { p.set_value(ec ? ec.message() : r.value<std::string>()); });

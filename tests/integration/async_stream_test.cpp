@@ -2,6 +2,8 @@
 #include <pgpipe/pgpipe.hpp>
 
 #include "support/cluster_fixture.hpp"
+#include "support/async_kit.hpp"
+#include "support/kit.hpp"
 #include "support/wait.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -19,23 +21,12 @@ using namespace std::chrono_literals;
 
 namespace {
 
-pgpipe::pool_params params_for(const std::string& app) {
-  pgpipe::pool_params p;
-  p.conninfo = pgpipe::test::with_options(pgpipe::test::shared_cluster().conninfo(), "application_name=" + app);
-  p.max_size = 1;
-  return p;
-}
-
-pgpipe::lease acquire(pgpipe::async_client& c) {
-  auto [ec, l] = c.async_acquire(asio::use_future).get();
-  if (ec) throw std::system_error(ec);
-  return std::move(l);
-}
+using namespace pgpipe::test;  // the shared kit (tests/support)
 
 }  // namespace
 
 TEST(async_stream, reads_every_row_then_the_end_in_a_coroutine) {
-  pgpipe::async_client client(params_for("async_stream_all"));
+  pgpipe::async_client client(params_for(app_conninfo("async_stream_all"), 1));
   auto l = acquire(client);
   std::promise<std::tuple<std::error_code, std::int64_t, std::int64_t, std::string>> p;
   asio::co_spawn(
@@ -73,7 +64,7 @@ TEST(async_stream, reads_every_row_then_the_end_in_a_coroutine) {
 
 TEST(async_stream, a_slow_reader_makes_the_server_wait_instead_of_the_client_buffering) {
   auto& pg = pgpipe::test::shared_cluster();
-  pgpipe::async_client client(params_for("async_stream_slow"));
+  pgpipe::async_client client(params_for(app_conninfo("async_stream_slow"), 1));
   auto l = acquire(client);
   // About 1 GB if it were buffered whole.
   auto s = l.stream("select g, repeat('x', 1000) from generate_series(1, 1000000) g");
@@ -97,7 +88,7 @@ TEST(async_stream, a_slow_reader_makes_the_server_wait_instead_of_the_client_buf
 }
 
 TEST(async_stream, an_error_midway_arrives_after_the_rows_before_it) {
-  pgpipe::async_client client(params_for("async_stream_err"));
+  pgpipe::async_client client(params_for(app_conninfo("async_stream_err"), 1));
   auto l = acquire(client);
   auto s = l.stream("select 1 / (g - 3000) from generate_series(1, 5000) g");
   std::size_t rows = 0;
@@ -120,7 +111,7 @@ TEST(async_stream, an_error_midway_arrives_after_the_rows_before_it) {
 }
 
 TEST(async_stream, dropping_a_stream_midway_leaves_the_lease_usable) {
-  pgpipe::async_client client(params_for("async_stream_drop"));
+  pgpipe::async_client client(params_for(app_conninfo("async_stream_drop"), 1));
   auto l = acquire(client);
   {
     auto s = l.stream("select g from generate_series(1, 500000) g");
@@ -133,7 +124,7 @@ TEST(async_stream, dropping_a_stream_midway_leaves_the_lease_usable) {
 }
 
 TEST(async_stream, bad_parameter_is_reported_by_the_first_next) {
-  pgpipe::async_client client(params_for("async_stream_bad"));
+  pgpipe::async_client client(params_for(app_conninfo("async_stream_bad"), 1));
   auto l = acquire(client);
   auto s = l.stream("select $1::text", std::string("a\0b", 3));
   auto [ec, r] = s.async_next(asio::use_future).get();

@@ -3,6 +3,7 @@
 #include <pgpipe/blocking_pool.hpp>
 
 #include "support/cluster_fixture.hpp"
+#include "support/kit.hpp"
 #include "support/wait.hpp"
 
 #include <gtest/gtest.h>
@@ -18,6 +19,8 @@
 
 namespace {
 
+using pgpipe::test::server_connections;
+
 using namespace std::chrono_literals;
 using pgpipe::blocking_pool;
 using pgpipe::errc;
@@ -26,18 +29,11 @@ using pgpipe::test::shared_cluster;
 using pgpipe::test::wait_until;
 using pgpipe::test::with_options;
 
-pool_params params_for(const std::string& conninfo, std::size_t max_size) {
-  pool_params p;
-  p.conninfo = conninfo;
-  p.max_size = max_size;
+// Generous acquire bound: sanitizer builds connect slowly.
+pool_params blocking_params(const std::string& conninfo, std::size_t max_size) {
+  pool_params p = pgpipe::test::params_for(conninfo, max_size);
   p.acquire_timeout = 20s;
   return p;
-}
-
-// Server connections whose application_name is `app`, seen from outside the pool.
-int server_connections(const std::string& app) {
-  return std::stoi(shared_cluster().query_value(
-      "select count(*) from pg_stat_activity where application_name = '" + app + "'"));
 }
 
 template <typename Fn>
@@ -51,7 +47,7 @@ std::error_code code_of(Fn&& fn) {
 }
 
 TEST(blocking_pool, exec_returns_rows_and_converts_parameters) {
-  blocking_pool pool{params_for(shared_cluster().conninfo(), 2)};
+  blocking_pool pool{blocking_params(shared_cluster().conninfo(), 2)};
   pqxx::result r = pool.exec("select $1::int + 1, $2::text || 'b', $3::text is null", 41, std::string("a"),
                              std::optional<std::string>{});
   ASSERT_EQ(r.size(), 1u);
@@ -62,7 +58,7 @@ TEST(blocking_pool, exec_returns_rows_and_converts_parameters) {
 
 TEST(blocking_pool, sixty_four_threads_on_eight_connections) {
   const std::string app = "blocking_hammer";
-  blocking_pool pool{params_for(with_options(shared_cluster().conninfo(), "application_name=" + app), 8)};
+  blocking_pool pool{blocking_params(with_options(shared_cluster().conninfo(), "application_name=" + app), 8)};
   constexpr int threads = 64;
   constexpr int per_thread = 150;
 
@@ -99,7 +95,7 @@ TEST(blocking_pool, sixty_four_threads_on_eight_connections) {
     std::unique_lock lk(mu);
     while (!all_done && std::chrono::steady_clock::now() < give_up) {
       lk.unlock();
-      most = std::max(most, server_connections(app));
+      most = std::max(most, server_connections(shared_cluster(), app));
       lk.lock();
       all_done = cv.wait_for(lk, 20ms, [&] { return finished == threads; });
     }
@@ -122,7 +118,7 @@ TEST(blocking_pool, sixty_four_threads_on_eight_connections) {
 }
 
 TEST(blocking_pool, acquire_times_out_with_pool_timeout_when_every_connection_is_held) {
-  blocking_pool pool{params_for(shared_cluster().conninfo(), 2)};
+  blocking_pool pool{blocking_params(shared_cluster().conninfo(), 2)};
   auto a = pool.acquire();
   auto b = pool.acquire();
   const auto t0 = std::chrono::steady_clock::now();
@@ -147,7 +143,7 @@ TEST(blocking_pool, acquire_times_out_with_pool_timeout_when_every_connection_is
 
 TEST(blocking_pool, server_down_is_server_unreachable_not_pool_timeout) {
   auto pg = pgpipe::test::fresh_cluster();
-  auto p = params_for(pg->conninfo(), 2);
+  auto p = blocking_params(pg->conninfo(), 2);
   p.acquire_timeout = 1s;
   p.connect_timeout = 2s;
   blocking_pool pool{p};
@@ -172,7 +168,7 @@ TEST(blocking_pool, server_down_is_server_unreachable_not_pool_timeout) {
 }
 
 TEST(blocking_pool, terminated_backend_is_replaced_on_next_acquire) {
-  blocking_pool pool{params_for(shared_cluster().conninfo(), 1)};
+  blocking_pool pool{blocking_params(shared_cluster().conninfo(), 1)};
   const int pid = pool.exec("select pg_backend_pid()")[0][0].as<int>();
   ASSERT_TRUE(shared_cluster().terminate_backend(pid));
   ASSERT_TRUE(wait_until([&] {
@@ -191,7 +187,7 @@ TEST(blocking_pool, lease_dropped_mid_transaction_commits_nothing) {
   auto& pg = shared_cluster();
   pg.exec("create table if not exists blocking_mid_tx (v int)");
   pg.exec("truncate blocking_mid_tx");
-  blocking_pool pool{params_for(pg.conninfo(), 1)};
+  blocking_pool pool{blocking_params(pg.conninfo(), 1)};
   int pid = 0;
   {
     auto lease = pool.acquire();
@@ -218,7 +214,7 @@ TEST(blocking_pool, transaction_commits_on_return_and_rolls_back_on_throw) {
   auto& pg = shared_cluster();
   pg.exec("create table if not exists blocking_tx (v int)");
   pg.exec("truncate blocking_tx");
-  blocking_pool pool{params_for(pg.conninfo(), 2)};
+  blocking_pool pool{blocking_params(pg.conninfo(), 2)};
 
   const int n = pool.transaction([](pqxx::work& tx) {
     tx.exec_params("insert into blocking_tx values ($1)", 1);
@@ -241,7 +237,7 @@ TEST(blocking_pool, transaction_commits_on_return_and_rolls_back_on_throw) {
 }
 
 TEST(blocking_pool, sql_error_carries_sqlstate_and_server_fields) {
-  blocking_pool pool{params_for(shared_cluster().conninfo(), 1)};
+  blocking_pool pool{blocking_params(shared_cluster().conninfo(), 1)};
   try {
     pool.exec("select 1/0");
     FAIL() << "no error";
@@ -268,7 +264,7 @@ TEST(blocking_pool, sql_error_carries_sqlstate_and_server_fields) {
 TEST(blocking_pool, wrong_password_is_auth_failed_without_the_password) {
   auto& pg = shared_cluster();
   const std::string secret = "not-the-pw-Zq81";
-  auto p = params_for(pg.conninfo_without_password() + " password=" + secret, 2);
+  auto p = blocking_params(pg.conninfo_without_password() + " password=" + secret, 2);
   p.acquire_timeout = 5s;
   blocking_pool pool{p};
   const auto t0 = std::chrono::steady_clock::now();
@@ -298,7 +294,7 @@ TEST(blocking_pool, bad_conninfo_is_rejected_by_the_constructor) {
 }
 
 TEST(blocking_pool, close_fails_new_acquires_and_lets_leases_finish) {
-  blocking_pool pool{params_for(shared_cluster().conninfo(), 2)};
+  blocking_pool pool{blocking_params(shared_cluster().conninfo(), 2)};
   auto lease = pool.acquire();
   pool.close();
   EXPECT_EQ(code_of([&] { pool.acquire(1s); }), errc::closed);
@@ -310,7 +306,7 @@ TEST(blocking_pool, opening_many_connections_takes_few_threads) {
   // min_size 16 at once: the connects share a handful of connector threads
   // (the thread count of the blocking driver is meant to show a thread per
   // query, not per connect).
-  auto p = params_for(shared_cluster().conninfo(), 16);
+  auto p = blocking_params(shared_cluster().conninfo(), 16);
   p.min_size = 16;
   blocking_pool pool{p};
   std::size_t most = 0;
@@ -325,31 +321,31 @@ TEST(blocking_pool, opening_many_connections_takes_few_threads) {
 
 TEST(blocking_pool, min_size_connections_open_eagerly) {
   const std::string app = "blocking_min_size";
-  auto p = params_for(with_options(shared_cluster().conninfo(), "application_name=" + app), 4);
+  auto p = blocking_params(with_options(shared_cluster().conninfo(), "application_name=" + app), 4);
   p.min_size = 3;
   blocking_pool pool{p};
-  EXPECT_TRUE(wait_until([&] { return server_connections(app) == 3; }));
+  EXPECT_TRUE(wait_until([&] { return server_connections(shared_cluster(), app) == 3; }));
   EXPECT_TRUE(wait_until([&] { return pool.stats().idle == 3; }));
 }
 
 TEST(blocking_pool, idle_connections_close_after_idle_timeout) {
   const std::string app = "blocking_idle_timeout";
-  auto p = params_for(with_options(shared_cluster().conninfo(), "application_name=" + app), 4);
+  auto p = blocking_params(with_options(shared_cluster().conninfo(), "application_name=" + app), 4);
   p.idle_timeout = 300ms;
   blocking_pool pool{p};
   {
     auto a = pool.acquire();
     auto b = pool.acquire();
   }
-  EXPECT_EQ(server_connections(app), 2);
+  EXPECT_EQ(server_connections(shared_cluster(), app), 2);
   // Closed by the housekeeping thread, with nobody calling into the pool.
-  EXPECT_TRUE(wait_until([&] { return server_connections(app) == 0; }));
+  EXPECT_TRUE(wait_until([&] { return server_connections(shared_cluster(), app) == 0; }));
   EXPECT_EQ(pool.stats().disconnects, 2u);
   EXPECT_EQ(pool.exec("select 1")[0][0].as<int>(), 1);  // and it reconnects on demand
 }
 
 TEST(blocking_pool, connections_are_replaced_after_max_lifetime_and_min_size_is_kept) {
-  auto p = params_for(shared_cluster().conninfo(), 2);
+  auto p = blocking_params(shared_cluster().conninfo(), 2);
   p.min_size = 1;
   p.max_lifetime = 400ms;
   blocking_pool pool{p};
@@ -364,7 +360,7 @@ TEST(blocking_pool, connections_are_replaced_after_max_lifetime_and_min_size_is_
 }
 
 TEST(blocking_pool, health_check_replaces_a_connection_that_died_while_idle) {
-  auto p = params_for(shared_cluster().conninfo(), 1);
+  auto p = blocking_params(shared_cluster().conninfo(), 1);
   p.health_check_interval = 200ms;
   blocking_pool pool{p};
   const int pid = pool.exec("select pg_backend_pid()")[0][0].as<int>();
@@ -375,7 +371,7 @@ TEST(blocking_pool, health_check_replaces_a_connection_that_died_while_idle) {
 }
 
 TEST(blocking_pool, discarded_lease_is_not_reused) {
-  blocking_pool pool{params_for(shared_cluster().conninfo(), 1)};
+  blocking_pool pool{blocking_params(shared_cluster().conninfo(), 1)};
   int pid = 0;
   {
     auto lease = pool.acquire();
@@ -393,7 +389,7 @@ TEST(blocking_pool, discarded_lease_is_not_reused) {
 }
 
 TEST(blocking_pool, stats_count_work_and_the_pools_own_threads) {
-  blocking_pool pool{params_for(shared_cluster().conninfo(), 2)};
+  blocking_pool pool{blocking_params(shared_cluster().conninfo(), 2)};
   for (int i = 0; i < 5; ++i) pool.exec("select 1");
   const auto s = pool.stats();
   EXPECT_EQ(s.completed, 5u);
@@ -407,14 +403,14 @@ TEST(blocking_pool, stats_count_work_and_the_pools_own_threads) {
 TEST(blocking_pool, exec_prepares_each_statement_once_per_connection_unless_turned_off) {
   const std::string count_sql = "select count(*) from pg_prepared_statements";
   {
-    blocking_pool pool{params_for(shared_cluster().conninfo(), 1)};
+    blocking_pool pool{blocking_params(shared_cluster().conninfo(), 1)};
     for (int i = 0; i < 3; ++i) EXPECT_EQ(pool.exec("select $1::int * 3", i)[0][0].as<int>(), 3 * i);
     // One statement for the three calls, plus the counting statement itself.
     EXPECT_EQ(pool.exec(count_sql)[0][0].as<int>(), 2);
     EXPECT_EQ(pool.exec(count_sql)[0][0].as<int>(), 2);
   }
   {
-    auto p = params_for(shared_cluster().conninfo(), 1);
+    auto p = blocking_params(shared_cluster().conninfo(), 1);
     p.prepared_statements = false;  // PgBouncer in transaction mode
     blocking_pool pool{p};
     for (int i = 0; i < 3; ++i) EXPECT_EQ(pool.exec("select $1::int * 3", i)[0][0].as<int>(), 3 * i);
@@ -423,7 +419,7 @@ TEST(blocking_pool, exec_prepares_each_statement_once_per_connection_unless_turn
 }
 
 TEST(blocking_pool, generated_sql_texts_stop_being_prepared_at_the_per_connection_bound) {
-  blocking_pool pool{params_for(shared_cluster().conninfo(), 1)};
+  blocking_pool pool{blocking_params(shared_cluster().conninfo(), 1)};
   const auto bound = pgpipe::blocking_lease::max_prepared_per_connection;
   for (std::size_t i = 0; i <= bound; ++i) {
     ASSERT_EQ(pool.exec("select " + std::to_string(i))[0][0].as<std::size_t>(), i);
@@ -433,7 +429,7 @@ TEST(blocking_pool, generated_sql_texts_stop_being_prepared_at_the_per_connectio
 }
 
 TEST(blocking_pool, a_statement_that_fails_to_prepare_reports_its_error_every_time) {
-  blocking_pool pool{params_for(shared_cluster().conninfo(), 1)};
+  blocking_pool pool{blocking_params(shared_cluster().conninfo(), 1)};
   for (int i = 0; i < 2; ++i) {
     const auto ec = code_of([&] { pool.exec("selec $1::int", i); });
     EXPECT_EQ(pgpipe::sqlstate_of(ec), "42601");

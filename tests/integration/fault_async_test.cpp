@@ -8,6 +8,7 @@
 #include <pgpipe/async_client.hpp>
 
 #include "support/cluster_fixture.hpp"
+#include "support/kit.hpp"
 #include "support/wait.hpp"
 
 #include <boost/asio/use_future.hpp>
@@ -37,25 +38,11 @@ using pgpipe::async_client;
 using pgpipe::errc;
 using pgpipe::pool_params;
 using pgpipe::devcluster::cluster;
-using pgpipe::test::wait_until;
-using pgpipe::test::with_options;
+using namespace pgpipe::test;  // the shared kit (tests/support)
 using steady = std::chrono::steady_clock;
 
 long long ms_between(steady::time_point a, steady::time_point b) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
-}
-
-pool_params params_for(const std::string& conninfo, std::size_t max_size) {
-  pool_params p;
-  p.conninfo = conninfo;
-  p.max_size = max_size;
-  p.acquire_timeout = 10s;
-  p.connect_timeout = 2s;
-  return p;
-}
-
-int count_where(const cluster& pg, const std::string& where) {
-  return std::stoi(pg.query_value("select count(*) from pg_stat_activity where " + where));
 }
 
 // Outcome of every request of a batch: how many times its handler ran (must
@@ -126,41 +113,6 @@ std::string codes_text(const std::map<std::string, int>& m) {
   return s;
 }
 
-// Samples the most connections the server and the client ever held at once.
-class connection_sampler {
- public:
-  connection_sampler(const cluster& pg, const async_client& client, std::string app)
-      : pg_(pg), client_(client), app_(std::move(app)), thread_([this] { run(); }) {}
-  ~connection_sampler() { stop(); }
-  void stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  int max_server() const { return max_server_.load(); }
-  std::size_t max_pool() const { return max_pool_.load(); }
-
- private:
-  void run() {
-    while (!stop_) {
-      const auto s = client_.stats();
-      max_pool_ = std::max(max_pool_.load(), s.connecting + s.idle + s.busy + s.draining + s.checking);
-      try {
-        max_server_ = std::max(max_server_.load(), count_where(pg_, "application_name = '" + app_ + "'"));
-      } catch (const std::exception&) {
-        // Server restarting: nothing to sample now.
-      }
-      std::this_thread::sleep_for(5ms);  // sampling period (pg_stat_activity has no event)
-    }
-  }
-  const cluster& pg_;
-  const async_client& client_;
-  const std::string app_;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> max_server_{0};
-  std::atomic<std::size_t> max_pool_{0};
-  std::thread thread_;
-};
-
 // Collects the driver's log lines.
 struct log_sink {
   std::mutex mu;
@@ -223,7 +175,7 @@ void run_hung_server(std::chrono::milliseconds stall, std::chrono::milliseconds 
                      const char* figure) {
   auto& pg = pgpipe::test::shared_cluster();
   const std::string app = std::string("fault_a_hung_") + figure;
-  auto params = params_for(with_options(pg.conninfo(), "application_name=" + app), 2);
+  auto params = fault_params(with_options(pg.conninfo(), "application_name=" + app), 2);
   params.min_size = 2;
   params.stall_timeout = stall;
   params.query_timeout = query_timeout;
@@ -298,7 +250,7 @@ TEST(fault_async, hung_server_query_timeout_fires_first_then_the_stalled_connect
 // Submits n "pg_sleep" queries in one burst and kills backends once they run.
 void run_killed_mid_pipeline(cluster& pg, const std::string& app, bool sigkill) {
   constexpr std::size_t max_size = 2;
-  auto params = params_for(with_options(pg.conninfo(), "application_name=" + app), max_size);
+  auto params = fault_params(with_options(pg.conninfo(), "application_name=" + app), max_size);
   params.min_size = max_size;
   auto client = std::make_unique<async_client>(params, 1);
   ASSERT_TRUE(wait_until([&] { return client->stats().idle == max_size; }));
@@ -308,7 +260,7 @@ void run_killed_mid_pipeline(cluster& pg, const std::string& app, bool sigkill) 
   for (std::size_t i = 0; i < n; ++i)
     client->async_query("select pg_backend_pid(), pg_sleep(0.005)", t.handler(i));
   ASSERT_TRUE(wait_until([&] {
-    return count_where(pg, "application_name = '" + app + "' and state = 'active' and query like '%pg_sleep%'") >= 1;
+    return server_connections_where(pg, "application_name = '" + app + "' and state = 'active' and query like '%pg_sleep%'") >= 1;
   }));
   const auto pids = pg.backend_pids(app);
   ASSERT_FALSE(pids.empty());
@@ -364,7 +316,7 @@ TEST(fault_async, server_restarted_under_an_idle_pool_is_noticed_and_the_pool_re
   auto pg = pgpipe::test::fresh_cluster();
   const std::string app = "fault_a_restart";
   constexpr std::size_t max_size = 4;
-  auto params = params_for(with_options(pg->conninfo(), "application_name=" + app), max_size);
+  auto params = fault_params(with_options(pg->conninfo(), "application_name=" + app), max_size);
   params.min_size = max_size;
   auto client = std::make_unique<async_client>(params, 1);
   ASSERT_TRUE(wait_until([&] { return client->stats().idle == max_size; }));
@@ -422,7 +374,7 @@ std::vector<std::error_code> pipelined_on_lease(pgpipe::lease& l, const std::vec
 TEST(fault_async, error_mid_pipeline_fails_only_the_statement_and_what_depends_on_it) {
   auto& pg = pgpipe::test::shared_cluster();
   pg.exec("drop table if exists fault_a_tx; create table fault_a_tx(n int)");
-  async_client client(params_for(pg.conninfo(), 1), 1);
+  async_client client(fault_params(pg.conninfo(), 1), 1);
   auto [lec, l] = client.async_acquire(asio::use_future).get();
   ASSERT_FALSE(lec) << lec.message();
 
@@ -464,35 +416,15 @@ TEST(fault_async, error_mid_pipeline_fails_only_the_statement_and_what_depends_o
   EXPECT_EQ(client.stats().connects, 1u);  // one session survived every error
 }
 
-struct limited_role {
-  limited_role(const cluster& pg, std::string name) : pg_(pg), name_(std::move(name)) {
-    pg.exec("drop role if exists " + name_);
-    pg.exec("create role " + name_ + " login password 'lim-pw-4471' connection limit 2");
-  }
-  ~limited_role() {
-    try {
-      pg_.exec("select pg_terminate_backend(pid) from pg_stat_activity where usename = '" + name_ + "'");
-      pg_.exec("drop role if exists " + name_);
-    } catch (...) {
-    }
-  }
-  std::string conninfo() const {
-    return "host=127.0.0.1 port=" + std::to_string(pg_.port()) + " dbname=postgres user=" + name_ +
-           " password=lim-pw-4471 application_name=" + name_;
-  }
-  const cluster& pg_;
-  std::string name_;
-};
-
 TEST(fault_async, connection_limit_reports_53300_when_nothing_can_be_opened) {
   auto& pg = pgpipe::test::shared_cluster();
-  limited_role role(pg, "fault_a_lim1");
+  limited_role role(pg, "fault_a_lim1", "lim-pw-4471");
   std::vector<std::unique_ptr<PGconn, decltype(&PQfinish)>> held;
   for (int i = 0; i < 2; ++i) {
-    held.emplace_back(PQconnectdb(role.conninfo().c_str()), &PQfinish);
+    held.emplace_back(PQconnectdb(role.conninfo(role.name()).c_str()), &PQfinish);
     ASSERT_EQ(PQstatus(held.back().get()), CONNECTION_OK) << PQerrorMessage(held.back().get());
   }
-  auto params = params_for(role.conninfo(), 10);
+  auto params = fault_params(role.conninfo(role.name()), 10);
   params.acquire_timeout = 1s;
   log_sink logs;
   pgpipe::async_client_options opts;
@@ -509,9 +441,9 @@ TEST(fault_async, connection_limit_reports_53300_when_nothing_can_be_opened) {
 
 TEST(fault_async, connection_limit_2_with_a_pool_of_10_backs_off_and_serves_on_two) {
   auto& pg = pgpipe::test::shared_cluster();
-  limited_role role(pg, "fault_a_lim2");
+  limited_role role(pg, "fault_a_lim2", "lim-pw-4471");
   constexpr std::size_t max_size = 10;
-  auto params = params_for(role.conninfo(), max_size);
+  auto params = fault_params(role.conninfo(role.name()), max_size);
   params.pipeline_depth = 4;  // so that the load really asks for more connections
   log_sink logs;
   pgpipe::async_client_options opts;
@@ -522,7 +454,7 @@ TEST(fault_async, connection_limit_2_with_a_pool_of_10_backs_off_and_serves_on_t
   std::atomic<int> max_server{0};
   std::thread sampler([&] {
     while (!stop) {
-      max_server = std::max(max_server.load(), count_where(pg, "usename = 'fault_a_lim2'"));
+      max_server = std::max(max_server.load(), server_connections_where(pg, "usename = 'fault_a_lim2'"));
       std::this_thread::sleep_for(10ms);  // sampling period
     }
   });
@@ -593,7 +525,7 @@ TEST(fault_async, connection_limit_2_with_a_pool_of_10_backs_off_and_serves_on_t
 
 TEST(fault_async, pool_exhaustion_and_server_down_are_two_different_errors) {
   auto pg = pgpipe::test::fresh_cluster();
-  auto params = params_for(pg->conninfo(), 1);
+  auto params = fault_params(pg->conninfo(), 1);
   params.acquire_timeout = 300ms;
   async_client client(params, 1);
   std::error_code exhausted;

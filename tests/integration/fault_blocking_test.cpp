@@ -5,6 +5,7 @@
 #include <pgpipe/blocking_pool.hpp>
 
 #include "support/cluster_fixture.hpp"
+#include "support/kit.hpp"
 #include "support/wait.hpp"
 
 #include <gtest/gtest.h>
@@ -29,66 +30,12 @@ using pgpipe::blocking_pool;
 using pgpipe::errc;
 using pgpipe::pool_params;
 using pgpipe::devcluster::cluster;
-using pgpipe::test::wait_until;
-using pgpipe::test::with_options;
+using namespace pgpipe::test;  // the shared kit (tests/support)
 using steady = std::chrono::steady_clock;
 
 long long ms_since(steady::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t).count();
 }
-
-pool_params params_for(const std::string& conninfo, std::size_t max_size) {
-  pool_params p;
-  p.conninfo = conninfo;
-  p.max_size = max_size;
-  p.acquire_timeout = 10s;
-  p.connect_timeout = 2s;
-  return p;
-}
-
-int count_where(const cluster& pg, const std::string& where) {
-  return std::stoi(pg.query_value("select count(*) from pg_stat_activity where " + where));
-}
-int app_connections(const cluster& pg, const std::string& app) {
-  return count_where(pg, "application_name = '" + app + "'");
-}
-
-// Samples, until stopped, the most connections the server and the pool ever
-// held at once: the evidence that a recovering pool does not storm the server.
-class connection_sampler {
- public:
-  connection_sampler(const cluster& pg, const blocking_pool& pool, std::string app)
-      : pg_(pg), pool_(pool), app_(std::move(app)), thread_([this] { run(); }) {}
-  ~connection_sampler() { stop(); }
-  void stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  int max_server() const { return max_server_.load(); }
-  std::size_t max_pool() const { return max_pool_.load(); }
-
- private:
-  void run() {
-    while (!stop_) {
-      const auto s = pool_.stats();
-      const std::size_t held = s.connecting + s.idle + s.busy + s.draining + s.checking;
-      max_pool_ = std::max(max_pool_.load(), held);
-      try {
-        max_server_ = std::max(max_server_.load(), app_connections(pg_, app_));
-      } catch (const std::exception&) {
-        // The server is restarting: nothing to sample right now.
-      }
-      std::this_thread::sleep_for(5ms);  // sampling period (pg_stat_activity has no event)
-    }
-  }
-  const cluster& pg_;
-  const blocking_pool& pool_;
-  const std::string app_;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> max_server_{0};
-  std::atomic<std::size_t> max_pool_{0};
-  std::thread thread_;
-};
 
 struct outcome {
   int completions = 0;
@@ -135,7 +82,7 @@ class sleepers {
 };
 
 bool all_sleeping(const cluster& pg, const std::string& app, int n) {
-  return count_where(pg, "application_name = '" + app + "' and state = 'active' and query like '%pg_sleep%'") == n;
+  return server_connections_where(pg, "application_name = '" + app + "' and state = 'active' and query like '%pg_sleep%'") == n;
 }
 
 // Runs `n` threads x `per_thread` trivial queries; returns failures.
@@ -164,7 +111,7 @@ TEST(fault_blocking, terminated_backends_fail_their_query_once_with_connection_l
   auto& pg = pgpipe::test::shared_cluster();
   const std::string app = "fault_b_term";
   constexpr int n = 4;
-  blocking_pool pool{params_for(with_options(pg.conninfo(), "application_name=" + app), n)};
+  blocking_pool pool{fault_params(with_options(pg.conninfo(), "application_name=" + app), n)};
   connection_sampler sampler(pg, pool, app);
   sleepers work(pool, n, "select pg_sleep(30)");
   ASSERT_TRUE(wait_until([&] { return all_sleeping(pg, app, n); }));
@@ -196,7 +143,7 @@ TEST(fault_blocking, sigkilled_backend_crash_restarts_the_server_and_every_query
   auto pg = pgpipe::test::fresh_cluster();
   const std::string app = "fault_b_kill";
   constexpr int n = 4;
-  blocking_pool pool{params_for(with_options(pg->conninfo(), "application_name=" + app), n)};
+  blocking_pool pool{fault_params(with_options(pg->conninfo(), "application_name=" + app), n)};
   connection_sampler sampler(*pg, pool, app);
   sleepers work(pool, n, "select pg_sleep(30)");
   ASSERT_TRUE(wait_until([&] { return all_sleeping(*pg, app, n); }));
@@ -229,7 +176,7 @@ TEST(fault_blocking, sigkilled_backend_crash_restarts_the_server_and_every_query
 TEST(fault_blocking, hung_backend_blocks_only_its_caller_and_the_answer_arrives_when_it_resumes) {
   auto& pg = pgpipe::test::shared_cluster();
   const std::string app = "fault_b_hung";
-  auto params = params_for(with_options(pg.conninfo(), "application_name=" + app), 2);
+  auto params = fault_params(with_options(pg.conninfo(), "application_name=" + app), 2);
   params.min_size = 2;
   blocking_pool pool{params};
   ASSERT_TRUE(wait_until([&] { return pool.stats().idle == 2; }));
@@ -272,7 +219,7 @@ TEST(fault_blocking, server_restarted_under_an_idle_pool_every_next_query_succee
   auto pg = pgpipe::test::fresh_cluster();
   const std::string app = "fault_b_restart";
   constexpr int n = 4;
-  auto params = params_for(with_options(pg->conninfo(), "application_name=" + app), n);
+  auto params = fault_params(with_options(pg->conninfo(), "application_name=" + app), n);
   params.min_size = n;
   blocking_pool pool{params};
   ASSERT_TRUE(wait_until([&] { return pool.stats().idle == static_cast<std::size_t>(n); }));
@@ -298,7 +245,7 @@ TEST(fault_blocking, server_restarted_under_an_idle_pool_every_next_query_succee
 TEST(fault_blocking, error_inside_begin_commit_fails_only_what_depends_on_it_and_the_session_is_usable) {
   auto& pg = pgpipe::test::shared_cluster();
   pg.exec("drop table if exists fault_b_tx; create table fault_b_tx(n int)");
-  blocking_pool pool{params_for(pg.conninfo(), 1)};
+  blocking_pool pool{fault_params(pg.conninfo(), 1)};
   {
     auto lease = pool.acquire();
     pqxx::nontransaction tx{*lease};
@@ -346,37 +293,16 @@ TEST(fault_blocking, error_inside_begin_commit_fails_only_what_depends_on_it_and
   EXPECT_EQ(pool.stats().connects, 1u);  // the one connection survived every error
 }
 
-// A non-superuser role limited to two connections (superusers ignore the limit).
-struct limited_role {
-  explicit limited_role(const cluster& pg, const std::string& name) : pg_(pg), name_(name) {
-    pg.exec("drop role if exists " + name);
-    pg.exec("create role " + name + " login password 'lim-pw-8812' connection limit 2");
-  }
-  ~limited_role() {
-    try {
-      pg_.exec("select pg_terminate_backend(pid) from pg_stat_activity where usename = '" + name_ + "'");
-      pg_.exec("drop role if exists " + name_);
-    } catch (...) {
-    }
-  }
-  std::string conninfo(const std::string& app) const {
-    return "host=127.0.0.1 port=" + std::to_string(pg_.port()) + " dbname=postgres user=" + name_ +
-           " password=lim-pw-8812 application_name=" + app;
-  }
-  const cluster& pg_;
-  std::string name_;
-};
-
 TEST(fault_blocking, connection_limit_reports_53300_when_nothing_can_be_opened) {
   auto& pg = pgpipe::test::shared_cluster();
-  limited_role role(pg, "fault_b_lim1");
+  limited_role role(pg, "fault_b_lim1", "lim-pw-8812");
   // Two outside connections use up the role's limit.
   std::vector<std::unique_ptr<PGconn, decltype(&PQfinish)>> held;
   for (int i = 0; i < 2; ++i) {
     held.emplace_back(PQconnectdb(role.conninfo("outside").c_str()), &PQfinish);
     ASSERT_EQ(PQstatus(held.back().get()), CONNECTION_OK) << PQerrorMessage(held.back().get());
   }
-  auto params = params_for(role.conninfo("fault_b_lim1"), 10);
+  auto params = fault_params(role.conninfo("fault_b_lim1"), 10);
   params.acquire_timeout = 1s;
   blocking_pool pool{params};
   std::error_code ec;
@@ -394,9 +320,9 @@ TEST(fault_blocking, connection_limit_reports_53300_when_nothing_can_be_opened) 
 
 TEST(fault_blocking, connection_limit_2_with_a_pool_of_10_backs_off_and_serves_on_two) {
   auto& pg = pgpipe::test::shared_cluster();
-  limited_role role(pg, "fault_b_lim2");
+  limited_role role(pg, "fault_b_lim2", "lim-pw-8812");
   constexpr int max_size = 10;
-  auto params = params_for(role.conninfo("fault_b_lim2"), max_size);
+  auto params = fault_params(role.conninfo("fault_b_lim2"), max_size);
   blocking_pool pool{params};
   std::atomic<bool> stop{false};
   std::atomic<int> ok{0};
@@ -411,7 +337,7 @@ TEST(fault_blocking, connection_limit_2_with_a_pool_of_10_backs_off_and_serves_o
     std::uint64_t last = pool.stats().errors.connect;
     int tick = 0;
     while (!stop) {
-      if (tick++ % 2 == 0) max_server = std::max(max_server.load(), count_where(pg, "usename = 'fault_b_lim2'"));
+      if (tick++ % 2 == 0) max_server = std::max(max_server.load(), server_connections_where(pg, "usename = 'fault_b_lim2'"));
       const auto now_errors = pool.stats().errors.connect;
       if (now_errors != last) attempt_times.emplace_back(steady::now(), now_errors - last);
       last = now_errors;
@@ -480,7 +406,7 @@ TEST(fault_blocking, connection_limit_2_with_a_pool_of_10_backs_off_and_serves_o
 
 TEST(fault_blocking, pool_exhaustion_and_server_down_are_two_different_errors) {
   auto pg = pgpipe::test::fresh_cluster();
-  auto params = params_for(pg->conninfo(), 1);
+  auto params = fault_params(pg->conninfo(), 1);
   params.acquire_timeout = 300ms;
   blocking_pool pool{params};
   std::error_code exhausted;

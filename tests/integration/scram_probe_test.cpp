@@ -89,7 +89,7 @@ scram::probe_report run(const std::string& user, const std::string& options,
 
 }  // namespace
 
-TEST(ScramProbe, Trust) {
+TEST(scram_probe, Trust) {
   auto r = run("u_trust", "sslmode=disable");
   EXPECT_EQ(r.method, auth_method::trust) << r.client_message;
   EXPECT_EQ(r.outcome, probe_outcome::authenticated);
@@ -97,7 +97,7 @@ TEST(ScramProbe, Trust) {
   EXPECT_FALSE(r.tls);
 }
 
-TEST(ScramProbe, CleartextIsReportedNotAnswered) {
+TEST(scram_probe, CleartextIsReportedNotAnswered) {
   auto none = run("u_password", "sslmode=disable");
   EXPECT_EQ(none.method, auth_method::cleartext);
   EXPECT_EQ(none.outcome, probe_outcome::method_reported);
@@ -115,7 +115,7 @@ TEST(ScramProbe, CleartextIsReportedNotAnswered) {
   EXPECT_EQ(wrong.sqlstate, "28P01");
 }
 
-TEST(ScramProbe, Md5) {
+TEST(scram_probe, Md5) {
   auto none = run("u_md5", "sslmode=disable");
   EXPECT_EQ(none.method, auth_method::md5);
   EXPECT_EQ(none.outcome, probe_outcome::method_reported);
@@ -127,7 +127,7 @@ TEST(ScramProbe, Md5) {
   EXPECT_EQ(wrong.sqlstate, "28P01");
 }
 
-TEST(ScramProbe, Md5LineWithScramStoredPasswordUsesScram) {
+TEST(scram_probe, Md5LineWithScramStoredPasswordUsesScram) {
   // PostgreSQL upgrades an md5 hba line to SCRAM when the stored password is
   // a SCRAM verifier: the fix for "md5 in pg_hba" is the stored password.
   auto r = run("u_md5_scram_stored", "sslmode=disable", user_password);
@@ -135,7 +135,7 @@ TEST(ScramProbe, Md5LineWithScramStoredPasswordUsesScram) {
   EXPECT_EQ(r.outcome, probe_outcome::authenticated) << r.client_message;
 }
 
-TEST(ScramProbe, ScramWithoutPasswordReportsMechanismsIterationsAndSalt) {
+TEST(scram_probe, ScramWithoutPasswordReportsMechanismsIterationsAndSalt) {
   auto r = run("u_scram", "sslmode=disable");
   EXPECT_EQ(r.method, auth_method::sasl);
   EXPECT_EQ(r.mechanisms, std::vector<std::string>{"SCRAM-SHA-256"});  // no TLS: no -PLUS
@@ -146,7 +146,7 @@ TEST(ScramProbe, ScramWithoutPasswordReportsMechanismsIterationsAndSalt) {
   EXPECT_EQ(r.exit_code(), 0);
 }
 
-TEST(ScramProbe, ScramWithPassword) {
+TEST(scram_probe, ScramWithPassword) {
   auto r = run("u_scram", "sslmode=disable", user_password);
   EXPECT_EQ(r.outcome, probe_outcome::authenticated) << r.client_message << r.server_message;
   EXPECT_TRUE(r.server_signature_verified);
@@ -155,7 +155,7 @@ TEST(ScramProbe, ScramWithPassword) {
   EXPECT_EQ(r.exit_code(), 0);
 }
 
-TEST(ScramProbe, WrongPasswordGives28P01) {
+TEST(scram_probe, WrongPasswordGives28P01) {
   auto r = run("u_scram", "sslmode=disable", "probe pw wrong");
   EXPECT_EQ(r.outcome, probe_outcome::rejected);
   EXPECT_EQ(r.sqlstate, "28P01");
@@ -164,19 +164,19 @@ TEST(ScramProbe, WrongPasswordGives28P01) {
   EXPECT_EQ(r.exit_code(), 1);
 }
 
-TEST(ScramProbe, PasswordFromTheConninfoIsUsed) {
+TEST(scram_probe, PasswordFromTheConninfoIsUsed) {
   auto r = run("u_scram", "sslmode=disable password='probe pw \xC3\xA9'");
   EXPECT_TRUE(r.password_given);
   EXPECT_EQ(r.outcome, probe_outcome::authenticated) << r.client_message << r.server_message;
 }
 
-TEST(ScramProbe, HbaRejectIsReported) {
+TEST(scram_probe, HbaRejectIsReported) {
   auto r = run("u_reject", "sslmode=disable", user_password);
   EXPECT_EQ(r.outcome, probe_outcome::rejected);
   EXPECT_EQ(r.sqlstate, "28000");
 }
 
-TEST(ScramProbe, UnknownDatabaseAfterAuthenticationIsReported) {
+TEST(scram_probe, UnknownDatabaseAfterAuthenticationIsReported) {
   auto& s = the_server();
   scram::probe_params p;
   p.conninfo = "host=127.0.0.1 sslmode=disable port=" + std::to_string(s.pg->port()) + " user=u_scram dbname=no_such_db";
@@ -186,7 +186,7 @@ TEST(ScramProbe, UnknownDatabaseAfterAuthenticationIsReported) {
   EXPECT_NE(r.session_error.find("3D000"), std::string::npos) << r.session_error;
 }
 
-TEST(ScramProbe, TlsOffersAndUsesScramPlus) {
+TEST(scram_probe, TlsOffersAndUsesScramPlus) {
   auto r = run("u_tls", "sslmode=require", user_password);
   EXPECT_TRUE(r.tls) << r.client_message;
   EXPECT_FALSE(r.tls_version.empty());
@@ -197,7 +197,7 @@ TEST(ScramProbe, TlsOffersAndUsesScramPlus) {
   EXPECT_TRUE(r.server_signature_verified);
 }
 
-TEST(ScramProbe, TlsVerifyFullWithTheTestCa) {
+TEST(scram_probe, TlsVerifyFullWithTheTestCa) {
   const auto& ca = the_server().tls.ca_cert_path;
   auto r = run("u_tls", "sslmode=verify-full sslrootcert=" + ca + " channel_binding=require", user_password);
   EXPECT_TRUE(r.tls) << r.client_message;
@@ -205,7 +205,7 @@ TEST(ScramProbe, TlsVerifyFullWithTheTestCa) {
   EXPECT_EQ(r.outcome, probe_outcome::authenticated) << r.client_message << r.server_message;
 }
 
-TEST(ScramProbe, TlsVerifyFullRejectsAnotherCa) {
+TEST(scram_probe, TlsVerifyFullRejectsAnotherCa) {
   // A CA that did not sign the server certificate.
   auto other = pgpipe::test::make_tls_files("127.0.0.1");
   const std::string path = the_server().pg->base_dir() + "/other-ca.crt";
@@ -218,7 +218,7 @@ TEST(ScramProbe, TlsVerifyFullRejectsAnotherCa) {
   EXPECT_NE(r.client_message.find("certificate"), std::string::npos) << r.client_message;
 }
 
-TEST(ScramProbe, TlsWithChannelBindingDisabledUsesPlainScram) {
+TEST(scram_probe, TlsWithChannelBindingDisabledUsesPlainScram) {
   auto r = run("u_tls", "sslmode=require channel_binding=disable", user_password);
   EXPECT_TRUE(r.tls);
   EXPECT_EQ(r.mechanism_used, "SCRAM-SHA-256");
@@ -226,20 +226,20 @@ TEST(ScramProbe, TlsWithChannelBindingDisabledUsesPlainScram) {
   EXPECT_EQ(r.outcome, probe_outcome::authenticated) << r.client_message << r.server_message;
 }
 
-TEST(ScramProbe, TlsWrongPasswordGives28P01) {
+TEST(scram_probe, TlsWrongPasswordGives28P01) {
   auto r = run("u_tls", "sslmode=require", "probe pw wrong");
   EXPECT_EQ(r.mechanism_used, "SCRAM-SHA-256-PLUS");
   EXPECT_EQ(r.sqlstate, "28P01");
 }
 
-TEST(ScramProbe, HostsslLineRefusesPlaintext) {
+TEST(scram_probe, HostsslLineRefusesPlaintext) {
   auto r = run("u_tls", "sslmode=disable", user_password);
   EXPECT_EQ(r.outcome, probe_outcome::rejected);
   EXPECT_EQ(r.sqlstate, "28000");  // pg_hba.conf rejects the connection
   EXPECT_NE(r.server_message.find("no encryption"), std::string::npos) << r.server_message;
 }
 
-TEST(ScramProbe, ServerIterationCountAboveTheCapIsRefused) {
+TEST(scram_probe, ServerIterationCountAboveTheCapIsRefused) {
   auto& s = the_server();
   scram::probe_params p;
   p.conninfo = "host=127.0.0.1 sslmode=disable dbname=postgres user=u_scram port=" + std::to_string(s.pg->port());
@@ -250,7 +250,7 @@ TEST(ScramProbe, ServerIterationCountAboveTheCapIsRefused) {
   EXPECT_NE(r.client_message.find("above the cap"), std::string::npos) << r.client_message;
 }
 
-TEST(ScramProbe, BadConninfo) {
+TEST(scram_probe, BadConninfo) {
   scram::probe_params p;
   p.conninfo = "host=127.0.0.1 nonsense_key=1";
   auto r = scram::probe(p);
@@ -354,7 +354,7 @@ std::string start_scram(int fd) {
 
 }  // namespace
 
-TEST(ScramProbeFake, SilentServerTimesOut) {
+TEST(scram_probe_fake, SilentServerTimesOut) {
   fake_server silent([](int) {});
   scram::probe_params p;
   p.conninfo = silent.conninfo();
@@ -364,7 +364,7 @@ TEST(ScramProbeFake, SilentServerTimesOut) {
   EXPECT_NE(r.client_message.find("timed out"), std::string::npos) << r.client_message;
 }
 
-TEST(ScramProbeFake, ServerWithoutTlsFailsSslmodeRequire) {
+TEST(scram_probe_fake, ServerWithoutTlsFailsSslmodeRequire) {
   fake_server no_tls([](int fd) {
     read_n(fd, 8);
     ::send(fd, "N", 1, MSG_NOSIGNAL);
@@ -376,7 +376,7 @@ TEST(ScramProbeFake, ServerWithoutTlsFailsSslmodeRequire) {
   EXPECT_NE(r.client_message.find("does not support TLS"), std::string::npos) << r.client_message;
 }
 
-TEST(ScramProbeFake, HugeIterationCountIsRefusedByTheCap) {
+TEST(scram_probe_fake, HugeIterationCountIsRefusedByTheCap) {
   fake_server hostile([](int fd) {
     const std::string nonce = start_scram(fd);
     send_auth(fd, 11, "r=" + nonce + "evil,s=QUJDREVGR0g=,i=2147483647");
@@ -389,7 +389,7 @@ TEST(ScramProbeFake, HugeIterationCountIsRefusedByTheCap) {
   EXPECT_NE(r.client_message.find("above the cap"), std::string::npos) << r.client_message;
 }
 
-TEST(ScramProbeFake, ForgedServerSignatureIsNotAuthenticated) {
+TEST(scram_probe_fake, ForgedServerSignatureIsNotAuthenticated) {
   // A server that does not know the password accepts any proof and sends
   // AuthenticationOk: the probe must still say no.
   fake_server forger([](int fd) {
@@ -414,7 +414,7 @@ TEST(ScramProbeFake, ForgedServerSignatureIsNotAuthenticated) {
 // A server that was sent the password in clear text (--allow-cleartext) and
 // echoes it in its ErrorResponse, and one that plants it in a malformed
 // server-first-message: no part of the report carries it.
-TEST(ScramProbeFake, HostileServerEchoingThePasswordIsScrubbed) {
+TEST(scram_probe_fake, HostileServerEchoingThePasswordIsScrubbed) {
   const std::string secret = "hunter2-Secret";
   fake_server echo([&](int fd) {
     const std::string len = read_n(fd, 4);
@@ -454,7 +454,7 @@ TEST(ScramProbeFake, HostileServerEchoingThePasswordIsScrubbed) {
   EXPECT_EQ(planted.client_message.find("hunter2"), std::string::npos) << planted.client_message;
 }
 
-TEST(ScramProbeFake, NotPostgresIsAProtocolError) {
+TEST(scram_probe_fake, NotPostgresIsAProtocolError) {
   fake_server http([](int fd) {
     read_n(fd, 8);
     const std::string junk = "HTTP/1.1 400 Bad Request\r\n\r\n";
@@ -467,7 +467,7 @@ TEST(ScramProbeFake, NotPostgresIsAProtocolError) {
   EXPECT_NE(r.client_message.find("not a PostgreSQL server"), std::string::npos) << r.client_message;
 }
 
-TEST(ScramProbe, UnixSocketIgnoresSslmodeAsLibpqDoes) {
+TEST(scram_probe, UnixSocketIgnoresSslmodeAsLibpqDoes) {
   auto& s = the_server();
   scram::probe_params p;
   p.conninfo = "host=" + s.pg->socket_dir() + " port=" + std::to_string(s.pg->port()) +

@@ -56,11 +56,11 @@ bool libpq_login(const pgpipe::devcluster::cluster& pg, const std::string& user,
   return ok;
 }
 
-class ScramServer : public ::testing::TestWithParam<password_case> {};
+class scram_server : public ::testing::TestWithParam<password_case> {};
 
 }  // namespace
 
-TEST_P(ScramServer, ServerMadeVerifierVerifiesWithPgpipe) {
+TEST_P(scram_server, ServerMadeVerifierVerifiesWithPgpipe) {
   const auto& c = GetParam();
   auto& pg = pgpipe::test::shared_cluster();
   const std::string role = std::string("srv_") + c.name;
@@ -80,7 +80,7 @@ TEST_P(ScramServer, ServerMadeVerifierVerifiesWithPgpipe) {
   pg.exec("DROP ROLE " + role);
 }
 
-TEST_P(ScramServer, PgpipeMadeVerifierLetsLibpqLogIn) {
+TEST_P(scram_server, PgpipeMadeVerifierLetsLibpqLogIn) {
   const auto& c = GetParam();
   auto& pg = pgpipe::test::shared_cluster();
   const std::string role = std::string("mine_") + c.name;
@@ -95,10 +95,10 @@ TEST_P(ScramServer, PgpipeMadeVerifierLetsLibpqLogIn) {
   pg.exec("DROP ROLE " + role);
 }
 
-INSTANTIATE_TEST_SUITE_P(Passwords, ScramServer, ::testing::ValuesIn(cases()),
+INSTANTIATE_TEST_SUITE_P(Passwords, scram_server, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return std::string(info.param.name); });
 
-TEST(ScramServerEquivalence, SaslprepEquivalentPasswordsLogIn) {
+TEST(scram_server_equivalence, SaslprepEquivalentPasswordsLogIn) {
   // Stored as "I<soft hyphen>X" by pgpipe; libpq logs in with U+2168 and
   // with plain "IX" because all three prepare to "IX".
   auto& pg = pgpipe::test::shared_cluster();
@@ -112,7 +112,7 @@ TEST(ScramServerEquivalence, SaslprepEquivalentPasswordsLogIn) {
   pg.exec("DROP ROLE equiv_role");
 }
 
-TEST(ScramServerEquivalence, CustomIterationCountIsAcceptedAndUsed) {
+TEST(scram_server_equivalence, CustomIterationCountIsAcceptedAndUsed) {
   auto& pg = pgpipe::test::shared_cluster();
   auto v = scram::make_verifier("iterations please", 10000);
   ASSERT_TRUE(v.has_value());

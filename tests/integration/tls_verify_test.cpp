@@ -9,6 +9,7 @@
 #include <pgpipe/blocking_pool.hpp>
 
 #include "support/cluster_fixture.hpp"
+#include "support/kit.hpp"
 #include "support/tls_certs.hpp"
 
 #include <boost/asio/use_future.hpp>
@@ -34,10 +35,8 @@ struct attempt {
 
 const char* ssl_query = "select ssl::text from pg_stat_ssl where pid = pg_backend_pid()";
 
-pgpipe::pool_params params_for(const std::string& conninfo) {
-  pgpipe::pool_params p;
-  p.conninfo = conninfo;
-  p.max_size = 1;
+pgpipe::pool_params tls_params(const std::string& conninfo) {
+  pgpipe::pool_params p = pgpipe::test::params_for(conninfo, 1);
   // A refused TLS session is not a permanent connect error to pool_core (it
   // retries with back-off until the deadline), so keep the deadline short.
   p.acquire_timeout = 1s;
@@ -48,7 +47,7 @@ pgpipe::pool_params params_for(const std::string& conninfo) {
 attempt via_blocking(const std::string& conninfo) {
   attempt a;
   try {
-    pgpipe::blocking_pool pool{params_for(conninfo)};
+    pgpipe::blocking_pool pool{tls_params(conninfo)};
     a.ssl = pool.exec(ssl_query)[0][0].as<std::string>();
   } catch (const pgpipe::error& e) {
     a.ec = e.code();
@@ -59,7 +58,7 @@ attempt via_blocking(const std::string& conninfo) {
 
 attempt via_async(const std::string& conninfo) {
   attempt a;
-  pgpipe::async_client client(params_for(conninfo), 1);
+  pgpipe::async_client client(tls_params(conninfo), 1);
   auto f = client.async_query(ssl_query, asio::use_future);
   if (f.wait_for(30s) != std::future_status::ready) {
     a.ec = std::make_error_code(std::errc::timed_out);

@@ -56,7 +56,7 @@ std::vector<unsigned char> digest(const cert& c, const EVP_MD* md) {
 
 }  // namespace
 
-TEST(ScramChannelBinding, UsesTheSignatureDigest) {
+TEST(scram_channel_binding, UsesTheSignatureDigest) {
   auto c256 = self_signed("EC", EVP_sha256());
   auto h256 = scram::tls_server_end_point_hash(c256.der);
   ASSERT_TRUE(h256.has_value()) << h256.error().message;
@@ -69,7 +69,7 @@ TEST(ScramChannelBinding, UsesTheSignatureDigest) {
   EXPECT_EQ(*h384, digest(c384, EVP_sha384()));
 }
 
-TEST(ScramChannelBinding, Sha1BecomesSha256) {
+TEST(scram_channel_binding, Sha1BecomesSha256) {
   auto c1 = self_signed("EC", EVP_sha1());
   auto h = scram::tls_server_end_point_hash(c1.der);
   ASSERT_TRUE(h.has_value()) << h.error().message;
@@ -77,16 +77,16 @@ TEST(ScramChannelBinding, Sha1BecomesSha256) {
   EXPECT_NE(*h, digest(c1, EVP_sha1()));
 }
 
-TEST(ScramChannelBinding, Ed25519HasNoDigestAndIsRefused) {
+TEST(scram_channel_binding, Ed25519HasNoDigestAndIsRefused) {
   auto ed = self_signed("ED25519", nullptr);
   auto h = scram::tls_server_end_point_hash(ed.der);
   ASSERT_FALSE(h.has_value());
-  EXPECT_EQ(h.error().code, scram::errc::channel_binding_unsupported);
+  EXPECT_EQ(h.error().code, scram::scram_errc::channel_binding_unsupported);
 }
 
-TEST(ScramChannelBinding, GarbageIsRefused) {
+TEST(scram_channel_binding, GarbageIsRefused) {
   const std::vector<unsigned char> junk{0x30, 0x03, 0x01, 0x02};
   auto h = scram::tls_server_end_point_hash(junk);
   ASSERT_FALSE(h.has_value());
-  EXPECT_EQ(h.error().code, scram::errc::channel_binding_unsupported);
+  EXPECT_EQ(h.error().code, scram::scram_errc::channel_binding_unsupported);
 }

@@ -9,7 +9,7 @@
 #include "pgpipe/scram/client.hpp"
 
 namespace scram = pgpipe::scram;
-using scram::errc;
+using scram::scram_errc;
 
 namespace {
 
@@ -37,7 +37,7 @@ scram::client started(scram::client_params p = {}) {
   return c;
 }
 
-void expect_server_first_error(std::string_view server_first, errc expected, scram::client_params p = {}) {
+void expect_server_first_error(std::string_view server_first, scram_errc expected, scram::client_params p = {}) {
   auto c = started(p);
   auto r = c.client_final(server_first);
   ASSERT_FALSE(r.has_value()) << server_first;
@@ -47,7 +47,7 @@ void expect_server_first_error(std::string_view server_first, errc expected, scr
   EXPECT_EQ(c.current_state(), scram::client::state::failed);
 }
 
-void expect_server_final_error(std::string_view server_final, errc expected) {
+void expect_server_final_error(std::string_view server_final, scram_errc expected) {
   auto c = rfc_client();
   ASSERT_TRUE(c.client_first().has_value());
   ASSERT_TRUE(c.client_final(rfc_server_first).has_value());
@@ -59,7 +59,7 @@ void expect_server_final_error(std::string_view server_final, errc expected) {
 
 }  // namespace
 
-TEST(ScramClient, Rfc7677VectorExactly) {
+TEST(scram_client, Rfc7677VectorExactly) {
   auto c = rfc_client();
   EXPECT_EQ(c.mechanism(), "SCRAM-SHA-256");
   auto first = c.client_first();
@@ -75,7 +75,7 @@ TEST(ScramClient, Rfc7677VectorExactly) {
   EXPECT_EQ(c.current_state(), scram::client::state::done);
 }
 
-TEST(ScramClient, WrongPasswordGivesADifferentProofAndRejectsTheServerSignature) {
+TEST(scram_client, WrongPasswordGivesADifferentProofAndRejectsTheServerSignature) {
   auto c = rfc_client("pencil2");
   ASSERT_TRUE(c.client_first().has_value());
   auto final_msg = c.client_final(rfc_server_first);
@@ -83,10 +83,10 @@ TEST(ScramClient, WrongPasswordGivesADifferentProofAndRejectsTheServerSignature)
   EXPECT_NE(*final_msg, rfc_client_final);
   auto r = c.verify_server_final(rfc_server_final);
   ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().code, errc::server_signature_mismatch);
+  EXPECT_EQ(r.error().code, scram_errc::server_signature_mismatch);
 }
 
-TEST(ScramClient, RandomNonceIsLibpqSizedAndDiffersPerClient) {
+TEST(scram_client, RandomNonceIsLibpqSizedAndDiffersPerClient) {
   scram::client a("pw"), b("pw");
   auto fa = a.client_first(), fb = b.client_first();
   ASSERT_TRUE(fa && fb);
@@ -95,7 +95,7 @@ TEST(ScramClient, RandomNonceIsLibpqSizedAndDiffersPerClient) {
   EXPECT_NE(a.client_nonce(), b.client_nonce());
 }
 
-TEST(ScramClient, Gs2HeaderFollowsTheChannelBindingMode) {
+TEST(scram_client, Gs2HeaderFollowsTheChannelBindingMode) {
   scram::client_params y;
   y.binding = scram::channel_binding_mode::supported_not_used;
   y.client_nonce = "abc";
@@ -120,16 +120,16 @@ TEST(ScramClient, Gs2HeaderFollowsTheChannelBindingMode) {
   EXPECT_EQ(fp->substr(0, expected_c.size()), expected_c);
 }
 
-TEST(ScramClient, PlusWithoutBindingDataIsRefused) {
+TEST(scram_client, PlusWithoutBindingDataIsRefused) {
   scram::client_params p;
   p.binding = scram::channel_binding_mode::tls_server_end_point;
   scram::client c("pw", p);
   auto r = c.client_first();
   ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().code, errc::bad_argument);
+  EXPECT_EQ(r.error().code, scram_errc::bad_argument);
 }
 
-TEST(ScramClient, UsernameIsEscaped) {
+TEST(scram_client, UsernameIsEscaped) {
   scram::client_params p;
   p.username = "a,b=c";
   p.client_nonce = "n";
@@ -137,111 +137,111 @@ TEST(ScramClient, UsernameIsEscaped) {
   EXPECT_EQ(*c.client_first(), "n,,n=a=2Cb=3Dc,r=n");
 }
 
-TEST(ScramClient, StepsOutOfOrderAreRefused) {
+TEST(scram_client, StepsOutOfOrderAreRefused) {
   scram::client c("pw");
   auto r = c.client_final(rfc_server_first);
   ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().code, errc::bad_state);
+  EXPECT_EQ(r.error().code, scram_errc::bad_state);
   auto again = c.client_first();  // failed is terminal
   ASSERT_FALSE(again.has_value());
-  EXPECT_EQ(again.error().code, errc::bad_state);
+  EXPECT_EQ(again.error().code, scram_errc::bad_state);
 
   auto d = rfc_client();
   ASSERT_TRUE(d.client_first().has_value());
   auto v = d.verify_server_final(rfc_server_final);
   ASSERT_FALSE(v.has_value());
-  EXPECT_EQ(v.error().code, errc::bad_state);
+  EXPECT_EQ(v.error().code, scram_errc::bad_state);
 }
 
-TEST(ScramClient, ServerFirstMalformedForms) {
+TEST(scram_client, ServerFirstMalformedForms) {
   const std::string good_nonce = "r=rOprNGfwEbeRWgbNEkqOxyz";
-  expect_server_first_error("", errc::malformed_server_first);
-  expect_server_first_error("garbage", errc::malformed_server_first);
-  expect_server_first_error(good_nonce + ",s=QUJD", errc::malformed_server_first);          // no i=
-  expect_server_first_error("s=QUJD," + good_nonce + ",i=4096", errc::malformed_server_first);  // order
-  expect_server_first_error(good_nonce + ",i=4096,s=QUJD", errc::malformed_server_first);
-  expect_server_first_error(good_nonce + ",s=QUJD,i=4096,", errc::malformed_server_first);  // empty attr
-  expect_server_first_error(good_nonce + ",s=QUJD,i=4096,x=", errc::malformed_server_first);
-  expect_server_first_error(good_nonce + ",,s=QUJD,i=4096", errc::malformed_server_first);
-  expect_server_first_error("r=rOprNGfwEbeRWgbNEkqO\x7f,s=QUJD,i=1", errc::malformed_server_first);
-  expect_server_first_error("1=x," + good_nonce + ",s=QUJD,i=1", errc::malformed_server_first);
+  expect_server_first_error("", scram_errc::malformed_server_first);
+  expect_server_first_error("garbage", scram_errc::malformed_server_first);
+  expect_server_first_error(good_nonce + ",s=QUJD", scram_errc::malformed_server_first);          // no i=
+  expect_server_first_error("s=QUJD," + good_nonce + ",i=4096", scram_errc::malformed_server_first);  // order
+  expect_server_first_error(good_nonce + ",i=4096,s=QUJD", scram_errc::malformed_server_first);
+  expect_server_first_error(good_nonce + ",s=QUJD,i=4096,", scram_errc::malformed_server_first);  // empty attr
+  expect_server_first_error(good_nonce + ",s=QUJD,i=4096,x=", scram_errc::malformed_server_first);
+  expect_server_first_error(good_nonce + ",,s=QUJD,i=4096", scram_errc::malformed_server_first);
+  expect_server_first_error("r=rOprNGfwEbeRWgbNEkqO\x7f,s=QUJD,i=1", scram_errc::malformed_server_first);
+  expect_server_first_error("1=x," + good_nonce + ",s=QUJD,i=1", scram_errc::malformed_server_first);
 }
 
-TEST(ScramClient, ServerFirstExtensionsAfterIterationsAreAccepted) {
+TEST(scram_client, ServerFirstExtensionsAfterIterationsAreAccepted) {
   auto c = started();
   EXPECT_TRUE(c.client_final(std::string(rfc_server_first) + ",x=future").has_value());
 }
 
-TEST(ScramClient, MandatoryExtensionIsRefused) {
-  expect_server_first_error("m=something,r=rOprNGfwEbeRWgbNEkqOxyz,s=QUJD,i=4096", errc::unsupported_extension);
+TEST(scram_client, MandatoryExtensionIsRefused) {
+  expect_server_first_error("m=something,r=rOprNGfwEbeRWgbNEkqOxyz,s=QUJD,i=4096", scram_errc::unsupported_extension);
 }
 
-TEST(ScramClient, NonceMustExtendTheClientNonce) {
-  expect_server_first_error("r=rOprNGfwEbeRWgbNEkqO,s=QUJD,i=4096", errc::nonce_mismatch);     // equal, not longer
-  expect_server_first_error("r=XOprNGfwEbeRWgbNEkqOabc,s=QUJD,i=4096", errc::nonce_mismatch);  // other prefix
-  expect_server_first_error("r=rOprNG,s=QUJD,i=4096", errc::nonce_mismatch);                   // shorter
+TEST(scram_client, NonceMustExtendTheClientNonce) {
+  expect_server_first_error("r=rOprNGfwEbeRWgbNEkqO,s=QUJD,i=4096", scram_errc::nonce_mismatch);     // equal, not longer
+  expect_server_first_error("r=XOprNGfwEbeRWgbNEkqOabc,s=QUJD,i=4096", scram_errc::nonce_mismatch);  // other prefix
+  expect_server_first_error("r=rOprNG,s=QUJD,i=4096", scram_errc::nonce_mismatch);                   // shorter
 }
 
-TEST(ScramClient, SaltMustBeNonEmptyBase64) {
+TEST(scram_client, SaltMustBeNonEmptyBase64) {
   const std::string n = "r=rOprNGfwEbeRWgbNEkqOxyz";
-  expect_server_first_error(n + ",s=,i=4096", errc::bad_server_salt);
-  expect_server_first_error(n + ",s=QUJ,i=4096", errc::bad_server_salt);     // length
-  expect_server_first_error(n + ",s=QU*D,i=4096", errc::bad_server_salt);    // alphabet
-  expect_server_first_error(n + ",s=Q===,i=4096", errc::bad_server_salt);    // padding
-  expect_server_first_error(n + ",s=QU=D,i=4096", errc::bad_server_salt);    // padding inside
+  expect_server_first_error(n + ",s=,i=4096", scram_errc::bad_server_salt);
+  expect_server_first_error(n + ",s=QUJ,i=4096", scram_errc::bad_server_salt);     // length
+  expect_server_first_error(n + ",s=QU*D,i=4096", scram_errc::bad_server_salt);    // alphabet
+  expect_server_first_error(n + ",s=Q===,i=4096", scram_errc::bad_server_salt);    // padding
+  expect_server_first_error(n + ",s=QU=D,i=4096", scram_errc::bad_server_salt);    // padding inside
 }
 
-TEST(ScramClient, IterationCountMustBeAPositiveInteger) {
+TEST(scram_client, IterationCountMustBeAPositiveInteger) {
   const std::string n = "r=rOprNGfwEbeRWgbNEkqOxyz,s=QUJD";
-  expect_server_first_error(n + ",i=", errc::bad_server_iterations);
-  expect_server_first_error(n + ",i=0", errc::bad_server_iterations);
-  expect_server_first_error(n + ",i=-1", errc::bad_server_iterations);
-  expect_server_first_error(n + ",i=+5", errc::bad_server_iterations);
-  expect_server_first_error(n + ",i=12a", errc::bad_server_iterations);
-  expect_server_first_error(n + ",i= 4096", errc::bad_server_iterations);
+  expect_server_first_error(n + ",i=", scram_errc::bad_server_iterations);
+  expect_server_first_error(n + ",i=0", scram_errc::bad_server_iterations);
+  expect_server_first_error(n + ",i=-1", scram_errc::bad_server_iterations);
+  expect_server_first_error(n + ",i=+5", scram_errc::bad_server_iterations);
+  expect_server_first_error(n + ",i=12a", scram_errc::bad_server_iterations);
+  expect_server_first_error(n + ",i= 4096", scram_errc::bad_server_iterations);
 }
 
-TEST(ScramClient, IterationCapRefusesHugeCounts) {
+TEST(scram_client, IterationCapRefusesHugeCounts) {
   const std::string n = "r=rOprNGfwEbeRWgbNEkqOxyz,s=QUJD";
-  expect_server_first_error(n + ",i=100001", errc::iterations_above_cap);
-  expect_server_first_error(n + ",i=2147483647", errc::iterations_above_cap);
-  expect_server_first_error(n + ",i=99999999999999999999999999", errc::iterations_above_cap);
+  expect_server_first_error(n + ",i=100001", scram_errc::iterations_above_cap);
+  expect_server_first_error(n + ",i=2147483647", scram_errc::iterations_above_cap);
+  expect_server_first_error(n + ",i=99999999999999999999999999", scram_errc::iterations_above_cap);
   scram::client_params small;
   small.iteration_cap = 4095;
-  expect_server_first_error(rfc_server_first, errc::iterations_above_cap, small);
+  expect_server_first_error(rfc_server_first, scram_errc::iterations_above_cap, small);
   // The default cap admits PostgreSQL's default and the cap itself.
   auto c = started();
   EXPECT_TRUE(c.client_final(n + ",i=100000").has_value());
 }
 
-TEST(ScramClient, ServerFinalMalformedForms) {
-  expect_server_final_error("", errc::malformed_server_final);
-  expect_server_final_error("x=abc", errc::malformed_server_final);
-  expect_server_final_error("v=", errc::malformed_server_final);
-  expect_server_final_error("v=not*base64", errc::malformed_server_final);
-  expect_server_final_error("v=QUJD", errc::malformed_server_final);  // 3 bytes, not 32
-  expect_server_final_error(std::string(rfc_server_final) + ",", errc::malformed_server_final);
+TEST(scram_client, ServerFinalMalformedForms) {
+  expect_server_final_error("", scram_errc::malformed_server_final);
+  expect_server_final_error("x=abc", scram_errc::malformed_server_final);
+  expect_server_final_error("v=", scram_errc::malformed_server_final);
+  expect_server_final_error("v=not*base64", scram_errc::malformed_server_final);
+  expect_server_final_error("v=QUJD", scram_errc::malformed_server_final);  // 3 bytes, not 32
+  expect_server_final_error(std::string(rfc_server_final) + ",", scram_errc::malformed_server_final);
   // Well-formed but wrong signature.
-  expect_server_final_error("v=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", errc::server_signature_mismatch);
+  expect_server_final_error("v=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", scram_errc::server_signature_mismatch);
 }
 
-TEST(ScramClient, ServerErrorIsReportedWithItsValue) {
+TEST(scram_client, ServerErrorIsReportedWithItsValue) {
   auto c = rfc_client();
   ASSERT_TRUE(c.client_first().has_value());
   ASSERT_TRUE(c.client_final(rfc_server_first).has_value());
   auto r = c.verify_server_final("e=invalid-proof");
   ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().code, errc::server_error);
+  EXPECT_EQ(r.error().code, scram_errc::server_error);
   EXPECT_NE(r.error().message.find("invalid-proof"), std::string::npos);
 }
 
-TEST(ScramClient, ServerTextInMessagesIsBoundedAndPrintable) {
+TEST(scram_client, ServerTextInMessagesIsBoundedAndPrintable) {
   auto c = rfc_client();
   ASSERT_TRUE(c.client_first().has_value());
   ASSERT_TRUE(c.client_final(rfc_server_first).has_value());
   auto r = c.verify_server_final("e=bad\x1b[31m" + std::string(200, 'z'));
   ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().code, errc::server_error);
+  EXPECT_EQ(r.error().code, scram_errc::server_error);
   EXPECT_EQ(r.error().message.find('\x1b'), std::string::npos);
   EXPECT_EQ(r.error().message.find("bad"), std::string::npos) << "unknown server error text is not echoed";
   EXPECT_NE(r.error().message.find("outside RFC 5802"), std::string::npos) << r.error().message;
@@ -250,7 +250,7 @@ TEST(ScramClient, ServerTextInMessagesIsBoundedAndPrintable) {
 
 // Found by the fuzzer: a hostile server can put any text in e=, including the
 // client's password; it must never come back in our message.
-TEST(ScramClient, ServerErrorTextCarryingThePasswordIsNotEchoed) {
+TEST(scram_client, ServerErrorTextCarryingThePasswordIsNotEchoed) {
   auto c = rfc_client();
   ASSERT_TRUE(c.client_first().has_value());
   ASSERT_TRUE(c.client_final(rfc_server_first).has_value());
@@ -259,32 +259,32 @@ TEST(ScramClient, ServerErrorTextCarryingThePasswordIsNotEchoed) {
   EXPECT_EQ(r.error().message.find("pencil"), std::string::npos) << r.error().message;
 }
 
-TEST(ScramClient, ServerFinalExtensionsAreAccepted) {
+TEST(scram_client, ServerFinalExtensionsAreAccepted) {
   auto c = rfc_client();
   ASSERT_TRUE(c.client_first().has_value());
   ASSERT_TRUE(c.client_final(rfc_server_first).has_value());
   EXPECT_TRUE(c.verify_server_final(std::string(rfc_server_final) + ",x=1").has_value());
 }
 
-TEST(ScramClient, UnusablePasswordFailsBeforeAnythingIsSent) {
+TEST(scram_client, UnusablePasswordFailsBeforeAnythingIsSent) {
   scram::client c(std::string_view("a\0b", 3));
   auto r = c.client_first();
   ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().code, errc::bad_argument);
+  EXPECT_EQ(r.error().code, scram_errc::bad_argument);
   scram::client big(std::string(2000, 'x'));
   auto rb = big.client_first();
   ASSERT_FALSE(rb.has_value());
-  EXPECT_EQ(rb.error().code, errc::password_too_long);
+  EXPECT_EQ(rb.error().code, scram_errc::password_too_long);
 }
 
 // Server text is described, never quoted: a hostile server may plant
 // anything in a malformed field (the fuzzer planted the password).
-TEST(ScramClient, MalformedIterationCountIsNotQuoted) {
+TEST(scram_client, MalformedIterationCountIsNotQuoted) {
   const std::string n = "r=rOprNGfwEbeRWgbNEkqOxyz,s=QUJD";
   auto c = started();
   auto r = c.client_final(n + ",i=4096hunter2");
   ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().code, errc::bad_server_iterations);
+  EXPECT_EQ(r.error().code, scram_errc::bad_server_iterations);
   EXPECT_EQ(r.error().message.find("hunter2"), std::string::npos) << r.error().message;
   EXPECT_EQ(r.error().message.find("4096"), std::string::npos) << r.error().message;
   // A count above the cap is shown as the number it is, which is what a user
@@ -292,6 +292,6 @@ TEST(ScramClient, MalformedIterationCountIsNotQuoted) {
   auto d = started();
   auto above = d.client_final(n + ",i=00200000");
   ASSERT_FALSE(above.has_value());
-  EXPECT_EQ(above.error().code, errc::iterations_above_cap);
+  EXPECT_EQ(above.error().code, scram_errc::iterations_above_cap);
   EXPECT_NE(above.error().message.find("200000 iterations"), std::string::npos) << above.error().message;
 }

@@ -56,7 +56,7 @@ TEST(scram_fuzz_corpus, verifier_iteration_field_holding_the_password_is_not_quo
   EXPECT_EQ(bytes[0] % 6, 0) << "selector: the verifier parser";
   auto v = pgpipe::scram::parse_verifier(std::string_view(bytes).substr(1));
   ASSERT_FALSE(v.has_value());
-  EXPECT_EQ(v.error().code, pgpipe::scram::errc::verifier_bad_iterations);
+  EXPECT_EQ(v.error().code, pgpipe::scram::scram_errc::verifier_bad_iterations);
   EXPECT_EQ(v.error().message.find(fz::password), std::string::npos) << v.error().message;
   EXPECT_NE(v.error().message.find("iteration count"), std::string::npos) << v.error().message;
 }
@@ -64,10 +64,10 @@ TEST(scram_fuzz_corpus, verifier_iteration_field_holding_the_password_is_not_quo
 // The checks themselves must be able to fail, or the corpus replay proves
 // nothing: a message that quotes the password is reported.
 TEST(scram_fuzz_corpus, a_message_quoting_the_password_is_a_violation) {
-  const pgpipe::scram::failure quoting{make_error_code(pgpipe::scram::errc::verifier_bad_salt),
+  const pgpipe::scram::failure quoting{make_error_code(pgpipe::scram::scram_errc::verifier_bad_salt),
                                        "bad salt \"" + std::string(fz::password) + "\""};
   EXPECT_TRUE(fz::check_failure(quoting).has_value());
-  const pgpipe::scram::failure fine{make_error_code(pgpipe::scram::errc::verifier_bad_salt), "bad salt"};
+  const pgpipe::scram::failure fine{make_error_code(pgpipe::scram::scram_errc::verifier_bad_salt), "bad salt"};
   EXPECT_FALSE(fz::check_failure(fine).has_value());
   // And the splice really puts the password inside the message.
   EXPECT_NE(fz::with_password("abc").find(fz::password), std::string::npos);

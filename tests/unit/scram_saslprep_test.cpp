@@ -19,14 +19,14 @@ scram::prepared_password prep(std::string_view in) {
 
 }  // namespace
 
-TEST(ScramSaslprep, AsciiIsUntouchedControlCharactersIncluded) {
+TEST(scram_saslprep, AsciiIsUntouchedControlCharactersIncluded) {
   EXPECT_EQ(prep("pencil").bytes, "pencil");
   EXPECT_EQ(prep("pencil").status, status::unchanged_ascii);
   EXPECT_EQ(prep("").bytes, "");
   EXPECT_EQ(prep("a\x07z").bytes, "a\x07z");  // U+0007 is prohibited; PostgreSQL keeps ASCII raw
 }
 
-TEST(ScramSaslprep, MappingAndNormalisation) {
+TEST(scram_saslprep, MappingAndNormalisation) {
   auto soft_hyphen = prep("I\xC2\xADX");  // I U+00AD X
   EXPECT_EQ(soft_hyphen.bytes, "IX");
   EXPECT_EQ(soft_hyphen.status, status::prepared);
@@ -37,7 +37,7 @@ TEST(ScramSaslprep, MappingAndNormalisation) {
   EXPECT_EQ(prep("\xEF\xBC\xA1").bytes, "A");            // U+FF21 FULLWIDTH A
 }
 
-TEST(ScramSaslprep, InvalidUtf8IsUsedRaw) {
+TEST(scram_saslprep, InvalidUtf8IsUsedRaw) {
   for (std::string_view bad : {std::string_view("\xff\xfe"), std::string_view("a\xC3"), std::string_view("\xC0\x80"),
                                std::string_view("\xED\xA0\x80") /* surrogate */,
                                std::string_view("\xF4\x90\x80\x80") /* > U+10FFFF */,
@@ -48,7 +48,7 @@ TEST(ScramSaslprep, InvalidUtf8IsUsedRaw) {
   }
 }
 
-TEST(ScramSaslprep, ProhibitedIsUsedRaw) {
+TEST(scram_saslprep, ProhibitedIsUsedRaw) {
   const std::string cases[] = {
       "\xC3\xA9\x07",          // U+0007 in a non-ASCII string
       "\xC2\xAD",              // maps to the empty string
@@ -64,18 +64,18 @@ TEST(ScramSaslprep, ProhibitedIsUsedRaw) {
   }
 }
 
-TEST(ScramSaslprep, RightToLeftAloneIsAccepted) {
+TEST(scram_saslprep, RightToLeftAloneIsAccepted) {
   auto p = prep("\xD7\x90\xD7\x91");  // alef bet
   EXPECT_EQ(p.status, status::prepared);
   EXPECT_EQ(p.bytes, "\xD7\x90\xD7\x91");
 }
 
-TEST(ScramSaslprep, LimitsFollowPostgreSQL) {
+TEST(scram_saslprep, LimitsFollowPostgreSQL) {
   auto nul = scram::saslprep(std::string_view("ab\0cd", 5));
   ASSERT_FALSE(nul.has_value());
-  EXPECT_EQ(nul.error().code, scram::errc::bad_argument);
+  EXPECT_EQ(nul.error().code, scram::scram_errc::bad_argument);
   auto big = scram::saslprep(std::string(scram::max_password_length + 1, 'a'));
   ASSERT_FALSE(big.has_value());
-  EXPECT_EQ(big.error().code, scram::errc::password_too_long);
+  EXPECT_EQ(big.error().code, scram::scram_errc::password_too_long);
   EXPECT_TRUE(scram::saslprep(std::string(scram::max_password_length, 'a')).has_value());
 }

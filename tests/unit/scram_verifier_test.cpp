@@ -11,7 +11,7 @@
 #include "pgpipe/scram/verifier.hpp"
 
 namespace scram = pgpipe::scram;
-using scram::errc;
+using scram::scram_errc;
 
 namespace {
 
@@ -42,7 +42,7 @@ bool verifies(std::string_view password, const scram::verifier& v) {
   return r && *r;
 }
 
-void expect_parse_error(std::string_view text, errc code, std::string_view mentions = {}) {
+void expect_parse_error(std::string_view text, scram_errc code, std::string_view mentions = {}) {
   auto v = scram::parse_verifier(text);
   ASSERT_FALSE(v.has_value()) << text;
   EXPECT_EQ(v.error().code, code) << text << " -> " << v.error().message;
@@ -53,7 +53,7 @@ void expect_parse_error(std::string_view text, errc code, std::string_view menti
 
 }  // namespace
 
-TEST(ScramVerifier, SameBytesAsTheServerForAGivenSalt) {
+TEST(scram_verifier, SameBytesAsTheServerForAGivenSalt) {
   for (const auto& [password, stored] : {std::pair<std::string, const char*>{"pencil", server_pencil},
                                          {"I\xC2\xADX", server_soft_hyphen},
                                          {"a\xC2\xAD\xC8\xA1", server_unassigned}}) {
@@ -64,7 +64,7 @@ TEST(ScramVerifier, SameBytesAsTheServerForAGivenSalt) {
   }
 }
 
-TEST(ScramVerifier, ServerMadeVerifiersVerify) {
+TEST(scram_verifier, ServerMadeVerifiersVerify) {
   EXPECT_TRUE(verifies("pencil", parse_ok(server_pencil)));
   EXPECT_FALSE(verifies("pencil ", parse_ok(server_pencil)));
   EXPECT_FALSE(verifies("Pencil", parse_ok(server_pencil)));
@@ -78,7 +78,7 @@ TEST(ScramVerifier, ServerMadeVerifiersVerify) {
   EXPECT_FALSE(verifies("a\xC8\xA1", parse_ok(server_unassigned)));
 }
 
-TEST(ScramVerifier, RoundTripsThroughText) {
+TEST(scram_verifier, RoundTripsThroughText) {
   auto v = scram::make_verifier("correct horse", 4096);
   ASSERT_TRUE(v.has_value());
   EXPECT_EQ(v->salt.size(), scram::default_salt_length);
@@ -89,14 +89,14 @@ TEST(ScramVerifier, RoundTripsThroughText) {
   EXPECT_FALSE(verifies("correct horsE", *v));
 }
 
-TEST(ScramVerifier, RandomSaltsDiffer) {
+TEST(scram_verifier, RandomSaltsDiffer) {
   auto a = scram::make_verifier("pw", 1), b = scram::make_verifier("pw", 1);
   ASSERT_TRUE(a && b);
   EXPECT_NE(a->salt, b->salt);
   EXPECT_NE(a->stored_key, b->stored_key);
 }
 
-TEST(ScramVerifier, IterationCountIsUsed) {
+TEST(scram_verifier, IterationCountIsUsed) {
   const std::vector<unsigned char> salt{1, 2, 3, 4};
   auto a = scram::make_verifier("pw", 4096, salt), b = scram::make_verifier("pw", 4097, salt);
   ASSERT_TRUE(a && b);
@@ -104,66 +104,66 @@ TEST(ScramVerifier, IterationCountIsUsed) {
   EXPECT_EQ(b->to_string().substr(0, 19), "SCRAM-SHA-256$4097:");
 }
 
-TEST(ScramVerifier, BadArguments) {
+TEST(scram_verifier, BadArguments) {
   const std::vector<unsigned char> salt{1};
   auto zero = scram::make_verifier("pw", 0, salt);
   ASSERT_FALSE(zero.has_value());
-  EXPECT_EQ(zero.error().code, errc::bad_argument);
+  EXPECT_EQ(zero.error().code, scram_errc::bad_argument);
   auto empty_salt = scram::make_verifier("pw", 4096, std::span<const unsigned char>{});
   ASSERT_FALSE(empty_salt.has_value());
-  EXPECT_EQ(empty_salt.error().code, errc::bad_argument);
+  EXPECT_EQ(empty_salt.error().code, scram_errc::bad_argument);
   auto nul = scram::make_verifier(std::string_view("secret\0x", 8), 1, salt);
   ASSERT_FALSE(nul.has_value());
-  EXPECT_EQ(nul.error().code, errc::bad_argument);
+  EXPECT_EQ(nul.error().code, scram_errc::bad_argument);
   EXPECT_EQ(nul.error().message.find("secret"), std::string::npos);
   auto too_long = scram::make_verifier(std::string(1025, 'x'), 1, salt);
   ASSERT_FALSE(too_long.has_value());
-  EXPECT_EQ(too_long.error().code, errc::password_too_long);
+  EXPECT_EQ(too_long.error().code, scram_errc::password_too_long);
   EXPECT_TRUE(scram::make_verifier(std::string(1024, 'x'), 1, salt).has_value());
 }
 
-TEST(ScramVerifier, EveryMalformedFormHasItsOwnError) {
+TEST(scram_verifier, EveryMalformedFormHasItsOwnError) {
   const std::string salt = "BHZzJWjEEcb6wsWjaBC5Vg==";
   const std::string key = "9moQ9AzPGj75rze8vys8n9pzrvrz/zMU1VK90pRt+04=";
   const std::string good = "SCRAM-SHA-256$4096:" + salt + "$" + key + ":" + key;
   ASSERT_TRUE(scram::parse_verifier(good).has_value());
 
-  expect_parse_error("", errc::verifier_bad_prefix);
-  expect_parse_error("md5a3556571e93b0d20722ba62be61e8c2d", errc::verifier_bad_prefix, "MD5");
-  expect_parse_error("SCRAM-SHA-1$4096:" + salt + "$" + key + ":" + key, errc::verifier_bad_prefix);
-  expect_parse_error("scram-sha-256$4096:" + salt + "$" + key + ":" + key, errc::verifier_bad_prefix);
+  expect_parse_error("", scram_errc::verifier_bad_prefix);
+  expect_parse_error("md5a3556571e93b0d20722ba62be61e8c2d", scram_errc::verifier_bad_prefix, "MD5");
+  expect_parse_error("SCRAM-SHA-1$4096:" + salt + "$" + key + ":" + key, scram_errc::verifier_bad_prefix);
+  expect_parse_error("scram-sha-256$4096:" + salt + "$" + key + ":" + key, scram_errc::verifier_bad_prefix);
 
-  expect_parse_error("SCRAM-SHA-256$4096:" + salt, errc::verifier_bad_format, "'$'");
-  expect_parse_error("SCRAM-SHA-256$4096" + salt + "$" + key + ":" + key, errc::verifier_bad_format);
-  expect_parse_error("SCRAM-SHA-256$4096:" + salt + ":x$" + key + ":" + key, errc::verifier_bad_format);
-  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + key + key, errc::verifier_bad_format, "StoredKey");
-  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + key + ":" + key + ":" + key, errc::verifier_bad_format);
-  expect_parse_error(good + "$", errc::verifier_bad_format);
+  expect_parse_error("SCRAM-SHA-256$4096:" + salt, scram_errc::verifier_bad_format, "'$'");
+  expect_parse_error("SCRAM-SHA-256$4096" + salt + "$" + key + ":" + key, scram_errc::verifier_bad_format);
+  expect_parse_error("SCRAM-SHA-256$4096:" + salt + ":x$" + key + ":" + key, scram_errc::verifier_bad_format);
+  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + key + key, scram_errc::verifier_bad_format, "StoredKey");
+  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + key + ":" + key + ":" + key, scram_errc::verifier_bad_format);
+  expect_parse_error(good + "$", scram_errc::verifier_bad_format);
 
   for (const char* iter : {"", "0", "-1", "+4096", "4096x", " 4096", "abc", "2147483648", "99999999999999"}) {
     expect_parse_error("SCRAM-SHA-256$" + std::string(iter) + ":" + salt + "$" + key + ":" + key,
-                       errc::verifier_bad_iterations, "iteration");
+                       scram_errc::verifier_bad_iterations, "iteration");
   }
 
-  expect_parse_error("SCRAM-SHA-256$4096:$" + key + ":" + key, errc::verifier_bad_salt, "salt");
-  expect_parse_error("SCRAM-SHA-256$4096:BHZzJWjE!cb6wsWjaBC5Vg==$" + key + ":" + key, errc::verifier_bad_salt);
-  expect_parse_error("SCRAM-SHA-256$4096:BHZzJWjEEcb6wsWjaBC5Vg=$" + key + ":" + key, errc::verifier_bad_salt);
+  expect_parse_error("SCRAM-SHA-256$4096:$" + key + ":" + key, scram_errc::verifier_bad_salt, "salt");
+  expect_parse_error("SCRAM-SHA-256$4096:BHZzJWjE!cb6wsWjaBC5Vg==$" + key + ":" + key, scram_errc::verifier_bad_salt);
+  expect_parse_error("SCRAM-SHA-256$4096:BHZzJWjEEcb6wsWjaBC5Vg=$" + key + ":" + key, scram_errc::verifier_bad_salt);
 
   const std::string short_key = "AAAA";  // 3 bytes
   const std::string long_key = scram::base64_encode(std::vector<unsigned char>(33, 7));
-  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + short_key + ":" + key, errc::verifier_bad_stored_key,
+  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + short_key + ":" + key, scram_errc::verifier_bad_stored_key,
                      "3 bytes");
-  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + long_key + ":" + key, errc::verifier_bad_stored_key,
+  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + long_key + ":" + key, scram_errc::verifier_bad_stored_key,
                      "33 bytes");
-  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + key.substr(1) + ":" + key, errc::verifier_bad_stored_key);
-  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$:" + key, errc::verifier_bad_stored_key);
-  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + key + ":" + short_key, errc::verifier_bad_server_key,
+  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + key.substr(1) + ":" + key, scram_errc::verifier_bad_stored_key);
+  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$:" + key, scram_errc::verifier_bad_stored_key);
+  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + key + ":" + short_key, scram_errc::verifier_bad_server_key,
                      "ServerKey");
-  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + key + ":", errc::verifier_bad_server_key);
-  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + key + ":" + key + "\n", errc::verifier_bad_server_key);
+  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + key + ":", scram_errc::verifier_bad_server_key);
+  expect_parse_error("SCRAM-SHA-256$4096:" + salt + "$" + key + ":" + key + "\n", scram_errc::verifier_bad_server_key);
 }
 
-TEST(ScramBase64, StrictDecoding) {
+TEST(scram_base64, StrictDecoding) {
   auto ok = scram::base64_decode("QUJD");
   ASSERT_TRUE(ok.has_value());
   EXPECT_EQ(std::string(ok->begin(), ok->end()), "ABC");
@@ -178,13 +178,13 @@ TEST(ScramBase64, StrictDecoding) {
   EXPECT_EQ(*scram::base64_decode(scram::base64_encode(bytes)), bytes);
 }
 
-TEST(ScramResult, ValueThrowsPgpipeErrorWithTheCodeAndMessage) {
+TEST(scram_result, ValueThrowsPgpipeErrorWithTheCodeAndMessage) {
   auto v = scram::parse_verifier("SCRAM-SHA-256$0:QUJD$AAAA:AAAA");
   try {
     v.value();
     FAIL() << "value() did not throw";
   } catch (const pgpipe::error& e) {
-    EXPECT_EQ(e.code(), errc::verifier_bad_iterations);
+    EXPECT_EQ(e.code(), scram_errc::verifier_bad_iterations);
     EXPECT_NE(std::string(e.what()).find("iteration count"), std::string::npos) << e.what();
   }
 }
@@ -193,26 +193,26 @@ TEST(ScramResult, ValueThrowsPgpipeErrorWithTheCodeAndMessage) {
 // belongs: whichever part is malformed, the message names the part and the
 // rule, and quotes none of the text (issue 10's finding was the iteration
 // field quoted back).
-TEST(ScramVerifier, MalformedPartsAreNamedButNeverQuoted) {
+TEST(scram_verifier, MalformedPartsAreNamedButNeverQuoted) {
   const std::string secret = "hunter2-Secret";
   const std::string key = "WG5d8oPm3OtcPnkdi4Uo7BkeZkBFzpcXkuLmtbsT4qY=";
   struct bad_case {
     std::string text;
-    errc code;
+    scram_errc code;
     const char* names;
   };
   const bad_case cases[] = {
-      {secret, errc::verifier_bad_prefix, "SCRAM-SHA-256$"},
-      {"md5" + secret, errc::verifier_bad_prefix, "MD5"},
-      {"SCRAM-SHA-256$" + secret, errc::verifier_bad_format, "'$'"},
-      {"SCRAM-SHA-256$4096:c2FsdA==$" + secret, errc::verifier_bad_format, "<StoredKey>:<ServerKey>"},
-      {"SCRAM-SHA-256$4096" + secret + ":c2FsdA==$a:b", errc::verifier_bad_iterations, "iteration count"},
-      {"SCRAM-SHA-256$" + secret + ":c2FsdA==$a:b", errc::verifier_bad_iterations, "iteration count"},
-      {"SCRAM-SHA-256$4096:" + secret + "$" + key + ":" + key, errc::verifier_bad_salt, "salt"},
-      {"SCRAM-SHA-256$4096:c2FsdA==$" + secret + ":" + key, errc::verifier_bad_stored_key, "StoredKey"},
-      {"SCRAM-SHA-256$4096:c2FsdA==$" + key + ":" + secret, errc::verifier_bad_server_key, "ServerKey"},
+      {secret, scram_errc::verifier_bad_prefix, "SCRAM-SHA-256$"},
+      {"md5" + secret, scram_errc::verifier_bad_prefix, "MD5"},
+      {"SCRAM-SHA-256$" + secret, scram_errc::verifier_bad_format, "'$'"},
+      {"SCRAM-SHA-256$4096:c2FsdA==$" + secret, scram_errc::verifier_bad_format, "<StoredKey>:<ServerKey>"},
+      {"SCRAM-SHA-256$4096" + secret + ":c2FsdA==$a:b", scram_errc::verifier_bad_iterations, "iteration count"},
+      {"SCRAM-SHA-256$" + secret + ":c2FsdA==$a:b", scram_errc::verifier_bad_iterations, "iteration count"},
+      {"SCRAM-SHA-256$4096:" + secret + "$" + key + ":" + key, scram_errc::verifier_bad_salt, "salt"},
+      {"SCRAM-SHA-256$4096:c2FsdA==$" + secret + ":" + key, scram_errc::verifier_bad_stored_key, "StoredKey"},
+      {"SCRAM-SHA-256$4096:c2FsdA==$" + key + ":" + secret, scram_errc::verifier_bad_server_key, "ServerKey"},
       // Valid base64 of the wrong length: still nothing quoted.
-      {"SCRAM-SHA-256$4096:c2FsdA==$aHVudGVyMi1TZWNyZXQ=:" + key, errc::verifier_bad_stored_key, "32"},
+      {"SCRAM-SHA-256$4096:c2FsdA==$aHVudGVyMi1TZWNyZXQ=:" + key, scram_errc::verifier_bad_stored_key, "32"},
   };
   for (const auto& c : cases) {
     auto v = scram::parse_verifier(c.text);

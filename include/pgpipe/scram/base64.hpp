@@ -14,10 +14,10 @@ namespace pgpipe::scram {
 /// Encodes bytes. Thread-safe, never fails.
 std::string base64_encode(std::span<const unsigned char> bytes);
 
-/// Decodes `text`; rejects (errc::bad_argument) anything that is not a
+/// Decodes `text`; rejects (scram_errc::bad_argument) anything that is not a
 /// multiple of four characters of the standard alphabet with padding only at
 /// the end. Whitespace is not allowed. Thread-safe. Callers that parse a
 /// specific field map the failure to their own, more precise, code.
-result<std::vector<unsigned char>> base64_decode(std::string_view text);
+expected<std::vector<unsigned char>> base64_decode(std::string_view text);
 
 }  // namespace pgpipe::scram

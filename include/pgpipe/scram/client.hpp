@@ -36,11 +36,12 @@ enum class channel_binding_mode {
   tls_server_end_point,  ///< "p=tls-server-end-point,,": SCRAM-SHA-256-PLUS
 };
 
+/// How a scram::client runs its exchange.
 struct client_params {
-  /// Sent as n=<username> (escaped). PostgreSQL ignores it and uses the
+  /// Sent as `n=<username>` (escaped). PostgreSQL ignores it and uses the
   /// startup packet's user; libpq sends it empty, and so does the default.
   std::string username;
-  channel_binding_mode binding = channel_binding_mode::none;
+  channel_binding_mode binding = channel_binding_mode::none;  ///< what the GS2 header announces
   /// For tls_server_end_point: the hash of the server certificate
   /// (see tls_server_end_point_hash()). Must be non-empty in that mode.
   std::vector<unsigned char> channel_binding_data;
@@ -51,8 +52,12 @@ struct client_params {
   std::string client_nonce;
 };
 
+/// The client side of one SCRAM-SHA-256(-PLUS) exchange (RFC 5802/7677),
+/// sans-IO: feed it the server's messages, send what it returns. One
+/// exchange per object; not thread-safe. The password is wiped on destruction.
 class client {
  public:
+  /// Where the exchange is: each step is allowed only in its state (else scram_errc::bad_state).
   enum class state { initial, first_sent, final_sent, done, failed };
 
   /// Copies the password; SASLprep is applied when the proof is computed.
@@ -60,8 +65,11 @@ class client {
   ~client();
   client(const client&) = delete;
   client& operator=(const client&) = delete;
+  /// Moves the exchange (and the password); the moved-from client is empty.
+  ///@{
   client(client&&) noexcept;
   client& operator=(client&&) noexcept;
+  ///@}
 
   /// "SCRAM-SHA-256-PLUS" in tls_server_end_point mode, else "SCRAM-SHA-256".
   std::string mechanism() const;
@@ -69,28 +77,33 @@ class client {
   /// client-first-message (gs2-header + client-first-bare).
   /// Errors: bad_state, bad_argument (bad nonce, missing binding data,
   /// unusable password), crypto_failure.
-  result<std::string> client_first();
+  expected<std::string> client_first();
 
   /// Validates server-first-message and returns client-final-message.
   /// Errors: bad_state, malformed_server_first, unsupported_extension (m=),
   /// nonce_mismatch, bad_server_salt, bad_server_iterations,
   /// iterations_above_cap, crypto_failure. Any failure moves to state::failed.
-  result<std::string> client_final(std::string_view server_first);
+  expected<std::string> client_final(std::string_view server_first);
 
   /// Checks server-final-message: v= must equal the ServerSignature
   /// (constant-time compare). Errors: bad_state, server_error (e=, the
   /// message names the server's error value), malformed_server_final,
   /// server_signature_mismatch.
-  result<void> verify_server_final(std::string_view server_final);
+  expected<void> verify_server_final(std::string_view server_final);
 
+  /// Where the exchange is.
   state current_state() const noexcept { return state_; }
-  /// From the server-first-message; 0 / empty before it was accepted.
+  /// From the server-first-message (iterations, decoded salt bytes); 0
+  /// before it was accepted.
+  ///@{
   int iterations() const noexcept { return iterations_; }
   std::size_t salt_length() const noexcept { return salt_.size(); }
+  ///@}
+  /// The nonce this client sent (given or generated).
   const std::string& client_nonce() const noexcept { return client_nonce_; }
 
  private:
-  failure fail(errc e, std::string message);
+  failure fail(scram_errc e, std::string message);
   failure fail(failure f);
   void wipe() noexcept;
 
@@ -110,6 +123,6 @@ class client {
 /// digest, SHA-256 when that digest is MD5 or SHA-1. Fails with
 /// channel_binding_unsupported when the signature has no single digest
 /// (e.g. Ed25519, RSA-PSS), as libpq does. Thread-safe.
-result<std::vector<unsigned char>> tls_server_end_point_hash(std::span<const unsigned char> der_certificate);
+expected<std::vector<unsigned char>> tls_server_end_point_hash(std::span<const unsigned char> der_certificate);
 
 }  // namespace pgpipe::scram

@@ -17,7 +17,9 @@
 
 namespace pgpipe::scram {
 
-enum class errc {
+/// What failed in a SCRAM step (category scram_category()); named apart from
+/// pgpipe::errc, the drivers' codes.
+enum class scram_errc {
   // Stored verifiers (SCRAM-SHA-256$<iter>:<salt>$<StoredKey>:<ServerKey>).
   verifier_bad_prefix = 1,   ///< does not start with "SCRAM-SHA-256$"
   verifier_bad_format,       ///< the '$' / ':' structure is wrong
@@ -44,28 +46,35 @@ enum class errc {
 };
 
 const std::error_category& scram_category() noexcept;
-std::error_code make_error_code(errc e) noexcept;
+std::error_code make_error_code(scram_errc e) noexcept;
 
 /// A failed step: the condition and a precise, password-free message.
 struct failure {
-  std::error_code code;
-  std::string message;
+  std::error_code code;  ///< a scram_errc (or a system error from the transport)
+  std::string message;   ///< what went wrong, for a person; never holds the password
 };
 
 /// Either a value or a failure (std::expected is C++23). Not thread-safe to
 /// share mutably; copyable when T is.
 template <class T>
-class result {
+class expected {
  public:
-  result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
-  result(failure f) : v_(std::move(f)) {}    // NOLINT
+  /// A success holding `value` (implicit, so a function can `return value;`).
+  expected(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  /// A failure (implicit, so a function can `return make_failure(...);`).
+  expected(failure f) : v_(std::move(f)) {}    // NOLINT
+  /// True when it holds a value.
+  ///@{
   bool has_value() const noexcept { return v_.index() == 0; }
   explicit operator bool() const noexcept { return has_value(); }
+  ///@}
   /// The value; precondition has_value().
+  ///@{
   T& operator*() { assert(has_value()); return std::get<0>(v_); }
   const T& operator*() const { assert(has_value()); return std::get<0>(v_); }
   T* operator->() { return &**this; }
   const T* operator->() const { return &**this; }
+  ///@}
   /// The value, or throws pgpipe::error(code, message) (a std::system_error)
   /// when there is none.
   T& value() {
@@ -79,18 +88,23 @@ class result {
   std::variant<T, failure> v_;
 };
 
-/// result<void>: success or a failure.
+/// expected<void>: success or a failure.
 template <>
-class result<void> {
+class expected<void> {
  public:
-  result() = default;
-  result(failure f) : f_(std::move(f)), failed_(true) {}  // NOLINT
+  expected() = default;
+  /// A failure (implicit, so a function can `return make_failure(...);`).
+  expected(failure f) : f_(std::move(f)), failed_(true) {}  // NOLINT
+  /// True on success.
+  ///@{
   bool has_value() const noexcept { return !failed_; }
   explicit operator bool() const noexcept { return has_value(); }
+  ///@}
   /// Throws pgpipe::error(code, message) on failure.
   void value() const {
     if (failed_) throw pgpipe::error(f_.code, f_.message);
   }
+  /// The failure; precondition !has_value().
   const failure& error() const { assert(failed_); return f_; }
 
  private:
@@ -99,11 +113,22 @@ class result<void> {
 };
 
 /// Shorthand used by the implementation and handy for callers' own checks.
-inline failure make_failure(errc e, std::string message) {
+inline failure make_failure(scram_errc e, std::string message) {
   return failure{make_error_code(e), std::move(message)};
 }
 
+/// The toolkit's former names, which read like pgpipe::errc and pgpipe::result
+/// (the drivers' error codes and query results); kept for source
+/// compatibility only.
+///@{
+using errc [[deprecated("use pgpipe::scram::scram_errc")]] = scram_errc;
+template <class T>
+using result [[deprecated("use pgpipe::scram::expected")]] = expected<T>;
+///@}
+
 }  // namespace pgpipe::scram
 
+/// @cond
 template <>
-struct std::is_error_code_enum<pgpipe::scram::errc> : std::true_type {};
+struct std::is_error_code_enum<pgpipe::scram::scram_errc> : std::true_type {};
+/// @endcond

@@ -18,6 +18,7 @@
 
 namespace pgpipe::scram {
 
+/// What probe() connects to and how far it goes.
 struct probe_params {
   /// libpq syntax (key=value or postgresql:// URI), parsed with
   /// PQconninfoParse; unset keys fall back to libpq's defaults and PG*
@@ -33,6 +34,8 @@ struct probe_params {
   std::optional<std::chrono::milliseconds> timeout;
   /// Answer a cleartext or MD5 password request (off: see above).
   bool allow_cleartext = false;
+  /// Refuse a server-first-message asking for more PBKDF2 iterations than
+  /// this (a hostile server could make the client burn CPU).
   int iteration_cap = default_iteration_cap;
 };
 
@@ -53,23 +56,26 @@ enum class probe_outcome {
   client_error,         ///< the probe failed: bad conninfo, network, TLS, protocol, SCRAM check
 };
 
+/// What probe() found out; every field is free of the password.
 struct probe_report {
-  // Where the probe went (never the password).
+  /// Where the probe went: host, port, user, database and sslmode used.
+  ///@{
   std::string host, port, user, dbname, sslmode;
+  ///@}
   bool tls = false;             ///< the session ran over TLS
   std::string tls_version;      ///< e.g. "TLSv1.3"
-  std::string tls_cipher;
+  std::string tls_cipher;       ///< e.g. "TLS_AES_256_GCM_SHA384"
 
-  auth_method method = auth_method::unknown;
+  auth_method method = auth_method::unknown;  ///< what the server asked for
   std::vector<std::string> mechanisms;  ///< AuthenticationSASL list, in server order
   std::string mechanism_used;           ///< mechanism our SASLInitialResponse chose
   std::string channel_binding;          ///< "tls-server-end-point", "supported-not-used" (y), "none" (n)
   int iterations = 0;                   ///< from server-first-message
   std::size_t salt_length = 0;          ///< decoded salt bytes
 
-  bool password_given = false;
+  bool password_given = false;  ///< a password was available (given, file, PGPASSWORD or conninfo)
   bool server_signature_verified = false;  ///< SCRAM: v= matched
-  probe_outcome outcome = probe_outcome::client_error;
+  probe_outcome outcome = probe_outcome::client_error;  ///< how the probe ended
 
   std::string sqlstate;        ///< from an ErrorResponse
   std::string server_message;  ///< its message (and detail)

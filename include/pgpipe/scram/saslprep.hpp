@@ -25,15 +25,16 @@ enum class saslprep_status {
   prohibited,       ///< SASLprep rejects it: the raw bytes are used
 };
 
+/// A password as PostgreSQL hashes it (saslprep()).
 struct prepared_password {
   std::string bytes;       ///< what goes into PBKDF2 (treat as secret)
-  saslprep_status status;
+  saslprep_status status;  ///< which rule produced `bytes`
 };
 
-/// The bytes PostgreSQL hashes for `password`. Fails with errc::bad_argument
+/// The bytes PostgreSQL hashes for `password`. Fails with scram_errc::bad_argument
 /// when the password contains a NUL byte (a PostgreSQL password is a C
-/// string) and errc::password_too_long above max_password_length bytes.
+/// string) and scram_errc::password_too_long above max_password_length bytes.
 /// Thread-safe. Messages never quote the password.
-result<prepared_password> saslprep(std::string_view password);
+expected<prepared_password> saslprep(std::string_view password);
 
 }  // namespace pgpipe::scram

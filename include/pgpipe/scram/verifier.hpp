@@ -21,14 +21,17 @@ inline constexpr std::size_t default_salt_length = 16;
 /// SHA-256 output length: StoredKey, ServerKey, proofs and signatures.
 inline constexpr std::size_t key_length = 32;
 
+/// A SCRAM-SHA-256 verifier as PostgreSQL stores it in pg_authid:
+/// `SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>`.
 struct verifier {
-  int iterations = 0;
-  std::vector<unsigned char> salt;
-  std::array<unsigned char, key_length> stored_key{};
-  std::array<unsigned char, key_length> server_key{};
+  int iterations = 0;                                   ///< PBKDF2 iterations
+  std::vector<unsigned char> salt;                      ///< the salt, decoded
+  std::array<unsigned char, key_length> stored_key{};  ///< H(ClientKey)
+  std::array<unsigned char, key_length> server_key{};  ///< HMAC(SaltedPassword, "Server Key")
 
   /// The text form PostgreSQL stores and accepts.
   std::string to_string() const;
+  /// Field by field (not constant-time: for tests and tools, not for checking passwords).
   friend bool operator==(const verifier&, const verifier&) = default;
 };
 
@@ -36,11 +39,11 @@ struct verifier {
 /// with a fresh random salt of default_salt_length bytes from RAND_bytes.
 /// Errors: bad_argument (iterations < 1, NUL in password), password_too_long,
 /// crypto_failure. Thread-safe; cost grows linearly with `iterations`.
-result<verifier> make_verifier(std::string_view password, int iterations = default_iterations);
+expected<verifier> make_verifier(std::string_view password, int iterations = default_iterations);
 
 /// The same with a given, non-empty salt (deterministic: used for tests and
 /// for reproducing a stored verifier).
-result<verifier> make_verifier(std::string_view password, int iterations,
+expected<verifier> make_verifier(std::string_view password, int iterations,
                                std::span<const unsigned char> salt);
 
 /// Parses the text form. Each malformation has its own code and a message
@@ -50,10 +53,10 @@ result<verifier> make_verifier(std::string_view password, int iterations,
 /// (with sizes and positions) and never quotes any byte of `text`: a verifier
 /// is secret-equivalent, and a password pasted in its place must not be
 /// printed back. Thread-safe.
-result<verifier> parse_verifier(std::string_view text);
+expected<verifier> parse_verifier(std::string_view text);
 
 /// True when `password` matches `v`; the key comparison is constant-time
 /// (CRYPTO_memcmp). Errors as make_verifier. Thread-safe.
-result<bool> verify_password(std::string_view password, const verifier& v);
+expected<bool> verify_password(std::string_view password, const verifier& v);
 
 }  // namespace pgpipe::scram
