@@ -98,7 +98,7 @@ class blocking_pool {
   /// the statement's SQLSTATE and the server's diagnostics, or
   /// errc::connection_lost when the connection died during the statement (it
   /// may have executed), or errc::invalid_argument (before anything is sent)
-  /// when a std::string/std::string_view argument contains a NUL byte.
+  /// when a `std::string`/`std::string_view` argument contains a NUL byte.
   /// Unlike async_client::async_query, exec() refuses no statement: the
   /// connection serves only this call meanwhile, and a transaction it leaves
   /// open is rolled back when the connection returns to the pool. A plain

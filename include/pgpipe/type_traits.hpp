@@ -66,9 +66,9 @@ enum class wire_format : int { text = 0, binary = 1 };
 /// One non-NULL value as the server sent it: its bytes, its column's type
 /// and the format. `data` is a view into the result.
 struct field_value {
-  std::string_view data;
-  type_oid type = 0;
-  wire_format format = wire_format::text;
+  std::string_view data;                   ///< the value's bytes (never NULL: that is std::nullopt)
+  type_oid type = 0;                        ///< its column's type OID
+  wire_format format = wire_format::text;  ///< how `data` is encoded
 };
 
 /// How a C++ value becomes a query parameter. Specialise for your own types

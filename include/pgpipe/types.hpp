@@ -19,17 +19,52 @@ using type_oid = std::uint32_t;
 
 /// Built-in type OIDs (pg_type.dat; stable across server versions).
 namespace oids {
-inline constexpr type_oid bool_ = 16, bytea = 17, char_ = 18, name = 19, int8 = 20, int2 = 21, int4 = 23,
-                          text = 25, oid = 26, json = 114, float4 = 700, float8 = 701, unknown = 705,
-                          bpchar = 1042, varchar = 1043, date = 1082, time = 1083, timestamp = 1114,
-                          timestamptz = 1184, interval = 1186, numeric = 1700, uuid = 2950, jsonb = 3802;
+inline constexpr type_oid bool_ = 16;  ///< bool
+inline constexpr type_oid bytea = 17;  ///< bytea
+inline constexpr type_oid char_ = 18;  ///< char
+inline constexpr type_oid name = 19;  ///< name
+inline constexpr type_oid int8 = 20;  ///< int8
+inline constexpr type_oid int2 = 21;  ///< int2
+inline constexpr type_oid int4 = 23;  ///< int4
+inline constexpr type_oid text = 25;  ///< text
+inline constexpr type_oid oid = 26;  ///< oid
+inline constexpr type_oid json = 114;  ///< json
+inline constexpr type_oid float4 = 700;  ///< float4
+inline constexpr type_oid float8 = 701;  ///< float8
+inline constexpr type_oid unknown = 705;  ///< unknown
+inline constexpr type_oid bpchar = 1042;  ///< bpchar
+inline constexpr type_oid varchar = 1043;  ///< varchar
+inline constexpr type_oid date = 1082;  ///< date
+inline constexpr type_oid time = 1083;  ///< time
+inline constexpr type_oid timestamp = 1114;  ///< timestamp
+inline constexpr type_oid timestamptz = 1184;  ///< timestamptz
+inline constexpr type_oid interval = 1186;  ///< interval
+inline constexpr type_oid numeric = 1700;  ///< numeric
+inline constexpr type_oid uuid = 2950;  ///< uuid
+inline constexpr type_oid jsonb = 3802;  ///< jsonb
 // Arrays of the above.
-inline constexpr type_oid bool_array = 1000, bytea_array = 1001, char_array = 1002, name_array = 1003,
-                          int2_array = 1005, int4_array = 1007, text_array = 1009, bpchar_array = 1014,
-                          varchar_array = 1015, int8_array = 1016, float4_array = 1021, float8_array = 1022,
-                          oid_array = 1028, timestamp_array = 1115, date_array = 1182, time_array = 1183,
-                          timestamptz_array = 1185, interval_array = 1187, numeric_array = 1231, json_array = 199,
-                          uuid_array = 2951, jsonb_array = 3807;
+inline constexpr type_oid bool_array = 1000;  ///< bool[]
+inline constexpr type_oid bytea_array = 1001;  ///< bytea[]
+inline constexpr type_oid char_array = 1002;  ///< char[]
+inline constexpr type_oid name_array = 1003;  ///< name[]
+inline constexpr type_oid int2_array = 1005;  ///< int2[]
+inline constexpr type_oid int4_array = 1007;  ///< int4[]
+inline constexpr type_oid text_array = 1009;  ///< text[]
+inline constexpr type_oid bpchar_array = 1014;  ///< bpchar[]
+inline constexpr type_oid varchar_array = 1015;  ///< varchar[]
+inline constexpr type_oid int8_array = 1016;  ///< int8[]
+inline constexpr type_oid float4_array = 1021;  ///< float4[]
+inline constexpr type_oid float8_array = 1022;  ///< float8[]
+inline constexpr type_oid oid_array = 1028;  ///< oid[]
+inline constexpr type_oid timestamp_array = 1115;  ///< timestamp[]
+inline constexpr type_oid date_array = 1182;  ///< date[]
+inline constexpr type_oid time_array = 1183;  ///< time[]
+inline constexpr type_oid timestamptz_array = 1185;  ///< timestamptz[]
+inline constexpr type_oid interval_array = 1187;  ///< interval[]
+inline constexpr type_oid numeric_array = 1231;  ///< numeric[]
+inline constexpr type_oid json_array = 199;  ///< json[]
+inline constexpr type_oid uuid_array = 2951;  ///< uuid[]
+inline constexpr type_oid jsonb_array = 3807;  ///< jsonb[]
 /// OIDs from here up belong to user-defined types (enums, domains, composites).
 inline constexpr type_oid first_user_oid = 16384;
 }  // namespace oids
@@ -57,9 +92,13 @@ class numeric {
   /// Like the constructor, without throwing: conversion_error on junk.
   static std::error_code parse(std::string_view text, numeric& out);
 
+  /// Not a number ('NaN').
   bool is_nan() const noexcept { return text_ == "NaN"; }
+  /// 'Infinity' or '-Infinity'.
   bool is_infinity() const noexcept { return text_ == "Infinity" || text_ == "-Infinity"; }
+  /// Neither NaN nor an infinity.
   bool is_finite() const noexcept { return !is_nan() && !is_infinity(); }
+  /// Below zero ('-Infinity' included).
   bool is_negative() const noexcept { return !text_.empty() && text_[0] == '-'; }
 
   /// The canonical text (what the server prints for the same value).
@@ -75,8 +114,10 @@ class numeric {
   std::error_code to_int64(std::int64_t& out) const;
   /// Throwing forms of the two above (pgpipe::error).
   double as_double() const;
+  /// Throwing form of to_int64().
   std::int64_t as_int64() const;
 
+  /// Compares the canonical text (see str()), not the numeric value.
   friend bool operator==(const numeric&, const numeric&) = default;
 
  private:
@@ -87,9 +128,10 @@ class numeric {
 /// their lengths vary (a month is 28-31 days, a day 23-25 hours across a DST
 /// change). pgpipe never folds them into one duration.
 struct interval {
-  std::int32_t months = 0;
-  std::int32_t days = 0;
-  std::int64_t microseconds = 0;
+  std::int32_t months = 0;        ///< whole months (a year is 12)
+  std::int32_t days = 0;          ///< whole days
+  std::int64_t microseconds = 0;  ///< the time part
+  /// Field by field: 1 month is not 30 days (the server says they are equal).
   friend bool operator==(const interval&, const interval&) = default;
 };
 
