@@ -336,8 +336,10 @@ TEST(blocking_pool, idle_connections_close_after_idle_timeout) {
   {
     auto a = pool.acquire();
     auto b = pool.acquire();
+    // Counted while held: once returned, a loaded machine may close them
+    // (300 ms idle) before a count taken afterwards (a CI flake).
+    EXPECT_EQ(server_connections(shared_cluster(), app), 2);
   }
-  EXPECT_EQ(server_connections(shared_cluster(), app), 2);
   // Closed by the housekeeping thread, with nobody calling into the pool.
   EXPECT_TRUE(wait_until([&] { return server_connections(shared_cluster(), app) == 0; }));
   EXPECT_EQ(pool.stats().disconnects, 2u);
