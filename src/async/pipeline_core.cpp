@@ -374,16 +374,21 @@ bool pipeline_core::try_start_cancel(time_point now, entry& e) {
   return true;
 }
 
-void pipeline_core::cancel(time_point now, pipe_id id, bool after_write) {
-  if (broken_) return;
+bool pipeline_core::drop_unsent(pipe_id id) {
   for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
     if (it->id != id) continue;
-    // Not written: no side effect, any cancellation type removes it.
     release_unit(*it);
     complete(*it, pipe_outcome::cancelled_unsent);
     waiting_.erase(it);
-    return;
+    return true;
   }
+  return false;
+}
+
+void pipeline_core::cancel(time_point now, pipe_id id, bool after_write) {
+  if (broken_) return;
+  // Not written: no side effect, any cancellation type removes it.
+  if (drop_unsent(id)) return;
   entry* e = find_written(id);
   if (!e || e->detached || !after_write) return;
   if (try_start_cancel(now, *e)) return;  // completes when the server answers
@@ -394,13 +399,7 @@ void pipeline_core::cancel(time_point now, pipe_id id, bool after_write) {
 
 void pipeline_core::stream_abandoned(time_point now, pipe_id id) {
   if (broken_) return;
-  for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
-    if (it->id != id) continue;
-    release_unit(*it);
-    complete(*it, pipe_outcome::cancelled_unsent);
-    waiting_.erase(it);
-    return;
-  }
+  if (drop_unsent(id)) return;
   entry* e = find_written(id);
   if (!e) return;
   e->abandoned = true;

@@ -216,6 +216,8 @@ class pipeline_core {
   entry* find_written(pipe_id id);
   bool try_start_cancel(time_point now, entry& e);
   void push_internal(std::string sql, bool front);
+  /// Removes a request not yet written (completed cancelled_unsent); false if it was not waiting.
+  bool drop_unsent(pipe_id id);
 
   pipeline_params p_;
   statement_cache cache_;

@@ -132,17 +132,20 @@ void civil_from_days(std::int64_t z, std::int64_t& y, unsigned& m, unsigned& d) 
 
 // ---- timestamp ------------------------------------------------------------
 
+namespace {
+// 'infinity' / '-infinity', as timestamps and dates spell them in text.
+bool parse_infinity(std::string_view in, special& sp) {
+  if (in == "infinity") sp = special::pos_infinity;
+  else if (in == "-infinity") sp = special::neg_infinity;
+  else return false;
+  return true;
+}
+}  // namespace
+
 std::error_code decode_timestamp_text(std::string_view in, bool with_zone, std::int64_t& us, special& sp) {
   sp = special::none;
   us = 0;
-  if (in == "infinity") {
-    sp = special::pos_infinity;
-    return {};
-  }
-  if (in == "-infinity") {
-    sp = special::neg_infinity;
-    return {};
-  }
+  if (parse_infinity(in, sp)) return {};
   reader r{in};
   std::int64_t y = 0, m = 0, d = 0, tod = 0;
   if (!parse_ymd(r, y, m, d) || !r.eat(' ') || !parse_hms(r, tod, 23)) return bad();
@@ -226,14 +229,7 @@ std::error_code encode_timestamp_binary(std::int64_t us, std::string& out) {
 std::error_code decode_date_text(std::string_view in, std::int64_t& days, special& sp) {
   sp = special::none;
   days = 0;
-  if (in == "infinity") {
-    sp = special::pos_infinity;
-    return {};
-  }
-  if (in == "-infinity") {
-    sp = special::neg_infinity;
-    return {};
-  }
+  if (parse_infinity(in, sp)) return {};
   reader r{in};
   std::int64_t y = 0, m = 0, d = 0;
   if (!parse_ymd(r, y, m, d) || !parse_bc(r, y) || !r.done()) return bad();
