@@ -14,15 +14,13 @@
 #include "pq/libpq_failure.hpp"
 #include "scram/crypto.hpp"
 #include "scram/probe_transport.hpp"
+#include "scram/probe_wire.hpp"
 
 namespace pgpipe::scram {
 namespace {
 
 constexpr std::int32_t protocol_3_0 = 196608;
 constexpr std::int32_t ssl_request_code = 80877103;
-// Authentication exchanges are tiny; a longer message means we are not
-// talking to PostgreSQL (or it is misbehaving).
-constexpr std::size_t max_message = 64 * 1024;
 
 // ---- conninfo --------------------------------------------------------------
 
@@ -91,24 +89,10 @@ std::string resolve(const std::string& conninfo, target& t) {
 
 // ---- wire format -----------------------------------------------------------
 
-void put_i32(std::string& out, std::int32_t v) {
-  const std::uint32_t n = htonl(static_cast<std::uint32_t>(v));
-  out.append(reinterpret_cast<const char*>(&n), 4);
-}
+using detail::get_i32;
+using detail::put_i32;
 
-std::int32_t get_i32(std::string_view s, std::size_t at) {
-  std::uint32_t n = 0;
-  std::memcpy(&n, s.data() + at, 4);
-  return static_cast<std::int32_t>(ntohl(n));
-}
-
-// Frontend message: type byte, then length (self-inclusive), then body.
-std::string message(char type, const std::string& body) {
-  std::string out(1, type);
-  put_i32(out, static_cast<std::int32_t>(body.size() + 4));
-  out += body;
-  return out;
-}
+std::string message(char type, const std::string& body) { return detail::frontend_message(type, body); }
 
 struct backend_message {
   char type = 0;
@@ -118,35 +102,15 @@ struct backend_message {
 std::string read_message(detail::transport& io, backend_message& m) {
   std::string header;
   if (auto e = io.read_exact(5, header); !e.empty()) return e;
-  m.type = header[0];
-  const std::int32_t len = get_i32(header, 1);
-  if (len < 4 || static_cast<std::size_t>(len) > max_message) {
-    return "invalid message length " + std::to_string(len) + " for message type '" + std::string(1, m.type) +
-           "': not a PostgreSQL server?";
-  }
-  return io.read_exact(static_cast<std::size_t>(len) - 4, m.body);
+  std::size_t body_length = 0;
+  if (auto e = detail::parse_message_header(header, m.type, body_length); !e.empty()) return e;
+  return io.read_exact(body_length, m.body);
 }
 
 void parse_error_fields(const std::string& body, std::string& sqlstate, std::string& text) {
-  std::string severity, nonlocalized, msg, detail;
-  std::size_t i = 0;
-  while (i < body.size() && body[i] != '\0') {
-    const char field = body[i++];
-    const auto end = body.find('\0', i);
-    const std::string value = body.substr(i, end == std::string::npos ? std::string::npos : end - i);
-    i = end == std::string::npos ? body.size() : end + 1;
-    switch (field) {
-      case 'S': severity = value; break;
-      case 'V': nonlocalized = value; break;
-      case 'C': sqlstate = value; break;
-      case 'M': msg = value; break;
-      case 'D': detail = value; break;
-      default: break;
-    }
-  }
-  text = (nonlocalized.empty() ? severity : nonlocalized);
-  text += text.empty() ? msg : ": " + msg;
-  if (!detail.empty()) text += " (" + detail + ")";
+  const auto f = detail::parse_error_fields(body);
+  sqlstate = f.sqlstate;
+  text = detail::error_text(f);
 }
 
 std::string hex(const unsigned char* p, std::size_t n) {
@@ -263,44 +227,17 @@ bool prober::negotiate_tls() {
 
 bool prober::start_sasl(const std::string& body) {
   r_.method = auth_method::sasl;
-  std::size_t i = 0;
-  while (i < body.size() && body[i] != '\0') {
-    const auto end = body.find('\0', i);
-    if (end == std::string::npos) break;
-    r_.mechanisms.push_back(body.substr(i, end - i));
-    i = end + 1;
-  }
-  auto offered = [&](const char* m) {
-    for (const auto& x : r_.mechanisms) {
-      if (x == m) return true;
-    }
+  r_.mechanisms = detail::parse_sasl_mechanisms(body);
+  auto choice = detail::choose_sasl(r_.mechanisms, r_.tls, t_.channel_binding,
+                                    r_.tls ? io_->peer_certificate_der() : std::vector<unsigned char>{});
+  if (!choice.error.empty()) {
+    fail(choice.error);
     return false;
-  };
+  }
   client_params cp;
   cp.iteration_cap = p_.iteration_cap;
-  if (r_.tls && offered("SCRAM-SHA-256-PLUS") && t_.channel_binding != "disable") {
-    auto hash = tls_server_end_point_hash(io_->peer_certificate_der());
-    if (hash) {
-      cp.binding = channel_binding_mode::tls_server_end_point;
-      cp.channel_binding_data = std::move(*hash);
-    } else if (t_.channel_binding == "require") {
-      fail(hash.error().message);
-      return false;
-    } else {
-      cp.binding = channel_binding_mode::supported_not_used;
-    }
-  } else if (offered("SCRAM-SHA-256")) {
-    cp.binding = r_.tls && t_.channel_binding != "disable" ? channel_binding_mode::supported_not_used
-                                                           : channel_binding_mode::none;
-  } else {
-    fail("none of the server's SASL mechanisms is SCRAM-SHA-256 or SCRAM-SHA-256-PLUS");
-    return false;
-  }
-  if (t_.channel_binding == "require" && cp.binding != channel_binding_mode::tls_server_end_point) {
-    fail(r_.tls ? "channel_binding=require, but the server does not offer SCRAM-SHA-256-PLUS"
-                : "channel_binding=require needs TLS (sslmode=require or stronger)");
-    return false;
-  }
+  cp.binding = choice.binding;
+  cp.channel_binding_data = std::move(choice.binding_data);
   r_.channel_binding = cp.binding == channel_binding_mode::tls_server_end_point ? "tls-server-end-point"
                        : cp.binding == channel_binding_mode::supported_not_used ? "supported-not-used"
                                                                                 : "none";
@@ -313,11 +250,7 @@ bool prober::start_sasl(const std::string& body) {
     fail("SCRAM: " + first.error().message);
     return false;
   }
-  std::string msg = r_.mechanism_used;
-  msg += '\0';
-  put_i32(msg, static_cast<std::int32_t>(first->size()));
-  msg += *first;
-  return send(message('p', msg));
+  return send(detail::sasl_initial_response(r_.mechanism_used, *first));
 }
 
 bool prober::continue_sasl(const std::string& body) {

@@ -9,11 +9,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <vector>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "pgpipe/scram.hpp"
+#include "scram/crypto.hpp"
 
 namespace pgpipe::scram::fuzz {
 
@@ -66,15 +69,38 @@ inline violation check_server_first(std::string_view in) {
   return std::nullopt;
 }
 
+inline const std::string fixed_server_first = std::string("r=") + std::string(nonce) + "srv,s=c2FsdA==,i=2";
+
+// The one ServerSignature a server knowing the password would send after the
+// fixed server-first, computed from RFC 5802 section 3 directly (not through
+// scram::client): ServerSignature = HMAC(HMAC(SaltedPassword, "Server Key"),
+// client-first-bare "," server-first "," client-final-without-proof).
+inline std::vector<unsigned char> true_server_signature() {
+  const std::string bare = "n=,r=" + std::string(nonce);
+  const std::string without_proof = "c=biws,r=" + std::string(nonce) + "srv";  // biws: base64("n,,")
+  const std::string salt = "salt";                                             // c2FsdA==
+  auto salted = detail::salted_password(password, std::span(reinterpret_cast<const unsigned char*>(salt.data()), salt.size()), 2);
+  auto server_key = detail::hmac_sha256(*salted, "Server Key");
+  auto sig = detail::hmac_sha256(*server_key, bare + "," + fixed_server_first + "," + without_proof);
+  return {sig->begin(), sig->end()};
+}
+
+/// The server-final-message carrying the true signature (a seed; the unit
+/// test checks it is accepted, so the signature above is the real one).
+inline std::string true_server_final() { return "v=" + base64_encode(true_server_signature()); }
+
 inline violation check_server_final(std::string_view in) {
   auto c = make_client();
-  if (!c.client_final(std::string("r=") + std::string(nonce) + "srv,s=c2FsdA==,i=2"))
-    return "the fixed server-first-message was refused";
+  if (!c.client_final(fixed_server_first)) return "the fixed server-first-message was refused";
   auto r = c.verify_server_final(in);
   if (!r) return check_failure(r.error());
-  // Only the one true signature may be accepted; finding it by chance would
-  // mean the comparison is broken.
+  // Accepted: the v= value must decode to the one true signature (base64
+  // with other trailing bits may spell it too; anything else may not pass).
+  static const std::vector<unsigned char> truth = true_server_signature();
   if (in.substr(0, 2) != "v=") return "accepted a server-final-message that is not v=";
+  const auto value = in.substr(2, in.find(',') == std::string_view::npos ? std::string_view::npos : in.find(',') - 2);
+  auto sig = base64_decode(value);
+  if (!sig || *sig != truth) return "accepted a server-final-message whose signature is not the true one";
   return std::nullopt;
 }
 
@@ -92,6 +118,9 @@ inline violation check_base64(std::string_view in) {
 
 inline violation check_saslprep(std::string_view in) {
   auto r = saslprep(in);
+  // The input is a password: check_failure() finds it in an error message,
+  // and check_input() splices the harness password into every input, so an
+  // error quoting its input is caught.
   if (!r) return check_failure(r.error());
   if (r->status != saslprep_status::prepared && r->bytes != in) return "raw SASLprep fallback changed the bytes";
   if (r->bytes.find('\0') != std::string::npos) return "SASLprep output holds a NUL";
@@ -116,9 +145,9 @@ inline violation check_input(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return std::nullopt;
   const std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
   if (auto v = check_message(data[0], in)) return v;
-  // SASLprep and base64 never see secrets in the wild; their messages are
-  // checked above. The splice targets what comes from a server or a user.
-  if (data[0] % 6 <= 3) return check_message(data[0], with_password(in));
+  // base64 never sees secrets in the wild. The splice targets what comes
+  // from a server or a user, and SASLprep's input, which is a password.
+  if (data[0] % 6 != 4) return check_message(data[0], with_password(in));
   return std::nullopt;
 }
 

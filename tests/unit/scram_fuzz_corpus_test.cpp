@@ -72,3 +72,23 @@ TEST(scram_fuzz_corpus, a_message_quoting_the_password_is_a_violation) {
   // And the splice really puts the password inside the message.
   EXPECT_NE(fz::with_password("abc").find(fz::password), std::string::npos);
 }
+
+// The server-final check knows the one true signature: the seed carrying it
+// is accepted by the client, and a one-bit change of it is refused.
+TEST(scram_fuzz_corpus, only_the_true_server_signature_is_accepted) {
+  auto c = fz::make_client();
+  ASSERT_TRUE(c.client_final(fz::fixed_server_first));
+  const std::string truth = fz::true_server_final();
+  EXPECT_EQ(std::string("\x03") + truth, read_file(corpus / "seed-server-final-true"));
+  auto ok = c.verify_server_final(truth);
+  EXPECT_TRUE(ok.has_value()) << (ok ? "" : ok.error().message);
+  std::string near = truth;
+  near[5] = near[5] == 'A' ? 'B' : 'A';
+  auto c2 = fz::make_client();
+  ASSERT_TRUE(c2.client_final(fz::fixed_server_first));
+  auto bad = c2.verify_server_final(near);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().code, pgpipe::scram::scram_errc::server_signature_mismatch);
+  EXPECT_FALSE(fz::check_server_final(truth).has_value());
+  EXPECT_FALSE(fz::check_server_final(near).has_value());
+}
