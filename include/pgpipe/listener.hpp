@@ -63,8 +63,10 @@ namespace detail {
 class listener_impl;
 }
 
+/// LISTEN/NOTIFY on a connection of its own (see the file comment). Move-only.
 class listener {
  public:
+  /// The executor type of get_executor().
   using executor_type = boost::asio::any_io_executor;
   /// The most notifications held for async_receive before reading pauses.
   static constexpr std::size_t max_buffered = 65536;
@@ -78,8 +80,11 @@ class listener {
   listener(async_client& client, pool_params params, logger_fn logger = {});
   /// close().
   ~listener();
+  /// Moves the listener; a move-assignment first closes the one this held.
+  ///@{
   listener(listener&&) noexcept = default;
   listener& operator=(listener&& other) noexcept;
+  ///@}
   listener(const listener&) = delete;
   listener& operator=(const listener&) = delete;
 
@@ -115,6 +120,7 @@ class listener {
   /// Idempotent; returns at once.
   void close();
 
+  /// The executor given at construction (the listener runs on a strand of it).
   executor_type get_executor() const noexcept { return ex_; }
 
  private:

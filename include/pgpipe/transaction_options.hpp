@@ -33,15 +33,19 @@ struct retry_policy {
   /// initial_backoff * 2^(n-1))] ("full jitter"): contending transactions
   /// spread out instead of colliding again in step.
   std::chrono::milliseconds initial_backoff{5};
+  /// The cap on any one back-off (see initial_backoff).
   std::chrono::milliseconds max_backoff{200};
 };
 
 /// How a transaction is started and whether it is retried.
 struct transaction_options {
+  /// ISOLATION LEVEL of the transaction.
   isolation_level isolation = isolation_level::server_default;
+  /// READ ONLY: writes fail with 25006.
   bool read_only = false;
   /// Only meaningful with serializable + read_only (PostgreSQL ignores it otherwise).
   bool deferrable = false;
+  /// Whether and how the whole work is retried (default: never).
   retry_policy retry;
 };
 
