@@ -67,12 +67,21 @@ asio::awaitable<std::pair<std::error_code, transaction_report>> run_transaction(
     work_outcome w = co_await run_work(work, l);
     if (!w.ec) {
       auto [cec, cr] = co_await l.async_query("COMMIT", asio::as_tuple(asio::use_awaitable));
-      if (!cec) {
+      if (!cec && cr.command_tag() == "ROLLBACK") {
+        // The work swallowed an error inside the transaction and returned
+        // success: the server answers COMMIT of a failed transaction with
+        // ROLLBACK and no error. Never report that as committed.
+        w.ec = make_sqlstate("25P02");
+        w.diag.sqlstate = "25P02";
+        w.diag.client_message =
+            "the transaction had failed (an error inside the work was not passed on): COMMIT rolled it back";
+      } else if (!cec) {
         report.diag = diagnostics{};
         co_return std::pair{std::error_code{}, std::move(report)};
+      } else {
+        w.ec = cec;
+        w.diag = cr.diag();
       }
-      w.ec = cec;
-      w.diag = cr.diag();
       // A failed COMMIT has ended the transaction already: nothing to roll back.
     } else {
       co_await l.async_query("ROLLBACK", asio::as_tuple(asio::use_awaitable));

@@ -238,3 +238,20 @@ TEST(async_transaction, savepoints_undo_only_their_own_work) {
   EXPECT_EQ(pgpipe::sqlstate_of(*inner_ec), "22012");
   EXPECT_EQ(pg.query_value("select string_agg(v, ',' order by v) from tx_sp"), "a,c");
 }
+
+TEST(async_transaction, a_swallowed_error_is_not_reported_as_committed) {
+  auto& pg = shared_cluster();
+  pg.exec("drop table if exists tx_swallow; create table tx_swallow(v int)");
+  pgpipe::async_client client(params_for(app_conninfo("async_tx_swallow"), 1), 1);
+  auto [ec, report] = pgpipe::async_transaction(
+                          client, {},
+                          [](pgpipe::lease& l) -> asio::awaitable<std::error_code> {
+                            co_await l.async_query("insert into tx_swallow values (1)", asio::use_awaitable);
+                            co_await l.async_query("select 1 / 0", asio::use_awaitable);  // error ignored
+                            co_return std::error_code{};
+                          },
+                          asio::use_future)
+                          .get();
+  EXPECT_EQ(pgpipe::sqlstate_of(ec), "25P02") << report.diag.to_string();
+  EXPECT_EQ(pg.query_value("select count(*) from tx_swallow"), "0");
+}

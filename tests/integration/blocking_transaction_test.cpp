@@ -138,3 +138,25 @@ TEST(blocking_transaction, options_reach_the_server) {
   }
   EXPECT_EQ(seen, "serializable,on,on");
 }
+
+TEST(blocking_transaction, a_swallowed_error_is_not_reported_as_committed) {
+  auto& pg = shared_cluster();
+  pg.exec("drop table if exists btx_swallow; create table btx_swallow(v int)");
+  pgpipe::blocking_pool pool(tx_params("btx_swallow", 1));
+  try {
+    pool.transaction(pgpipe::transaction_options{}, [](pqxx::work& tx) {
+      tx.exec("insert into btx_swallow values (1)");
+      try {
+        tx.exec("select 1 / 0");
+      } catch (const pqxx::sql_error&) {
+        // swallowed: the transaction is failed on the server anyway
+      }
+    });
+    ADD_FAILURE() << "a failed transaction was reported as committed";
+  } catch (const pgpipe::error& e) {
+    // libpqxx refuses to commit a transaction it saw fail (a usage_error,
+    // translated as errc::invalid_argument); the async helper says 25P02.
+    EXPECT_EQ(e.code(), pgpipe::errc::invalid_argument) << e.what();
+  }
+  EXPECT_EQ(pg.query_value("select count(*) from btx_swallow"), "0");
+}
