@@ -60,9 +60,13 @@ class blocking_pool {
   /// begins opening min_size connections in the background (it does not wait
   /// for them: a server that is down shows up in acquire(), not here).
   explicit blocking_pool(pool_params params);
-  /// The same, with a logger from the start (see logger_fn): it receives
-  /// connect failures and the server's NOTICE/WARNING messages (slot and
-  /// backend pid included), which the pool never prints.
+  /// The same, with a logger from the start (see logger_fn): it receives,
+  /// in the async driver's words, "connected (slot n, backend pid p)" (info),
+  /// "connect failed (slot n): ..." (warning), "disconnected (slot n,
+  /// backend pid p): <why>" (info when the pool closed it for idleness,
+  /// lifetime or shutdown; warning when it broke or failed a health check),
+  /// and the server's NOTICE/WARNING messages (slot and backend pid
+  /// included). The pool never prints; no line holds a password.
   blocking_pool(pool_params params, logger_fn logger);
   /// close(), then waits for the pool's own threads (an in-progress connect
   /// finishes or times out first, bounded by connect_timeout). Outstanding
