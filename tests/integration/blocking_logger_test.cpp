@@ -5,6 +5,7 @@
 
 #include "support/cluster_fixture.hpp"
 #include "support/kit.hpp"
+#include "support/wait.hpp"
 
 #include <gtest/gtest.h>
 
@@ -59,7 +60,12 @@ TEST(blocking_logger, connects_and_broken_connections_are_logged_with_slot_and_p
   const std::string connected = log.find("connected (slot ");
   EXPECT_NE(connected.find("backend pid " + std::to_string(pid)), std::string::npos) << log.all();
 
-  pg.exec("select pg_terminate_backend(" + std::to_string(pid) + ")");
+  ASSERT_TRUE(pg.terminate_backend(pid));
+  // pg_terminate_backend only signals: wait until the backend is gone, so the
+  // pool's idle check sees a dead socket (no event to wait on: poll).
+  ASSERT_TRUE(pgpipe::test::wait_until([&] {
+    return pg.query_value("select count(*) from pg_stat_activity where pid = " + std::to_string(pid)) == "0";
+  }));
   {
     auto lease = pool.acquire();  // the dead idle connection is noticed and replaced
     pqxx::nontransaction tx{*lease};
