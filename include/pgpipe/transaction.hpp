@@ -10,7 +10,9 @@
 //       },
 //       asio::use_awaitable);
 //
-// The work is a coroutine (asio::awaitable) that gets the lease. It fails by
+// The work is a coroutine (asio::awaitable) that gets the lease, or a plain
+// callback (pgpipe::transaction_callback) that gets the lease and a `done`
+// to call with its outcome. A coroutine fails by
 // throwing (pgpipe::error keeps the server's diagnostics; std::system_error
 // keeps its code) or, for a work returning asio::awaitable<std::error_code>,
 // by returning a non-zero code. The helper commits when the work succeeds,
@@ -56,6 +58,12 @@ struct transaction_report {
 /// The caller's work in its canonical form (see the file comment).
 using transaction_work = std::function<boost::asio::awaitable<std::error_code>(lease&)>;
 
+/// The work as a plain callback: it gets the lease and a `done` it must call
+/// exactly once (from any thread) with the outcome; a non-zero code rolls
+/// back. A second call is ignored; never calling it leaves the transaction
+/// open forever.
+using transaction_callback = std::function<void(lease&, std::function<void(std::error_code)> done)>;
+
 /// Throws pgpipe::error(ec, r.diag()) when ec is set: lets a work written
 /// with error codes fail with the server's diagnostics.
 inline void throw_if_error(const std::error_code& ec, const result& r) {
@@ -67,19 +75,29 @@ void start_transaction(async_client& client, transaction_options opts, transacti
                        std::unique_ptr<completion<transaction_report>> done);
 void start_savepoint(lease& l, transaction_work work, std::unique_ptr<completion<transaction_report>> done);
 
+boost::asio::awaitable<std::error_code> run_callback_work(const transaction_callback& work, lease& l);
+
 template <class Work>
-transaction_work to_transaction_work(Work&& work) {
+transaction_work to_coroutine_work(Work&& work) {
   using awaited = std::invoke_result_t<Work&, lease&>;
   if constexpr (std::is_same_v<awaited, boost::asio::awaitable<std::error_code>>) {
     return transaction_work(std::forward<Work>(work));
   } else {
     static_assert(std::is_same_v<awaited, boost::asio::awaitable<void>>,
                   "the work must be callable as (pgpipe::lease&) -> asio::awaitable<void> or "
-                  "asio::awaitable<std::error_code>");
+                  "asio::awaitable<std::error_code>, or as (pgpipe::lease&, std::function<void(std::error_code)>)");
     return [w = std::decay_t<Work>(std::forward<Work>(work))](lease& l) -> boost::asio::awaitable<std::error_code> {
       co_await w(l);
       co_return std::error_code{};
     };
+  }
+}
+template <class Work>
+transaction_work to_transaction_work(Work&& work) {
+  if constexpr (std::is_invocable_v<Work&, lease&, std::function<void(std::error_code)>>) {
+    return [w = transaction_callback(std::forward<Work>(work))](lease& l) { return run_callback_work(w, l); };
+  } else {
+    return to_coroutine_work(std::forward<Work>(work));
   }
 }
 }  // namespace detail

@@ -13,7 +13,10 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
+
+#include <atomic>
 
 
 namespace pgpipe::detail {
@@ -137,6 +140,25 @@ void spawn_to_completion(const asio::any_io_executor& ex, Coro coro,
 }
 
 }  // namespace
+
+// The callback's `done` resumes the coroutine by posting to its executor
+// (never inline: done may be called from any thread, even from inside the
+// work), at most once.
+asio::awaitable<std::error_code> run_callback_work(const transaction_callback& work, lease& l) {
+  auto ex = co_await asio::this_coro::executor;
+  auto token = asio::as_tuple(asio::use_awaitable);
+  auto [ec] = co_await asio::async_initiate<decltype(token), void(std::error_code)>(
+      [&work, &l, ex](auto handler) {
+        auto h = std::make_shared<decltype(handler)>(std::move(handler));
+        auto called = std::make_shared<std::atomic<bool>>(false);
+        work(l, [h, called, ex](std::error_code outcome) {
+          if (called->exchange(true)) return;
+          asio::post(ex, [h, outcome]() mutable { std::move (*h)(outcome); });
+        });
+      },
+      token);
+  co_return ec;
+}
 
 void start_transaction(async_client& client, transaction_options opts, transaction_work work,
                        std::unique_ptr<completion<transaction_report>> done) {

@@ -255,3 +255,23 @@ TEST(async_transaction, a_swallowed_error_is_not_reported_as_committed) {
   EXPECT_EQ(pgpipe::sqlstate_of(ec), "25P02") << report.diag.to_string();
   EXPECT_EQ(pg.query_value("select count(*) from tx_swallow"), "0");
 }
+
+TEST(async_transaction, a_callback_work_commits_or_rolls_back_by_its_outcome) {
+  auto& pg = shared_cluster();
+  pg.exec("drop table if exists tx_cb; create table tx_cb(v text)");
+  pgpipe::async_client client(params_for(app_conninfo("async_tx_cb"), 1), 1);
+  auto insert_then = [](std::string value, bool fail) {
+    return [value, fail](pgpipe::lease& l, std::function<void(std::error_code)> done) {
+      l.async_query("insert into tx_cb values ($1)", value,
+                    [done, fail](std::error_code ec, pgpipe::result) {
+                      done(ec ? ec : fail ? make_error_code(pgpipe::errc::cancelled) : std::error_code{});
+                      done(std::error_code{});  // a second call is ignored
+                    });
+    };
+  };
+  auto [ec, report] = pgpipe::async_transaction(client, {}, insert_then("kept", false), asio::use_future).get();
+  EXPECT_FALSE(ec) << report.diag.to_string();
+  auto [ec2, report2] = pgpipe::async_transaction(client, {}, insert_then("undone", true), asio::use_future).get();
+  EXPECT_EQ(ec2, pgpipe::errc::cancelled);
+  EXPECT_EQ(pg.query_value("select string_agg(v, ',') from tx_cb"), "kept");
+}
