@@ -35,6 +35,7 @@
 #include <pgpipe/logger.hpp>
 #include <pgpipe/pool_params.hpp>
 #include <pgpipe/stats.hpp>
+#include <pgpipe/transaction_options.hpp>
 
 #include <pqxx/pqxx>
 
@@ -43,6 +44,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -58,9 +60,13 @@ class blocking_pool {
   /// begins opening min_size connections in the background (it does not wait
   /// for them: a server that is down shows up in acquire(), not here).
   explicit blocking_pool(pool_params params);
-  /// The same, with a logger from the start (see logger_fn): it receives
-  /// connect failures and the server's NOTICE/WARNING messages (slot and
-  /// backend pid included), which the pool never prints.
+  /// The same, with a logger from the start (see logger_fn): it receives,
+  /// in the async driver's words, "connected (slot n, backend pid p)" (info),
+  /// "connect failed (slot n): ..." (warning), "disconnected (slot n,
+  /// backend pid p): <why>" (info when the pool closed it for idleness,
+  /// lifetime or shutdown; warning when it broke or failed a health check),
+  /// and the server's NOTICE/WARNING messages (slot and backend pid
+  /// included). The pool never prints; no line holds a password.
   blocking_pool(pool_params params, logger_fn logger);
   /// close(), then waits for the pool's own threads (an in-progress connect
   /// finishes or times out first, bounded by connect_timeout). Outstanding
@@ -116,6 +122,19 @@ class blocking_pool {
   /// 40001 serialization failure). Thread-safe; blocks.
   template <typename Fn>
   auto transaction(Fn&& fn) -> std::invoke_result_t<Fn&, pqxx::work&>;
+
+  /// The same with `opts` (transaction_options.hpp): the isolation level and
+  /// access mode are set first thing in the transaction (SET TRANSACTION),
+  /// and with opts.retry the whole of fn runs again, on a freshly borrowed
+  /// connection after a jittered back-off (this thread sleeps), when fn or
+  /// COMMIT fails with 40001 (serialization failure) or 40P01 (deadlock). fn
+  /// must therefore be safe to run again (no side effects outside the
+  /// transaction). After the last try the server's error is thrown as
+  /// pgpipe::error with its SQLSTATE and diagnostics.
+  /// Under connection loss: errc::connection_lost, never retried (a loss
+  /// during COMMIT may have committed).
+  template <typename Fn>
+  auto transaction(const transaction_options& opts, Fn&& fn) -> std::invoke_result_t<Fn&, pqxx::work&>;
 
   /// Stops the pool: queued acquires fail with errc::closed, new ones too;
   /// idle connections close; leased ones close when their lease ends.
@@ -219,22 +238,40 @@ pqxx::result blocking_pool::exec_converted(std::string_view sql, Args&&... args)
 
 template <typename Fn>
 auto blocking_pool::transaction(Fn&& fn) -> std::invoke_result_t<Fn&, pqxx::work&> {
+  return transaction(transaction_options{}, fn);
+}
+
+template <typename Fn>
+auto blocking_pool::transaction(const transaction_options& opts, Fn&& fn)
+    -> std::invoke_result_t<Fn&, pqxx::work&> {
   using result_type = std::invoke_result_t<Fn&, pqxx::work&>;
-  blocking_lease lease = acquire();
-  try {
-    // The work object dies before the catch block runs: an exception from fn
-    // rolls the transaction back (pqxx::work's destructor aborts).
-    pqxx::work tx{*lease};
-    if constexpr (std::is_void_v<result_type>) {
-      fn(tx);
-      tx.commit();
-    } else {
-      result_type out = fn(tx);
-      tx.commit();
-      return out;
+  const std::string modes = transaction_modes(opts);
+  const unsigned max_attempts = opts.retry.max_attempts < 1 ? 1 : opts.retry.max_attempts;
+  for (unsigned attempt = 1;; ++attempt) {
+    try {
+      blocking_lease lease = acquire();
+      try {
+        // The work object dies before the catch block runs: an exception from fn
+        // rolls the transaction back (pqxx::work's destructor aborts).
+        pqxx::work tx{*lease};
+        if (!modes.empty()) tx.exec("SET TRANSACTION " + modes);
+        if constexpr (std::is_void_v<result_type>) {
+          fn(tx);
+          tx.commit();
+          return;
+        } else {
+          result_type out = fn(tx);
+          tx.commit();
+          return out;
+        }
+      } catch (...) {
+        detail::rethrow_translated(&lease);
+      }
+    } catch (const error& e) {
+      // The lease is back in the pool here: the back-off holds no connection.
+      if (!is_retryable_transaction_error(e.code()) || attempt >= max_attempts) throw;
     }
-  } catch (...) {
-    detail::rethrow_translated(&lease);
+    std::this_thread::sleep_for(retry_backoff(opts.retry, attempt + 1, detail::retry_jitter_bits()));
   }
 }
 

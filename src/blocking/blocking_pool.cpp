@@ -51,6 +51,9 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
     bool leased = false;
     bool checking = false;
     bool close_pending = false;  // pool_core closed it while a lease/check/connect had it
+    // Why the pool is about to close it, for the log line (the async
+    // driver's wording): set where the reason is known, read at the close.
+    const char* why_closing = "closed by the pool";
   };
 
   struct waiter {
@@ -109,6 +112,20 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
   std::unordered_map<waiter_id, waiter*> waiters;
   // Connections to close once the mutex is released (PQfinish does I/O).
   std::vector<std::unique_ptr<pooled_connection>> graveyard;
+  // Log lines decided under the mutex, emitted by bury() once it is released:
+  // a logger may call back into the pool (stats()).
+  std::vector<std::pair<log_level, std::string>> pending_logs;
+
+  // Moves a slot's connection to the graveyard, logging why (under the mutex).
+  void retire(slot_id slot, slot_entry& e) {
+    if (e.conn) {
+      pending_logs.emplace_back(e.why_closing == std::string_view("closed by the pool") ? log_level::info
+                                                                                          : log_level::warning,
+                                "disconnected (slot " + std::to_string(slot) + ", backend pid " +
+                                    std::to_string(e.conn->backend_pid()) + "): " + e.why_closing);
+    }
+    graveyard.push_back(std::move(e.conn));
+  }
 
   std::deque<io_task> io_queue;
   std::condition_variable io_cv;
@@ -142,8 +159,11 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
   void bury(std::unique_lock<std::mutex>& lk) {
     std::vector<std::unique_ptr<pooled_connection>> dead;
     dead.swap(graveyard);
+    std::vector<std::pair<log_level, std::string>> lines;
+    lines.swap(pending_logs);
     lk.unlock();
     dead.clear();
+    for (const auto& [level, line] : lines) log(level, line);
   }
 
   // Carries out what pool_core asked for. Called with the mutex held after
@@ -174,7 +194,7 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
             if (e.leased || e.checking || !e.conn) {
               e.close_pending = true;  // whoever holds it closes it when done
             } else {
-              graveyard.push_back(std::move(e.conn));
+              retire(a.slot, e);
               slots.erase(it);
             }
             break;
@@ -281,6 +301,13 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
       ec = errc::connect_failed;
       diag.client_message = clean_message(std::string("could not connect: ") + e.what(), settings.secrets);
     }
+    if (conn) {
+      log(log_level::info, "connected (slot " + std::to_string(slot) + ", backend pid " +
+                               std::to_string(conn->backend_pid()) + ")");
+    } else {
+      // diag carries no password (pq/libpq_failure scrubs every message).
+      log(log_level::warning, "connect failed (slot " + std::to_string(slot) + "): " + diag.to_string());
+    }
     lk.lock();
     const auto now = pool_clock::now();
     auto it = slots.find(slot);
@@ -316,8 +343,9 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
     it = slots.find(slot);
     if (it == slots.end()) return;
     it->second.checking = false;
+    if (!healthy) it->second.why_closing = "health check failed";
     if (it->second.close_pending) {
-      graveyard.push_back(std::move(it->second.conn));
+      retire(slot, it->second);
       slots.erase(it);
     } else {
       core.on_check_done(pool_clock::now(), slot, healthy);
@@ -422,8 +450,9 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
     auto it = slots.find(slot);
     if (it == slots.end()) return;
     it->second.leased = false;
+    if (!reuse) it->second.why_closing = "broken, or returned in a state that could not be cleaned";
     if (it->second.close_pending) {
-      graveyard.push_back(std::move(it->second.conn));
+      retire(slot, it->second);
       slots.erase(it);
     } else if (reuse) {
       core.release(now, slot, request_kind::exclusive);

@@ -73,6 +73,8 @@ class pooled_connection final : public pqxx::connection_base {
   pooled_connection& operator=(const pooled_connection&) = delete;
 
   PGconn* raw() const noexcept { return policy_.raw(); }
+  /// The server process serving this connection (0 when not connected), for log lines.
+  int backend_pid() const noexcept { return raw() ? PQbackendPID(raw()) : 0; }
 
   /// No round trip: false when libpq already knows the connection is dead, or
   /// when the idle socket is readable and reading it shows the server closed

@@ -183,7 +183,8 @@ bool is_punct(const token& t, char c) { return t.kind == tok::punct && t.text.si
 shared_refusal transaction_refusal(std::string statement) {
   std::string m = statement +
                   " would open a transaction on a connection other callers share (their queries are pipelined "
-                  "behind it): run transactions on a lease (async_client::async_acquire). Nothing was sent.";
+                  "behind it): run transactions on a lease (async_client::async_acquire) or with the transaction "
+                  "helper (pgpipe::async_transaction, <pgpipe/transaction.hpp>). Nothing was sent.";
   return {errc::transaction_needs_lease, std::move(statement), std::move(m)};
 }
 
@@ -191,7 +192,8 @@ shared_refusal session_refusal(std::string statement) {
   std::string m;
   if (statement == "COPY") {
     m = "COPY cannot run on a connection other callers share (the COPY protocol would stall the queries "
-        "pipelined behind it). Nothing was sent.";
+        "pipelined behind it): run it on a lease of its own (blocking driver: pgpipe::copy_in / copy_out on a "
+        "blocking_lease; the async lease has no COPY yet). Nothing was sent.";
   } else {
     m = statement +
         " changes the session of a connection other callers share: run it on a lease "

@@ -68,9 +68,7 @@ TEST(SharedStatement, RefusesTransactionsAndSessionChanges) {
     EXPECT_EQ(r->statement, c.statement);
     // The message names the statement and the way out.
     EXPECT_NE(r->message.find(c.statement), std::string::npos) << r->message;
-    if (r->statement != "COPY") {
-      EXPECT_NE(r->message.find("lease"), std::string::npos) << r->message;
-    }
+    EXPECT_NE(r->message.find("lease"), std::string::npos) << r->message;
     EXPECT_NE(r->message.find("Nothing was sent"), std::string::npos);
   }
 }
@@ -82,6 +80,10 @@ TEST(SharedStatement, SessionMessagesPointToOnConnect) {
   auto b = check_shared_statement("begin");
   ASSERT_TRUE(b);
   EXPECT_NE(b->message.find("async_acquire"), std::string::npos);
+  EXPECT_NE(b->message.find("pgpipe::async_transaction"), std::string::npos);
+  auto c = check_shared_statement("copy t from stdin");
+  ASSERT_TRUE(c);
+  EXPECT_NE(c->message.find("copy_in"), std::string::npos) << c->message;
 }
 
 TEST(SharedStatement, AllowsWhatOnlyMentionsAKeyword) {

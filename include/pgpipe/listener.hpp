@@ -1,0 +1,149 @@
+// pgpipe::listener: LISTEN/NOTIFY on a connection of its own, that never
+// loses notifications silently.
+//
+//   pgpipe::listener l(client, params);   // or (executor, params)
+//   co_await l.async_subscribe("orders", asio::use_awaitable);
+//   for (;;) {
+//     auto [ec, n] = co_await l.async_receive(asio::use_awaitable);
+//     if (ec) break;                            // errc::closed after close()
+//     if (n.gap) { resynchronise(); continue; } // the connection was lost
+//     handle(n.channel, n.payload, n.sender_pid);
+//   }
+//
+// The listener owns one libpq connection (not a pool lease: LISTEN is
+// session state, and a pooled connection would carry it to other callers),
+// driven on the executor it was given (the async_client's first loop for the
+// client constructor), through a strand, so it never blocks that loop.
+//
+// Under connection loss: it reconnects (at once, then after failed connects
+// with pool_params' connect_backoff_initial doubling to connect_backoff_max),
+// LISTENs again to every subscribed channel, and only then delivers a
+// notification with gap == true: notifications sent while it was away may be
+// missing, and any sent after the gap was delivered will arrive, so state
+// re-read on a gap misses nothing. Notifications are delivered in the order
+// the server sent them. Subscribing while disconnected is recorded and done
+// on the next connection; its handler runs once the server acknowledged.
+//
+// Memory: at most max_buffered notifications wait for async_receive; past
+// that the listener stops reading its socket and the server keeps the rest
+// in its notification queue (pg_notification_queue_usage()).
+//
+// Thread-safety: every member may be called from any thread. One
+// async_receive at a time. Handlers run on their associated executor, else
+// on the listener's strand; never inside the initiating function.
+#pragma once
+
+#include <pgpipe/async_client.hpp>
+#include <pgpipe/detail/async_glue.hpp>
+#include <pgpipe/logger.hpp>
+#include <pgpipe/pool_params.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <variant>
+
+namespace pgpipe {
+
+/// One NOTIFY, or the gap marker.
+struct notification {
+  std::string channel;  ///< as the server spells it (case-folded unless it was quoted in NOTIFY)
+  std::string payload;  ///< up to 7999 bytes; empty when none
+  int sender_pid = 0;   ///< backend pid of the notifying session
+  /// True for the gap event (channel and payload empty): the connection was
+  /// lost and is back, subscribed again; notifications may have been missed.
+  bool gap = false;
+};
+
+namespace detail {
+class listener_impl;
+}
+
+/// LISTEN/NOTIFY on a connection of its own (see the file comment). Move-only.
+class listener {
+ public:
+  /// The executor type of get_executor().
+  using executor_type = boost::asio::any_io_executor;
+  /// The most notifications held for async_receive before reading pauses.
+  static constexpr std::size_t max_buffered = 65536;
+
+  /// Connects in the background on `ex`. Uses params.conninfo,
+  /// connect_timeout and connect_backoff_initial/max; validates params
+  /// (pgpipe::error with errc::bad_params). `logger` gets connection losses,
+  /// failed connects and server notices.
+  listener(executor_type ex, pool_params params, logger_fn logger = {});
+  /// The same on `client`'s first event loop (the client must outlive it).
+  listener(async_client& client, pool_params params, logger_fn logger = {});
+  /// close().
+  ~listener();
+  /// Moves the listener; a move-assignment first closes the one this held.
+  ///@{
+  listener(listener&&) noexcept = default;
+  listener& operator=(listener&& other) noexcept;
+  ///@}
+  listener(const listener&) = delete;
+  listener& operator=(const listener&) = delete;
+
+  /// LISTEN `channel` (any name: it is quoted as an identifier, so case and
+  /// Unicode are kept as given). token: void(std::error_code), once the
+  /// server acknowledged. Errors: the server's SQLSTATE, errc::closed.
+  /// Subscribing twice is harmless.
+  template <class CompletionToken>
+  auto async_subscribe(std::string channel, CompletionToken&& token) {
+    return initiate_command(std::move(channel), true, std::forward<CompletionToken>(token));
+  }
+  /// UNLISTEN `channel`; the same contract. Notifications of that channel
+  /// already buffered are still delivered.
+  template <class CompletionToken>
+  auto async_unsubscribe(std::string channel, CompletionToken&& token) {
+    return initiate_command(std::move(channel), false, std::forward<CompletionToken>(token));
+  }
+
+  /// The next notification (or gap): token for void(std::error_code,
+  /// notification). Errors: errc::closed after close(); errc::invalid_argument
+  /// when another async_receive is pending. Not cancellable: use close().
+  template <class CompletionToken>
+  auto async_receive(CompletionToken&& token) {
+    return boost::asio::async_initiate<CompletionToken, void(std::error_code, notification)>(
+        [](auto handler, std::shared_ptr<detail::listener_impl> impl) {
+          using H = decltype(handler);
+          submit_receive(impl, std::make_unique<detail::completion_impl<notification, H>>(std::move(handler)));
+        },
+        token, impl_);
+  }
+
+  /// Closes the connection; pending operations fail with errc::closed.
+  /// Idempotent; returns at once.
+  void close();
+
+  /// The executor given at construction (the listener runs on a strand of it).
+  executor_type get_executor() const noexcept { return ex_; }
+
+ private:
+  template <class CompletionToken>
+  auto initiate_command(std::string channel, bool listen, CompletionToken&& token) {
+    return boost::asio::async_initiate<CompletionToken, void(std::error_code)>(
+        [](auto handler, std::shared_ptr<detail::listener_impl> impl, std::string ch, bool on) {
+          using H = decltype(handler);
+          submit_command(impl, std::move(ch), on,
+                         std::make_unique<detail::completion_impl<std::monostate, H>>(std::move(handler)));
+        },
+        token, impl_, std::move(channel), listen);
+  }
+  static void submit_command(const std::shared_ptr<detail::listener_impl>& impl, std::string channel, bool listen,
+                             std::unique_ptr<detail::completion<std::monostate>> done);
+  static void submit_receive(const std::shared_ptr<detail::listener_impl>& impl,
+                             std::unique_ptr<detail::completion<notification>> done);
+
+  executor_type ex_;
+  std::shared_ptr<detail::listener_impl> impl_;
+};
+
+/// `name` quoted as an SQL identifier ("a""b"), for LISTEN/UNLISTEN/NOTIFY.
+std::string quote_identifier(std::string_view name);
+
+}  // namespace pgpipe

@@ -1,0 +1,181 @@
+// The async transaction and savepoint helpers: coroutines on the client's
+// loop, built only on the public lease API (no driver internals), so they
+// see exactly what a caller writing BEGIN/COMMIT by hand would see.
+//
+// Why the work's outcome is captured into variables first: a coroutine may
+// not co_await inside a catch block, and ROLLBACK is an awaited query.
+// Why ROLLBACK is sent explicitly even though a released lease rolls back:
+// the next acquire must find the connection idle, and a ROLLBACK that fails
+// tells us the connection is gone (the lease then replaces it on release).
+#include <pgpipe/transaction.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <atomic>
+
+
+namespace pgpipe::detail {
+namespace {
+
+namespace asio = boost::asio;
+
+struct work_outcome {
+  std::error_code ec;
+  diagnostics diag;
+  std::exception_ptr other;
+};
+
+asio::awaitable<work_outcome> run_work(const transaction_work& work, lease& l) {
+  work_outcome out;
+  try {
+    out.ec = co_await work(l);
+  } catch (const error& e) {
+    out.ec = e.code();
+    out.diag = e.diag();
+  } catch (const std::system_error& e) {
+    out.ec = e.code();
+    out.diag.client_message = e.what();
+  } catch (...) {
+    out.other = std::current_exception();
+    out.ec = std::make_error_code(std::errc::state_not_recoverable);
+    out.diag.client_message = "the transaction's work threw an exception (see transaction_report::exception)";
+  }
+  co_return out;
+}
+
+asio::awaitable<std::pair<std::error_code, transaction_report>> run_transaction(async_client& client,
+                                                                                transaction_options opts,
+                                                                                transaction_work work) {
+  transaction_report report;
+  const unsigned max_attempts = std::max(1u, opts.retry.max_attempts);
+  const std::string begin = begin_statement(opts);
+  for (unsigned attempt = 1;; ++attempt) {
+    auto [aec, l] = co_await client.async_acquire(asio::as_tuple(asio::use_awaitable));
+    if (aec) {
+      report.diag = diagnostics{};
+      report.diag.client_message = "could not acquire a lease for the transaction: " + aec.message();
+      co_return std::pair{aec, std::move(report)};
+    }
+    report.attempts = attempt;
+    auto [bec, br] = co_await l.async_query(begin, asio::as_tuple(asio::use_awaitable));
+    if (bec) {
+      report.diag = br.diag();
+      co_return std::pair{bec, std::move(report)};  // the lease's release cleans up
+    }
+    work_outcome w = co_await run_work(work, l);
+    if (!w.ec) {
+      auto [cec, cr] = co_await l.async_query("COMMIT", asio::as_tuple(asio::use_awaitable));
+      if (!cec && cr.command_tag() == "ROLLBACK") {
+        // The work swallowed an error inside the transaction and returned
+        // success: the server answers COMMIT of a failed transaction with
+        // ROLLBACK and no error. Never report that as committed.
+        w.ec = make_sqlstate("25P02");
+        w.diag.sqlstate = "25P02";
+        w.diag.client_message =
+            "the transaction had failed (an error inside the work was not passed on): COMMIT rolled it back";
+      } else if (!cec) {
+        report.diag = diagnostics{};
+        co_return std::pair{std::error_code{}, std::move(report)};
+      } else {
+        w.ec = cec;
+        w.diag = cr.diag();
+      }
+      // A failed COMMIT has ended the transaction already: nothing to roll back.
+    } else {
+      co_await l.async_query("ROLLBACK", asio::as_tuple(asio::use_awaitable));
+    }
+    l.release();
+    report.diag = std::move(w.diag);
+    report.exception = w.other;
+    if (w.other || !is_retryable_transaction_error(w.ec) || attempt >= max_attempts) {
+      co_return std::pair{w.ec, std::move(report)};
+    }
+    asio::steady_timer backoff(co_await asio::this_coro::executor);
+    backoff.expires_after(retry_backoff(opts.retry, attempt + 1, retry_jitter_bits()));
+    co_await backoff.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+}
+
+asio::awaitable<std::pair<std::error_code, transaction_report>> run_savepoint(lease& l, transaction_work work) {
+  transaction_report report;
+  report.attempts = 1;
+  auto [sec, sr] = co_await l.async_query("SAVEPOINT pgpipe_savepoint", asio::as_tuple(asio::use_awaitable));
+  if (sec) {
+    report.diag = sr.diag();
+    co_return std::pair{sec, std::move(report)};
+  }
+  work_outcome w = co_await run_work(work, l);
+  if (!w.ec) {
+    auto [rec, rr] = co_await l.async_query("RELEASE SAVEPOINT pgpipe_savepoint", asio::as_tuple(asio::use_awaitable));
+    if (rec) report.diag = rr.diag();
+    co_return std::pair{rec, std::move(report)};
+  }
+  // ROLLBACK TO keeps the savepoint; RELEASE drops it, so an enclosing
+  // savepoint of the same name is the innermost one again.
+  // (Two statements: pipeline mode takes one per query.)
+  co_await l.async_query("ROLLBACK TO SAVEPOINT pgpipe_savepoint", asio::as_tuple(asio::use_awaitable));
+  co_await l.async_query("RELEASE SAVEPOINT pgpipe_savepoint", asio::as_tuple(asio::use_awaitable));
+  report.diag = std::move(w.diag);
+  report.exception = w.other;
+  co_return std::pair{w.ec, std::move(report)};
+}
+
+template <class Coro>
+void spawn_to_completion(const asio::any_io_executor& ex, Coro coro,
+                         std::unique_ptr<completion<transaction_report>> done) {
+  asio::co_spawn(ex, std::move(coro),
+                 [done = std::move(done), ex](std::exception_ptr e,
+                                              std::pair<std::error_code, transaction_report> out) mutable {
+                   if (e) {  // only allocation failures get here: the coroutines catch the work's exceptions
+                     out.first = std::make_error_code(std::errc::state_not_recoverable);
+                     out.second.exception = e;
+                   }
+                   done->complete(ex, true, out.first, std::move(out.second));
+                 });
+}
+
+}  // namespace
+
+// The callback's `done` resumes the coroutine by posting to its executor
+// (never inline: done may be called from any thread, even from inside the
+// work), at most once.
+asio::awaitable<std::error_code> run_callback_work(const transaction_callback& work, lease& l) {
+  auto ex = co_await asio::this_coro::executor;
+  auto token = asio::as_tuple(asio::use_awaitable);
+  auto [ec] = co_await asio::async_initiate<decltype(token), void(std::error_code)>(
+      [&work, &l, ex](auto handler) {
+        auto h = std::make_shared<decltype(handler)>(std::move(handler));
+        auto called = std::make_shared<std::atomic<bool>>(false);
+        work(l, [h, called, ex](std::error_code outcome) {
+          if (called->exchange(true)) return;
+          asio::post(ex, [h, outcome]() mutable { std::move (*h)(outcome); });
+        });
+      },
+      token);
+  co_return ec;
+}
+
+void start_transaction(async_client& client, transaction_options opts, transaction_work work,
+                       std::unique_ptr<completion<transaction_report>> done) {
+  auto ex = client.get_executor();
+  spawn_to_completion(ex, run_transaction(client, std::move(opts), std::move(work)), std::move(done));
+}
+
+void start_savepoint(lease& l, transaction_work work, std::unique_ptr<completion<transaction_report>> done) {
+  auto ex = l.get_executor();
+  if (!ex) {
+    transaction_report report;
+    report.diag.client_message = "savepoint on an empty lease";
+    // No loop to run on: complete on the system executor, still never inline.
+    done->complete(asio::system_executor(), true, make_error_code(errc::closed), std::move(report));
+    return;
+  }
+  spawn_to_completion(ex, run_savepoint(l, std::move(work)), std::move(done));
+}
+
+}  // namespace pgpipe::detail

@@ -1,0 +1,197 @@
+// COPY on a blocking lease: 1M rows each way in bounded memory, a malformed
+// row, a client abort, an early stop of COPY TO, and the refusal of COPY on
+// the async shared path.
+#include <pgpipe/async_client.hpp>
+#include <pgpipe/blocking_copy.hpp>
+#include <pgpipe/blocking_pool.hpp>
+
+#include "support/cluster_fixture.hpp"
+#include "support/kit.hpp"
+
+#include <boost/asio/use_future.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+using namespace std::chrono_literals;
+using pgpipe::test::app_conninfo;
+using pgpipe::test::shared_cluster;
+
+namespace {
+
+pgpipe::pool_params copy_params(const std::string& app) {
+  pgpipe::pool_params p = pgpipe::test::params_for(app_conninfo(app), 1);
+  p.acquire_timeout = 20s;
+  return p;
+}
+
+// kB from /proc/self/status ("VmRSS", "VmHWM").
+long status_kb(const std::string& key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key + ":", 0) == 0) return std::stol(line.substr(key.size() + 1));
+  }
+  return -1;
+}
+
+// Resets the peak (VmHWM) to the current RSS, so a peak measured afterwards
+// belongs to what ran in between (Linux: clear_refs "5").
+bool reset_peak_rss() {
+  std::ofstream out("/proc/self/clear_refs");
+  out << "5";
+  return static_cast<bool>(out.flush());
+}
+
+std::string select_one(pgpipe::blocking_lease& lease) {
+  pqxx::nontransaction tx{*lease};
+  return tx.exec("select 41 + 1")[0][0].as<std::string>();
+}
+
+}  // namespace
+
+TEST(blocking_copy, a_million_rows_in_and_out_in_bounded_memory) {
+  auto& pg = shared_cluster();
+  pg.exec("drop table if exists copy_big; create table copy_big(id int, name text)");
+  pgpipe::blocking_pool pool(copy_params("copy_big"));
+  auto lease = pool.acquire();
+  constexpr int rows = 1'000'000;
+  ASSERT_TRUE(reset_peak_rss());
+  const long rss_before = status_kb("VmRSS");
+
+  const auto t0 = std::chrono::steady_clock::now();
+  pgpipe::copy_in in(lease, "copy copy_big(id, name) from stdin");
+  std::string chunk;
+  for (int i = 0; i < rows; ++i) {
+    chunk += std::to_string(i);
+    chunk += "\tname number ";
+    chunk += std::to_string(i);
+    chunk += '\n';
+    if (chunk.size() >= 64 * 1024) {
+      in.write(chunk);
+      chunk.clear();
+    }
+  }
+  in.write(chunk);
+  EXPECT_EQ(in.finish(), static_cast<std::uint64_t>(rows));
+  const auto t1 = std::chrono::steady_clock::now();
+
+  pgpipe::copy_out out(lease, "copy copy_big to stdout");
+  std::string row;
+  long long got = 0;
+  long long id_sum = 0;
+  while (out.next(row)) {
+    ++got;
+    id_sum += std::stoll(row.substr(0, row.find('\t')));
+  }
+  const auto t2 = std::chrono::steady_clock::now();
+  EXPECT_EQ(got, rows);
+  EXPECT_EQ(out.rows(), static_cast<std::uint64_t>(rows));
+  EXPECT_EQ(id_sum, static_cast<long long>(rows) * (rows - 1) / 2);
+
+  const long peak_growth_kb = status_kb("VmHWM") - rss_before;
+  EXPECT_LT(peak_growth_kb, 16 * 1024) << "peak RSS grew by " << peak_growth_kb << " kB";
+  using ms = std::chrono::milliseconds;
+  std::printf("[figures] COPY FROM STDIN 1M rows: %lld ms; COPY TO STDOUT 1M rows: %lld ms; peak RSS growth %ld kB\n",
+              static_cast<long long>(std::chrono::duration_cast<ms>(t1 - t0).count()),
+              static_cast<long long>(std::chrono::duration_cast<ms>(t2 - t1).count()), peak_growth_kb);
+  EXPECT_EQ(select_one(lease), "42");
+}
+
+TEST(blocking_copy, a_malformed_row_fails_with_the_servers_sqlstate_and_leaves_nothing) {
+  auto& pg = shared_cluster();
+  pg.exec("drop table if exists copy_bad; create table copy_bad(id int)");
+  pgpipe::blocking_pool pool(copy_params("copy_bad"));
+  auto lease = pool.acquire();
+  try {
+    pgpipe::copy_in in(lease, "copy copy_bad from stdin");
+    std::string good;
+    for (int i = 0; i < 10000; ++i) good += std::to_string(i) + "\n";
+    in.write(good);
+    in.write("12\nnot a number\n13\n");
+    in.write(good);
+    in.finish();
+    ADD_FAILURE() << "a malformed row was accepted";
+  } catch (const pgpipe::error& e) {
+    EXPECT_EQ(pgpipe::sqlstate_of(e.code()), "22P02") << e.what();
+    EXPECT_EQ(e.diag().sqlstate, "22P02");
+    EXPECT_NE(e.diag().message.find("not a number"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(pg.query_value("select count(*) from copy_bad"), "0");
+  EXPECT_EQ(select_one(lease), "42");  // the lease serves the next query
+}
+
+TEST(blocking_copy, a_client_abort_leaves_nothing_and_the_lease_goes_on) {
+  auto& pg = shared_cluster();
+  pg.exec("drop table if exists copy_abort; create table copy_abort(id int)");
+  pgpipe::blocking_pool pool(copy_params("copy_abort"));
+  auto lease = pool.acquire();
+  {
+    pgpipe::copy_in in(lease, "copy copy_abort from stdin");
+    in.write("1\n2\n3\n");
+    in.abort("the producer failed");
+    EXPECT_FALSE(in.active());
+  }
+  {
+    pgpipe::copy_in in(lease, "copy copy_abort from stdin");
+    in.write("4\n5\n");
+    // Destroyed without finish(): aborted too.
+  }
+  EXPECT_EQ(pg.query_value("select count(*) from copy_abort"), "0");
+  EXPECT_EQ(select_one(lease), "42");
+  pgpipe::copy_in in(lease, "copy copy_abort from stdin");
+  in.write("6\n");
+  EXPECT_EQ(in.finish(), 1u);
+  EXPECT_EQ(pg.query_value("select count(*) from copy_abort"), "1");
+}
+
+TEST(blocking_copy, stopping_copy_out_early_keeps_the_lease_usable) {
+  pgpipe::blocking_pool pool(copy_params("copy_stop"));
+  auto lease = pool.acquire();
+  {
+    pgpipe::copy_out out(lease, "copy (select g from generate_series(1, 5000000) g) to stdout");
+    std::string row;
+    ASSERT_TRUE(out.next(row));
+    EXPECT_EQ(row, "1\n");
+  }  // destroyed mid-stream
+  EXPECT_EQ(select_one(lease), "42");
+}
+
+TEST(blocking_copy, statements_that_are_not_the_right_copy_are_refused) {
+  auto& pg = shared_cluster();
+  pg.exec("drop table if exists copy_wrong; create table copy_wrong(id int); insert into copy_wrong values (1)");
+  pgpipe::blocking_pool pool(copy_params("copy_wrong"));
+  auto lease = pool.acquire();
+  try {
+    pgpipe::copy_in in(lease, "delete from copy_wrong");
+    ADD_FAILURE();
+  } catch (const pgpipe::error& e) {
+    EXPECT_EQ(e.code(), pgpipe::errc::invalid_argument);
+  }
+  EXPECT_EQ(pg.query_value("select count(*) from copy_wrong"), "1");  // never sent
+  try {
+    pgpipe::copy_in in(lease, "copy copy_wrong to stdout");
+    ADD_FAILURE();
+  } catch (const pgpipe::error& e) {
+    EXPECT_EQ(e.code(), pgpipe::errc::invalid_argument);
+  }
+  try {
+    pgpipe::copy_out out(lease, "copy no_such_table to stdout");
+    ADD_FAILURE();
+  } catch (const pgpipe::error& e) {
+    EXPECT_EQ(pgpipe::sqlstate_of(e.code()), "42P01");
+  }
+  EXPECT_EQ(select_one(lease), "42");
+}
+
+TEST(blocking_copy, async_shared_path_refuses_copy_and_points_to_a_lease) {
+  pgpipe::async_client client(pgpipe::test::params_for(app_conninfo("copy_shared"), 1), 1);
+  auto [ec, r] = client.async_query("copy (select 1) to stdout", boost::asio::use_future).get();
+  EXPECT_EQ(ec, pgpipe::errc::session_state_needs_lease);
+  EXPECT_NE(r.diag().client_message.find("lease"), std::string::npos) << r.diag().client_message;
+  EXPECT_NE(r.diag().client_message.find("copy_in"), std::string::npos) << r.diag().client_message;
+}
