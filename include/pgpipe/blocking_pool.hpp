@@ -9,8 +9,8 @@
 // exclusive requests), so pool_params mean the same here as in async_client:
 // max_size, min_size, max_queued, acquire_timeout, max_lifetime,
 // idle_timeout, health_check_interval, connect back-off. connect_timeout
-// bounds each connection attempt. Not used here: pipeline_depth (always 1),
-// prepared_statements (libpqxx's prepare() is yours to call), query_timeout
+// bounds each connection attempt (per host of a multi-host string).
+// prepared_statements applies to exec(). Not used here: pipeline_depth (always 1), query_timeout
 // and stall_timeout (a blocked thread cannot time itself out; bound
 // statements on the server with `SET statement_timeout`, which fails them
 // with SQLSTATE 57014).
