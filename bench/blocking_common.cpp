@@ -2,6 +2,15 @@
 
 namespace pgpipe::bench {
 
+pqxx::result run_statement(pqxx::connection_base& conn, const std::string& sql, bool prepared,
+                           const std::vector<std::string>& args) {
+  pqxx::nontransaction tx{conn};
+  if (!prepared) return tx.exec_params(sql, pqxx::prepare::make_dynamic_params(args));
+  // Declares the statement (a map lookup after the first time).
+  conn.prepare(blocking_statement, sql);
+  return tx.exec_prepared(blocking_statement, pqxx::prepare::make_dynamic_params(args));
+}
+
 std::string consume(const pqxx::result& r, bool builtin) {
   if (builtin) {
     if (r.size() != 1) return "wrong_row_count";

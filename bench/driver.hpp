@@ -18,6 +18,7 @@ struct driver_params {
   std::size_t pool = 20;
   std::size_t concurrency = 500;
   std::size_t loops = 0;  ///< 0 = hardware concurrency
+  bool prepared = true;   ///< named statements (--no-prepared turns them off)
   workload work;
 };
 

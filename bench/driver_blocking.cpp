@@ -29,6 +29,7 @@ class blocking_driver final : public driver {
     pp.conninfo = p_.conninfo;
     pp.max_size = p_.pool;
     pp.min_size = p_.pool;  // every connection opened up front, as the other drivers do
+    pp.prepared_statements = p_.prepared;
     // As for the async driver: every logical client may be waiting at once.
     pp.max_queued = std::max<std::size_t>(pp.max_queued, p_.concurrency + 100);
     pool_ = std::make_unique<pgpipe::blocking_pool>(pp);
@@ -68,11 +69,7 @@ class blocking_driver final : public driver {
         [this, i]() -> std::string {
           auto lease = pool_->acquire();
           try {
-            // Declares the statement (a map lookup after the first time);
-            // libpqxx prepares it on the server on first use per connection.
-            lease->prepare(blocking_statement, p_.work.sql);
-            pqxx::nontransaction tx{*lease};
-            const auto r = tx.exec_prepared(blocking_statement, pqxx::prepare::make_dynamic_params(clients_[i].args));
+            const auto r = run_statement(*lease, p_.work.sql, p_.prepared, clients_[i].args);
             return consume(r, p_.work.builtin);
           } catch (...) {
             // Marks a broken connection so the pool replaces it.

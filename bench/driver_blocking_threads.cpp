@@ -28,6 +28,7 @@ class blocking_threads_driver final : public driver {
     pp.conninfo = p_.conninfo;
     pp.max_size = p_.pool;
     pp.min_size = p_.pool;
+    pp.prepared_statements = p_.prepared;
     pp.max_queued = std::max<std::size_t>(pp.max_queued, p_.concurrency + 100);
     pool_ = std::make_unique<pgpipe::blocking_pool>(pp);
     threads_.reserve(p_.concurrency);
@@ -64,9 +65,7 @@ class blocking_threads_driver final : public driver {
       try {
         auto lease = pool_->acquire();
         try {
-          lease->prepare(blocking_statement, p_.work.sql);
-          pqxx::nontransaction tx{*lease};
-          const auto r = tx.exec_prepared(blocking_statement, pqxx::prepare::make_dynamic_params(args));
+          const auto r = run_statement(*lease, p_.work.sql, p_.prepared, args);
           if (auto bad = consume(r, p_.work.builtin); !bad.empty()) {
             m_->end_query_failed(started, bad);
             continue;

@@ -49,7 +49,7 @@ std::optional<std::string> find_pgbench() {
 
 pgbench_command prepare_pgbench(const std::string& pgbench, const std::string& dir, const std::string& run_tag,
                                 const workload& w, const std::string& conninfo, std::size_t pool,
-                                double warmup_s, double duration_s) {
+                                double warmup_s, double duration_s, bool prepared) {
   pgbench_command c;
   const std::string script_path = dir + "/" + run_tag + ".sql";
   {
@@ -65,7 +65,7 @@ pgbench_command prepare_pgbench(const std::string& pgbench, const std::string& d
   const auto total = static_cast<long>(std::ceil(warmup_s + duration_s)) + 120;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const std::size_t jobs = std::min<std::size_t>(pool, cores);
-  c.argv = {pgbench, "-n", "-M", "prepared", "-c", std::to_string(pool), "-j", std::to_string(jobs),
+  c.argv = {pgbench, "-n", "-M", prepared ? "prepared" : "extended", "-c", std::to_string(pool), "-j", std::to_string(jobs),
             "-T", std::to_string(total), "-P", "1", "-l", "--log-prefix=" + c.log_prefix,
             "-f", script_path};
 

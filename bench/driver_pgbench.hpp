@@ -1,5 +1,5 @@
-// pgbench as the reference driver: the same statement, -M prepared, one
-// client per connection (no pipelining). The parent runs it as the child
+// pgbench as the reference driver: the same statement, -M prepared (-M extended
+// with --no-prepared), one client per connection (no pipelining). The parent runs it as the child
 // process of the run and reads its per-transaction log afterwards, so its
 // numbers cover the same measured window as the other drivers'.
 #pragma once
@@ -30,7 +30,7 @@ struct pgbench_command {
 /// Throws std::runtime_error when the conninfo cannot be parsed.
 pgbench_command prepare_pgbench(const std::string& pgbench, const std::string& dir, const std::string& run_tag,
                                 const workload& w, const std::string& conninfo, std::size_t pool,
-                                double warmup_s, double duration_s);
+                                double warmup_s, double duration_s, bool prepared = true);
 
 /// Reads the per-transaction logs of the pgbench process `pid` and fills
 /// queries, qps, latency, errors and startup_ms of `r`. Times are

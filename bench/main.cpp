@@ -88,6 +88,7 @@ int run(const options& o) {
     report.server = "embedded devcluster on 127.0.0.1 (scram-sha-256, max_connections " +
                     std::to_string(cp.max_connections) + ", shared_buffers 128MB)";
   }
+  if (!o.prepared) report.server += "; unnamed statements (--no-prepared)";
   std::cerr << "pgpipe-bench: server " << report.server << "\n";
   // With the user's own statement on the user's own server, san_pham may be
   // irrelevant: only create it for the built-in workload or our own server.

@@ -92,6 +92,8 @@ options parse_options(int argc, const char* const* argv) {
       o.loops = parse_size(flag, next(), 1);
     } else if (flag == "--conninfo") {
       o.conninfo = next();
+    } else if (flag == "--no-prepared") {
+      o.prepared = false;
     } else if (flag == "--sql") {
       o.sql_file = next();
     } else if (flag == "--json") {
@@ -121,6 +123,7 @@ std::vector<std::string> child_arguments(const options& o, const std::string& dr
     a.push_back("--loops");
     a.push_back(std::to_string(o.loops));
   }
+  if (!o.prepared) a.push_back("--no-prepared");
   if (o.sql_file) {
     a.push_back("--sql");
     a.push_back(*o.sql_file);
@@ -165,6 +168,12 @@ Flags:
   --conninfo STR     use this server (libpq key=value or URI); the table is
                      created and loaded when missing. PGHOST/PGSERVICE also select
                      an existing server. Passwords are never printed.
+  --no-prepared      unnamed statements only (Parse/Bind/Execute per query,
+                     still pipelined, typed binary parameters where the driver
+                     sends them): pool_params::prepared_statements = false for
+                     async, coroutine and blocking, pgbench -M extended. Needed
+                     behind PgBouncer in transaction pool mode, whose server
+                     connections change between transactions.
   --sql FILE         run your own statement instead (format below); the report
                      names the pool size with the best throughput per driver
   --json FILE        write every run (rounds included) as JSON

@@ -29,6 +29,10 @@ struct options {
   std::size_t repeat = 1;
   std::size_t loops = 0;  ///< async event loops; 0 = hardware concurrency
   std::optional<std::string> conninfo;
+  /// --no-prepared: unnamed statements in every driver (pool_params::
+  /// prepared_statements = false, pgbench -M extended), as PgBouncer in
+  /// transaction pool mode needs.
+  bool prepared = true;
   std::optional<std::string> sql_file;
   std::optional<std::string> json_file;
   std::optional<std::string> svg_file;

@@ -154,7 +154,8 @@ run_result run_one(run_context& ctx, const std::string& driver, std::size_t pool
     if (is_pgbench) {
       if (pipe2(p2, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
       const std::string tag = "run_" + driver + "_" + std::to_string(pool) + "_" + std::to_string(round);
-      pgb = prepare_pgbench(*ctx.pgbench, ctx.work_dir, tag, *ctx.work, ctx.conninfo, pool, o.warmup_s, o.duration_s);
+      pgb = prepare_pgbench(*ctx.pgbench, ctx.work_dir, tag, *ctx.work, ctx.conninfo, pool, o.warmup_s, o.duration_s,
+                            o.prepared);
       spawned_us = epoch_us();
       pid = spawn(pgb.argv, merged_environment(pgb.env), {{1, p1[1]}, {2, p2[1]}});
       ::close(p2[1]);

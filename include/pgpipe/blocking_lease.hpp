@@ -131,6 +131,13 @@ class blocking_lease {
   /// blocking_pool::exec after the server refused the cached statement for
   /// `sql` (26000, or a stale plan): a fresh statement under a new name.
   const std::string* renew_statement(std::string_view sql);
+  /// blocking_pool::exec, in the catch block of a pqxx::sql_error that only
+  /// a transaction pooler explains (42P05 for a name this connection never
+  /// used, 26000 for a statement just prepared again): this connection stops
+  /// naming statements, the pool logs it once per connection, and the error
+  /// is thrown with the SQLSTATE and a client message naming the cause and
+  /// pool_params::prepared_statements = false.
+  [[noreturn]] void pooler_suspected();
   /// Counts a failed statement in the pool's stats().
   void note_error(const std::error_code& ec) noexcept;
   blocking_lease(std::shared_ptr<detail::blocking_pool_impl> pool, std::uint64_t slot,

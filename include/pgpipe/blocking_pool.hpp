@@ -9,8 +9,8 @@
 // exclusive requests), so pool_params mean the same here as in async_client:
 // max_size, min_size, max_queued, acquire_timeout, max_lifetime,
 // idle_timeout, health_check_interval, connect back-off. connect_timeout
-// bounds each connection attempt. Not used here: pipeline_depth (always 1),
-// prepared_statements (libpqxx's prepare() is yours to call), query_timeout
+// bounds each connection attempt (per host of a multi-host string).
+// prepared_statements applies to exec(). Not used here: pipeline_depth (always 1), query_timeout
 // and stall_timeout (a blocked thread cannot time itself out; bound
 // statements on the server with `SET statement_timeout`, which fails them
 // with SQLSTATE 57014).
@@ -221,13 +221,23 @@ pqxx::result blocking_pool::exec_converted(std::string_view sql, Args&&... args)
         pqxx::nontransaction tx{*lease};
         return tx.exec_prepared(*name, args...);
       } catch (const pqxx::sql_error& e) {
+        // Names are never reused on a connection: one that already exists
+        // was made by another client of the same server session.
+        if (e.sqlstate() == "42P05") lease.pooler_suspected();
         // A migration changed a table the cached statement reads, and the
         // server refused it before executing anything: prepare it again and
         // run it once more, so the caller never sees the stale plan.
         if (!detail::is_stale_statement(e)) throw;
       }
-      pqxx::nontransaction tx{*lease};
-      return tx.exec_prepared(*lease.renew_statement(sql), std::forward<Args>(args)...);
+      try {
+        pqxx::nontransaction tx{*lease};
+        return tx.exec_prepared(*lease.renew_statement(sql), std::forward<Args>(args)...);
+      } catch (const pqxx::sql_error& e) {
+        // The statement was just prepared afresh: gone again, or its new name
+        // taken, means the server session changes between our calls.
+        if (e.sqlstate() == "26000" || e.sqlstate() == "42P05") lease.pooler_suspected();
+        throw;
+      }
     }
     pqxx::nontransaction tx{*lease};
     return tx.exec_params(std::string{sql}, std::forward<Args>(args)...);

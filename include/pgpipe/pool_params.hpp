@@ -64,9 +64,13 @@ struct pool_params {
   /// 0 disables. Must exceed the longest query you expect.
   std::chrono::milliseconds stall_timeout{0};
 
-  /// async driver: cache named prepared statements per connection. Turn off
-  /// for PgBouncer in transaction pool mode (1.18 cannot track them): only the
-  /// unnamed statement is used.
+  /// Both drivers: cache named prepared statements per connection. Turn off
+  /// for PgBouncer in transaction pool mode (1.18 cannot track them): every
+  /// query is then an unnamed Parse/Bind/Execute, still pipelined by the async
+  /// driver. Left on behind a transaction pooler, a connection notices it (a
+  /// fresh name already taken, 42P05, or gone at once, 26000): that request
+  /// fails with a message naming this field, a warning is logged, and the
+  /// connection goes unnamed. See docs/scaling.md.
   bool prepared_statements = true;
 
   /// Both drivers: SQL statements run, in order, on every new connection

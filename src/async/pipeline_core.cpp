@@ -15,6 +15,8 @@
 //    same break: whatever was written may have executed; the rest was not sent.
 #include "async/pipeline_core.hpp"
 
+#include "pq/libpq_failure.hpp"
+
 #include <algorithm>
 #include <utility>
 #include <limits>
@@ -120,7 +122,7 @@ bool pipeline_core::send(entry& e) {
   a.id = e.id;
   // Streams stay unnamed: single-row mode must be set when the Execute
   // becomes current, which a preceding Parse would complicate.
-  if (p_.prepared_statements && !e.req.internal && !e.req.stream && p_.max_prepared > 0) {
+  if (p_.prepared_statements && !pooler_seen_ && !e.req.internal && !e.req.stream && p_.max_prepared > 0) {
     if (const std::string* n = cache_.find(e.req.sql)) {
       e.name = *n;
     } else {
@@ -242,6 +244,17 @@ void pipeline_core::on_sync(time_point now, tx_state tx) {
     release_unit(e);
     complete(e, pipe_outcome::transaction_left_open);
     break_all("a request on the shared path left a transaction open; the connection was retired", std::nullopt);
+    return;
+  }
+
+  if (e.has_error && e.carried_parse && is_pooler_symptom(e.sqlstate)) {
+    // We sent this Parse under a name never used before on this connection:
+    // 42P05 means another client made that name on the same server session,
+    // 26000 that our Parse ran on another one. A re-run would meet the same.
+    pooler_seen_ = true;
+    release_unit(e);
+    complete(e, pipe_outcome::pooler_suspected);
+    prime_single_row();
     return;
   }
 

@@ -35,6 +35,12 @@
 //    requests always qualify; a lease request only when the server is idle
 //    (no transaction, which the error would have aborted) and nothing was
 //    written behind it (it keeps its order).
+//  - Pooler detection: a named statement whose Parse this connection has just
+//    sent fails with 42P05 (the fresh name already exists) or 26000 (it is
+//    gone at once), first use or re-run: only a server session that changes
+//    under the connection explains it (a transaction pooler). The request
+//    completes with `pooler_suspected` (never re-run) and the connection
+//    sends only unnamed statements from then on.
 //  - Safety net: if the server reports a transaction open (in transaction or
 //    failed) at the Sync of a request not on a lease, that request completes
 //    with `transaction_left_open` and the connection is closed (the server
@@ -49,6 +55,7 @@
 #include <deque>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pgpipe::detail {
@@ -90,6 +97,7 @@ enum class pipe_outcome : unsigned char {
   session_ended,          ///< the head's stored FATAL error ended the session
   closed,                 ///< abort(): client teardown
   transaction_left_open,  ///< safety net tripped on this request
+  pooler_suspected,       ///< stored error (26000/42P05) that only a transaction pooler explains
 };
 
 struct pipe_action {
@@ -185,6 +193,10 @@ class pipeline_core {
   bool can_close() const;
   bool has_written_or_waiting() const noexcept { return !written_.empty() || !waiting_.empty(); }
   const statement_cache& statements() const noexcept { return cache_; }
+  /// Pooler detection tripped: named statements are off on this connection.
+  bool pooler_detected() const noexcept { return pooler_seen_; }
+  /// True exactly once, after pooler detection tripped: the shell logs it then.
+  bool take_pooler_warning() noexcept { return pooler_seen_ && !std::exchange(pooler_warned_, true); }
 
  private:
   struct entry {
@@ -231,6 +243,8 @@ class pipeline_core {
   time_point cancel_deadline_ = time_point::max();
   time_point last_progress_{};
   pipe_id next_internal_ = 0;  ///< counts down from the top of the id space
+  bool pooler_seen_ = false;   ///< pooler detection tripped: unnamed from now on
+  bool pooler_warned_ = false;
 };
 
 }  // namespace pgpipe::detail

@@ -582,6 +582,8 @@ void pipelined_connection::drain_results_batch() {
 
 void pipelined_connection::complete_with(const std::shared_ptr<query_request>& req, pipe_outcome o) {
   auto [ec, r] = outcome_result(o, *req, break_reason_);
+  if (o == pipe_outcome::pooler_suspected && core_.take_pooler_warning())
+    if (auto owner = owner_.lock()) owner->log(log_level::warning, "slot " + std::to_string(slot_) + ": " + r.diag().client_message);
   complete(req, ec, std::move(r));
 }
 

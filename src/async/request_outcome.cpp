@@ -24,6 +24,14 @@ std::pair<std::error_code, result> outcome_result(pipe_outcome o, query_request&
       return fail(errc::protocol_error, "the server sent no result for the query");
     case pipe_outcome::sql_error:
       return with_error(std::nullopt);
+    case pipe_outcome::pooler_suspected: {
+      // The server's code and fields stay; pgpipe says what they mean here.
+      if (!req.err) return fail(errc::protocol_error, "the server reported an error without a result");
+      diagnostics d = diagnostics_of(req.err.get());
+      d.client_message = pooler_suspected_message(d.sqlstate);
+      const std::error_code ec = make_sqlstate(d.sqlstate);
+      return out{ec, result(req.err.release(), std::move(d))};
+    }
     case pipe_outcome::cancelled_by_server:
       return with_error(make_error_code(errc::cancelled));
     case pipe_outcome::session_ended:

@@ -139,6 +139,7 @@ bool pooled_connection::reset_for_reuse() noexcept {
 }
 
 const std::string* pooled_connection::statement_for(std::string_view sql, std::size_t max_statements) {
+  if (pooler_seen_) return nullptr;
   std::string key(sql);
   auto it = statements_.find(key);
   if (it != statements_.end()) return &it->second;

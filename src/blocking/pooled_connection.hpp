@@ -25,6 +25,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace pgpipe::detail {
@@ -95,6 +96,9 @@ class pooled_connection final : public pqxx::connection_base {
   /// its table): drop it (deallocated when the server still has it) and
   /// declare a fresh one under a new name. Null when `sql` had none.
   const std::string* renew_statement(std::string_view sql);
+  /// A transaction pooler was detected: statement_for() answers null from
+  /// now on (unnamed statements). True the first time (log it then).
+  bool stop_naming_statements() noexcept { return !std::exchange(pooler_seen_, true); }
 
  private:
   // SQL text -> statement name, for this connection (statements die with it).
@@ -103,6 +107,7 @@ class pooled_connection final : public pqxx::connection_base {
   std::unordered_map<std::string, std::string> statements_;
   // Names are never reused: a renewed statement never meets its old plan.
   std::uint64_t next_statement_ = 0;
+  bool pooler_seen_ = false;
   recording_policy policy_;
   std::unique_ptr<notice_route> notices_;
 };

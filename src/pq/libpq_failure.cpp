@@ -153,6 +153,13 @@ std::string on_connect_failure(std::size_t index, std::string_view sql, std::str
   return "pool_params.on_connect[" + std::to_string(index) + "] (" + std::string(sql) + ") failed: " + std::string(what);
 }
 
+std::string pooler_suspected_message(std::string_view sqlstate) {
+  return "named prepared statement failed with " + std::string(sqlstate) +
+         " right after this connection prepared it: the server session changes under the connection, as behind "
+         "a transaction pooler (PgBouncer pool_mode = transaction); set pool_params.prepared_statements = false. "
+         "This connection sends unnamed statements from now on";
+}
+
 std::string clean_message(std::string_view message, const std::vector<std::string>& secrets) {
   std::string m(message);
   while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();

@@ -63,6 +63,20 @@ std::error_code classify_connect_error(std::string_view message);
 /// `what` (the server's diagnostics): the connect failure's message.
 std::string on_connect_failure(std::size_t index, std::string_view sql, std::string_view what);
 
+/// Both drivers: the message for a named statement the driver has just
+/// prepared on this connection that the server then does not know (26000) or
+/// already has under that fresh name (42P05). The driver's bookkeeping rules
+/// out a migration or its own mistake: the server session changed under the
+/// connection, as behind a transaction pooler. Appended to the error's
+/// diagnostics and logged.
+std::string pooler_suspected_message(std::string_view sqlstate);
+
+/// Whether `sqlstate` is one of the two a transaction pooler causes for named
+/// statements (26000 invalid_sql_statement_name, 42P05 duplicate_prepared_statement).
+inline bool is_pooler_symptom(std::string_view sqlstate) noexcept {
+  return sqlstate == "26000" || sqlstate == "42P05";
+}
+
 // ---- passwords and conninfo ----------------------------------------------------
 
 /// libpq's message on one line, with every secret scrubbed.

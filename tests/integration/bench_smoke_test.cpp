@@ -5,6 +5,8 @@
 // The binary's end-to-end smoke run is in .ci/run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "driver_pgbench.hpp"
 #include "latency.hpp"
 #include "options.hpp"
@@ -60,6 +62,28 @@ TEST(bench_latency, small_values_are_exact_and_empty_is_zero) {
       EXPECT_LT(latency_histogram::upper_edge(i - 1), v);
     }
   }
+}
+
+TEST(bench_options, no_prepared_reaches_the_child_and_pgbench) {
+  const char* argv[] = {"pgpipe-bench", "--no-prepared", "--pools", "4"};
+  const auto o = pgpipe::bench::parse_options(4, argv);
+  EXPECT_FALSE(o.prepared);
+  const auto child = pgpipe::bench::child_arguments(o, "async", 4, 3);
+  EXPECT_NE(std::find(child.begin(), child.end(), "--no-prepared"), child.end());
+  const char* plain[] = {"pgpipe-bench"};
+  EXPECT_TRUE(pgpipe::bench::parse_options(1, plain).prepared);
+  EXPECT_NE(pgpipe::bench::help_text().find("--no-prepared"), std::string::npos);
+  // pgbench switches to the unnamed extended protocol.
+  const auto w = pgpipe::bench::builtin_workload();
+  const std::string dir = ::testing::TempDir();
+  const auto named = pgpipe::bench::prepare_pgbench("pgbench", dir, "opt_named", w, "host=x", 2, 0, 1, true);
+  const auto unnamed = pgpipe::bench::prepare_pgbench("pgbench", dir, "opt_unnamed", w, "host=x", 2, 0, 1, false);
+  auto mode = [](const std::vector<std::string>& a) {
+    auto it = std::find(a.begin(), a.end(), "-M");
+    return it != a.end() && it + 1 != a.end() ? *(it + 1) : std::string();
+  };
+  EXPECT_EQ(mode(named.argv), "prepared");
+  EXPECT_EQ(mode(unnamed.argv), "extended");
 }
 
 TEST(bench_workload, builtin_draws_keys_like_the_table) {

@@ -35,6 +35,9 @@ struct outcome {
   std::error_code ec;
   diagnostics diag;
   std::string text;
+  /// The first field of the first row as the server sent it ("" when none);
+  /// cast to text in the SQL to compare it across drivers.
+  std::string first;
 };
 
 inline std::string describe(const std::error_code& ec, const diagnostics& d, std::string_view what = {}) {
@@ -74,6 +77,7 @@ class async_driver {
     o.ec = ec;
     o.diag = r.diag();
     o.text = describe(ec, o.diag);
+    if (!ec && r.size() > 0 && r.columns() > 0) o.first = std::string(r[0][0].text());
     return o;
   }
   pool_stats stats() const { return client_->stats(); }
@@ -98,13 +102,19 @@ class blocking_driver {
   /// The pool parses the conninfo in its constructor (errc::bad_conninfo).
   static constexpr bool checks_conninfo_at_construction = true;
 
-  explicit blocking_driver(const pool_params& p) : pool_(p) {}
+  explicit blocking_driver(const pool_params& p)
+      : pool_(p, [this](log_level, std::string_view line) {
+          std::lock_guard lk(mu_);
+          lines_.emplace_back(line);
+        }) {}
+  ~blocking_driver() { pool_.set_logger({}); }
 
   template <class... Args>
   outcome run(std::string_view sql, Args&&... args) {
     outcome o;
     try {
-      pool_.exec(sql, std::forward<Args>(args)...);
+      const pqxx::result r = pool_.exec(sql, std::forward<Args>(args)...);
+      if (!r.empty() && r.columns() > 0) o.first = r[0][0].c_str();
     } catch (const pgpipe::error& e) {
       o.ec = e.code();
       o.diag = e.diag();
@@ -113,10 +123,17 @@ class blocking_driver {
     return o;
   }
   pool_stats stats() const { return pool_.stats(); }
-  std::string log() { return {}; }  // the blocking pool has no logger
+  std::string log() {
+    std::lock_guard lk(mu_);
+    std::string s;
+    for (const auto& l : lines_) s += l + "\n";
+    return s;
+  }
 
  private:
-  blocking_pool pool_;
+  std::mutex mu_;
+  std::vector<std::string> lines_;
+  blocking_pool pool_;  // last: its logger writes to the members above
 };
 
 using drivers = ::testing::Types<async_driver, blocking_driver>;

@@ -53,7 +53,9 @@ struct pgbouncer_instance::state {
     if (verifier.rfind("SCRAM-SHA-256$", 0) != 0) {
       throw std::runtime_error("pgbouncer_instance: the superuser has no SCRAM verifier");
     }
-    dc::write_file_for_server(dir + "/userlist.txt", quoted(server->user()) + " " + quoted(verifier) + "\n", 0600);
+    std::string users = quoted(server->user()) + " " + quoted(verifier) + "\n";
+    for (const auto& [name, secret] : params.users) users += quoted(name) + " " + quoted(secret) + "\n";
+    dc::write_file_for_server(dir + "/userlist.txt", users, 0600);
     std::string ini = "[databases]\n* = host=127.0.0.1 port=" + std::to_string(server->port()) + "\n\n[pgbouncer]\n";
     ini += "listen_addr = 127.0.0.1\nlisten_port = " + std::to_string(port) + "\n";
     ini += "unix_socket_dir = " + dir + "\n";

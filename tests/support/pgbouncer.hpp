@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pgpipe::test {
@@ -18,6 +19,11 @@ struct pgbouncer_params {
   int max_client_conn = 200;
   /// Extra [pgbouncer] settings, written as `key = value`.
   std::map<std::string, std::string> settings;
+  /// More auth_file entries after the superuser's: user name and what
+  /// PgBouncer checks the client against (a SCRAM verifier, e.g. one made by
+  /// `pgpipe-scram verifier`; the server role must hold the same verifier so
+  /// PgBouncer can log in to the server with the client's SCRAM keys).
+  std::vector<std::pair<std::string, std::string>> users;
 };
 
 /// Starts /usr/sbin/pgbouncer (as `postgres` when root) on a free port of

@@ -876,3 +876,93 @@ TEST(pipeline_core, randomized_interleavings_keep_the_contract) {
 }
 
 }  // namespace
+
+// ---- prepared statements off, and pooler detection -------------------------------
+
+TEST(pipeline_core, prepared_statements_off_sends_every_request_unnamed_and_pipelined) {
+  auto p = base_params();
+  p.prepared_statements = false;
+  harness h(p);
+  for (pipe_id id = 1; id <= 3; ++id) h.submit(id, shared_req("select $1"));
+  h.write();
+  ASSERT_EQ(h.wire.size(), 3u) << "still pipelined: all three written before any answer";
+  for (const auto& w : h.wire) {
+    EXPECT_TRUE(w.name.empty());
+    EXPECT_FALSE(w.parse);
+  }
+  EXPECT_EQ(h.flushes, 1u);
+  h.reply();
+  // A 26000 on an unnamed request is the statement's own error, never repaired.
+  h.reply({pipe_result::error, "26000", true});
+  h.reply();
+  EXPECT_EQ(h.outcome(1), pipe_outcome::ok);
+  EXPECT_EQ(h.outcome(2), pipe_outcome::sql_error);
+  EXPECT_EQ(h.outcome(3), pipe_outcome::ok);
+  EXPECT_EQ(h.core.statements().size(), 0u);
+  EXPECT_EQ(h.sent_log.size(), 3u) << "nothing re-sent";
+  EXPECT_FALSE(h.core.pooler_detected());
+}
+
+TEST(pipeline_core, fresh_name_already_existing_means_a_pooler_and_turns_names_off) {
+  harness h;
+  h.submit(1, shared_req("select 1"));
+  h.submit(2, shared_req("select 2"));
+  h.write();
+  // The Parse of a name this connection never used fails with 42P05: another
+  // client made it on the same server session.
+  h.core.on_result(pipe_result::error, "42P05");
+  h.core.on_command_end();
+  h.core.on_result(pipe_result::aborted);
+  h.core.on_command_end();
+  h.wire.pop_front();
+  h.core.on_sync(h.now, tx_state::idle);
+  h.pump();
+  EXPECT_EQ(h.outcome(1), pipe_outcome::pooler_suspected);
+  EXPECT_TRUE(h.core.pooler_detected());
+  EXPECT_TRUE(h.core.take_pooler_warning());
+  EXPECT_FALSE(h.core.take_pooler_warning()) << "logged once per connection";
+  EXPECT_EQ(h.released, 1u);
+  h.reply();  // request 2 was written named before the detection
+  EXPECT_EQ(h.outcome(2), pipe_outcome::ok);
+  // From now on: unnamed, even for SQL seen before.
+  h.submit(3, shared_req("select 2"));
+  h.submit(4, shared_req("select 4"));
+  h.write();
+  ASSERT_EQ(h.wire.size(), 2u);
+  EXPECT_TRUE(h.wire[0].name.empty());
+  EXPECT_TRUE(h.wire[1].name.empty());
+  EXPECT_FALSE(h.wire[0].parse);
+}
+
+TEST(pipeline_core, repair_whose_fresh_parse_vanishes_again_means_a_pooler) {
+  harness h;
+  h.submit(1, shared_req("q"));
+  h.write();
+  h.reply();
+  h.submit(2, shared_req("q"));
+  h.write();
+  h.reply({pipe_result::error, "26000", true});  // repaired: re-run with a fresh Parse
+  EXPECT_EQ(h.completions(2), 0u);
+  EXPECT_FALSE(h.core.pooler_detected()) << "one 26000 may be a DEALLOCATE on a lease: repaired silently";
+  h.write();
+  ASSERT_TRUE(h.wire.front().parse);
+  h.reply({pipe_result::error, "26000", true});  // our own Parse, gone at once
+  EXPECT_EQ(h.outcome(2), pipe_outcome::pooler_suspected);
+  EXPECT_EQ(h.completions(2), 1u);
+  EXPECT_TRUE(h.core.pooler_detected());
+}
+
+TEST(pipeline_core, other_errors_after_a_fresh_parse_are_not_taken_for_a_pooler) {
+  harness h;
+  h.submit(1, shared_req("select 1/0"));
+  h.write();
+  h.reply({pipe_result::error, "22012"});
+  harness::answer syntax;
+  syntax.err_in_parse = true;  // 42601
+  h.submit(2, shared_req("selec"));
+  h.write();
+  h.reply(syntax);
+  EXPECT_EQ(h.outcome(1), pipe_outcome::sql_error);
+  EXPECT_EQ(h.outcome(2), pipe_outcome::sql_error);
+  EXPECT_FALSE(h.core.pooler_detected());
+}
