@@ -120,6 +120,11 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
       connect_failed();
       return;
     }
+    // Routed from the start: a notice during the handshake must reach the
+    // logger too, never libpq's default printer on stderr.
+    notices_.emplace(pg_, 0, [self = weak_from_this()](bool warning, const std::string& line) {
+      if (auto s = self.lock()) s->log(warning ? log_level::warning : log_level::info, line);
+    });
     connecting_ = true;
     ++attempt_;
     if (params_.connect_timeout.count() > 0) {
@@ -203,9 +208,6 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
     timer_.cancel();
     backoff_ = milliseconds{0};
     PQsetnonblocking(pg_, 1);
-    notices_.emplace(pg_, 0, [self = weak_from_this()](bool warning, const std::string& line) {
-      if (auto s = self.lock()) s->log(warning ? log_level::warning : log_level::info, line);
-    });
     if (ever_ready_ && !channels_.empty()) {
       std::string sql;
       for (const auto& c : channels_) sql += "LISTEN " + quote_identifier(c) + ";";
