@@ -82,6 +82,10 @@ struct connection_config {
 
 class pipelined_connection;
 
+/// Closes Asio's duplicate of libpq's socket (see reassign_socket); pending
+/// waits end with operation_aborted.
+void release_descriptor(boost::asio::posix::stream_descriptor& sd) noexcept;
+
 /// One PQcancel call running on its own thread, shared with the connection.
 /// The thread reports back (posts to `ex`) only while `live`: the connection
 /// clears it under `m` when it goes away, so a late PQcancel never posts to
