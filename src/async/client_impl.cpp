@@ -232,7 +232,9 @@ void client_impl::collect_locked(todo& out, bool timing_may_change) {
                                                         std::weak_ptr<connection_owner>(shared_from_this()));
         conns_[a.slot] = c;
         ++live_conns_;
-        out.push_back([c] { asio::post(c->get_executor(), [c] { c->start(); }); });
+        out.push_back([c, cex = loops_->connector_for(c->get_executor())] {
+          asio::post(c->get_executor(), [c, cex] { c->start(cex); });
+        });
         break;
       }
       case pool_action::kind::close: {

@@ -1,6 +1,5 @@
 // pipelined_connection: Asio cancellation of requests and the lease's
 // PQcancel call, which runs on its own thread (it blocks in libpq 15).
-
 #include "async/pipelined_connection.hpp"
 
 #include <boost/asio/post.hpp>

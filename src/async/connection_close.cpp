@@ -1,6 +1,5 @@
 // pipelined_connection: health checks, rollback when a lease ends, close,
 // teardown and the timer.
-
 #include "async/pipelined_connection.hpp"
 
 #include <string>
@@ -129,15 +128,7 @@ void pipelined_connection::on_timer() {
   timer_at_ = time_point::max();
   if (st_ == state::dead) return;
   const auto now = pool_clock::now();
-  if (st_ == state::connecting) {
-    if (now >= connect_deadline_) {
-      connect_failed(make_error_code(errc::server_unreachable),
-                     "timeout expired after " + std::to_string(cfg_->connect_timeout.count()) + " ms (connect_timeout)");
-      return;
-    }
-    set_timer(connect_deadline_);
-    return;
-  }
+  if (st_ == state::connecting) return;  // the connect_job has its own deadline
   core_.on_tick(now);
   apply();
 }

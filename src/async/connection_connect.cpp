@@ -1,80 +1,37 @@
-// pipelined_connection: connecting (PQconnectStart/PQconnectPoll) and the
-// hand-over to serving (contract in pipelined_connection.hpp).
-
+// pipelined_connection: the connect (handshake in a connect_job, off the
+// loop), pipeline mode and session setup, then the pool hears of it.
 #include "async/pipelined_connection.hpp"
 
 #include "async/session_setup.hpp"
 #include "pq/libpq_failure.hpp"
 
+#include <boost/asio/post.hpp>
+
 namespace pgpipe::detail {
 
 namespace asio = boost::asio;
 
-void pipelined_connection::start() {
+void pipelined_connection::start(asio::any_io_executor connect_ex) {
   if (st_ != state::created) return;
   st_ = state::connecting;
-  // A string libpq cannot parse is the caller's mistake, not the network's:
-  // say so precisely (pool_core treats bad_conninfo as permanent).
-  if (auto why = conninfo_parse_error(cfg_->conninfo, cfg_->secrets); !why.empty()) {
-    connect_failed(make_error_code(errc::bad_conninfo), "invalid connection string: " + why);
-    return;
-  }
-  // expand_dbname=1: the whole conninfo (key=value or URI) goes in "dbname".
-  const char* keys[] = {"dbname", "fallback_application_name", nullptr};
-  const char* vals[] = {cfg_->conninfo.c_str(), "pgpipe", nullptr};
-  pg_ = PQconnectStartParams(keys, vals, 1);
-  if (!pg_) {
-    connect_failed(make_error_code(errc::connect_failed), "out of memory starting a connection");
-    return;
-  }
-  if (PQstatus(pg_) == CONNECTION_BAD) {
-    std::string m = pq_error();
-    connect_failed(classify_connect_error(m), m);
-    return;
-  }
-  if (cfg_->connect_timeout.count() > 0) {
-    connect_deadline_ = pool_clock::now() + cfg_->connect_timeout;
-    set_timer(connect_deadline_);
-  }
-  // libpq: after PQconnectStart, act as if PQconnectPoll returned WRITING.
-  connect_wait(PGRES_POLLING_WRITING);
+  auto hand_over = [weak = weak_from_this(), ex = ex_](pgconn_ptr pg, std::error_code ec, std::string message) {
+    asio::post(ex, [weak, pg = std::move(pg), ec, message = std::move(message)]() mutable {
+      // Gone: the PGconn is finished with the handler.
+      if (auto self = weak.lock()) self->connect_done(std::move(pg), ec, message);
+    });
+  };
+  connect_job::run(std::make_shared<connect_job>(std::move(connect_ex), cfg_->conninfo, cfg_->secrets,
+                                                 cfg_->connect_timeout, std::move(hand_over)));
 }
 
-void pipelined_connection::connect_wait(PostgresPollingStatusType want) {
-  reassign_socket();
-  if (!sd_) {
-    connect_failed(make_error_code(errc::connect_failed), "libpq gave no socket while connecting");
+void pipelined_connection::connect_done(pgconn_ptr pg, std::error_code ec, const std::string& message) {
+  if (st_ != state::connecting) return;  // aborted meanwhile: `pg` is finished here
+  if (ec) {
+    connect_failed(ec, message);
     return;
   }
-  auto w = want == PGRES_POLLING_READING ? asio::posix::stream_descriptor::wait_read
-                                         : asio::posix::stream_descriptor::wait_write;
-  sd_->async_wait(w, [self = shared_from_this(), gen = sd_gen_](const boost::system::error_code& ec) {
-    if (gen != self->sd_gen_ || self->st_ != state::connecting) return;
-    if (ec) {
-      self->connect_failed(make_error_code(errc::connect_failed), "waiting for the socket failed: " + ec.message());
-      return;
-    }
-    self->connect_step();
-  });
-}
-
-void pipelined_connection::connect_step() {
-  switch (PQconnectPoll(pg_)) {
-    case PGRES_POLLING_OK:
-      connected();
-      return;
-    case PGRES_POLLING_READING:
-      connect_wait(PGRES_POLLING_READING);
-      return;
-    case PGRES_POLLING_WRITING:
-      connect_wait(PGRES_POLLING_WRITING);
-      return;
-    default: {
-      std::string m = pq_error();
-      connect_failed(classify_connect_error(m), m);
-      return;
-    }
-  }
+  pg_ = pg.release();
+  connected();
 }
 
 void pipelined_connection::connect_failed(std::error_code ec, std::string message) {
@@ -116,7 +73,6 @@ void pipelined_connection::connected() {
     if (auto o = owner.lock()) o->log(warning ? log_level::warning : log_level::info, line);
   });
   st_ = state::ready;
-  connect_deadline_ = time_point::max();
   core_.on_input(pool_clock::now());
   arm_read();
   // pool_params::on_connect runs before the pool hears of the connection.

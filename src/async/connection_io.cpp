@@ -1,6 +1,5 @@
 // pipelined_connection: socket watching, the PQflush rule and reading
 // PGresults into pipeline_core inputs (contract in pipelined_connection.hpp).
-
 #include "async/pipelined_connection.hpp"
 
 #include <fcntl.h>

@@ -1,6 +1,5 @@
 // pipelined_connection: row_stream delivery and backpressure (chunking
 // rules in async/stream_chunks.hpp).
-
 #include "async/pipelined_connection.hpp"
 
 #include "async/stream_chunks.hpp"

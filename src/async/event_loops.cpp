@@ -36,10 +36,15 @@ event_loops::event_loops(const async_client_options& options, asio::io_context* 
     }
     loops_.push_back(std::move(l));
   }
+  if (!external_) {
+    connector_ = std::make_unique<asio::io_context>(1);
+    connector_work_.emplace(connector_->get_executor());
+  }
 }
 
 event_loops::~event_loops() {
   stop_watchdog();
+  stop_connector();
   for (auto& l : loops_)
     if (l->thread.joinable()) l->thread.detach();
 }
@@ -49,23 +54,36 @@ void event_loops::start() {
   if (!external_) {
     for (std::size_t i = 0; i < loops_.size(); ++i) {
       loop* l = loops_[i].get();
-      l->thread = std::thread([this, l, i] {
-        for (;;) {
-          try {
-            l->own->run();
-            return;
-          } catch (const std::exception& e) {
-            // A handler threw: report it and keep the loop alive; the
-            // remaining work on this loop must still run.
-            log_(log_level::error, "event loop " + std::to_string(i) + ": a handler threw: " + e.what());
-          } catch (...) {
-            log_(log_level::error, "event loop " + std::to_string(i) + ": a handler threw a non-standard exception");
-          }
-        }
-      });
+      l->thread = std::thread([this, l, i] { run_guarded(*l->own, "event loop " + std::to_string(i)); });
     }
+    connector_thread_ = std::thread([this] { run_guarded(*connector_, "connector"); });
   }
   if (options_.blocked_loop_threshold.count() > 0) watchdog_ = std::thread([this] { watchdog_main(); });
+}
+
+void event_loops::run_guarded(asio::io_context& ctx, const std::string& name) {
+  for (;;) {
+    try {
+      ctx.run();
+      return;
+    } catch (const std::exception& e) {
+      // A handler threw: report it and keep the thread alive; the remaining
+      // work on it must still run.
+      log_(log_level::error, name + ": a handler threw: " + e.what());
+    } catch (...) {
+      log_(log_level::error, name + ": a handler threw a non-standard exception");
+    }
+  }
+}
+
+void event_loops::stop_connector() {
+  if (!connector_) return;
+  // Connects still running belong to connections already aborted: drop them
+  // (their PGconns are finished when the io_context destroys their handlers).
+  connector_work_.reset();
+  connector_->stop();
+  if (connector_thread_.joinable() && connector_thread_.get_id() != std::this_thread::get_id())
+    connector_thread_.join();
 }
 
 void event_loops::stop_watchdog() {
@@ -79,6 +97,8 @@ void event_loops::stop_watchdog() {
 
 void event_loops::join() {
   if (external_) return;
+  // First: the connector posts hand-overs to the loops.
+  stop_connector();
   for (auto& l : loops_) l->work.reset();
   // Joining ourselves would deadlock: the loops finish on their own, and the
   // threads are detached when this object goes away.
@@ -110,8 +130,12 @@ asio::any_io_executor event_loops::executor_for_new_connection() {
   return loops_[next_loop_.fetch_add(1, std::memory_order_relaxed) % loops_.size()]->ex;
 }
 
+asio::any_io_executor event_loops::connector_for(const asio::any_io_executor& conn_ex) const {
+  return connector_ ? asio::any_io_executor(connector_->get_executor()) : conn_ex;
+}
+
 std::size_t event_loops::thread_count() const noexcept {
-  return (external_ ? 0 : loops_.size()) + (watchdog_.joinable() ? 1 : 0);
+  return (external_ ? 0 : loops_.size() + 1) + (watchdog_.joinable() ? 1 : 0);
 }
 
 std::chrono::microseconds event_loops::lag_last() const noexcept {

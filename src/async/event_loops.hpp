@@ -2,7 +2,13 @@
 // is one io_context run by one thread (or, on a caller's io_context, one
 // strand of it). Owns the loop-lag probes (a timer per loop; how late it
 // fires is the loop's lag, read by stats()) and the watchdog thread that logs
-// a loop blocked past blocked_loop_threshold.
+// a loop blocked past blocked_loop_threshold, and the connector: one more
+// thread and io_context on which every connect handshake runs (connect_job),
+// so that opening connections never takes a loop's time from the queries on
+// connections already open. One connector whatever the pool size: connects
+// are nonblocking, the thread only does the handshakes' CPU work. On a
+// caller's io_context there is no thread of ours: connects run on the
+// connection's own strand.
 //
 // Lifetime: the client owns this object through a shared_ptr; handlers
 // posted to a caller's io_context hold it weakly, since that io_context may
@@ -58,6 +64,8 @@ class event_loops : public std::enable_shared_from_this<event_loops> {
 
   /// Round-robin over the loops; a fresh strand on an external io_context.
   boost::asio::any_io_executor executor_for_new_connection();
+  /// Where a connection whose loop is `conn_ex` runs its connect handshake.
+  boost::asio::any_io_executor connector_for(const boost::asio::any_io_executor& conn_ex) const;
   /// The first loop: pool timers and failures that reach no connection.
   const boost::asio::any_io_executor& first() const noexcept { return loops_[0]->ex; }
   std::size_t size() const noexcept { return loops_.size(); }
@@ -65,7 +73,7 @@ class event_loops : public std::enable_shared_from_this<event_loops> {
   bool on_own_thread() const noexcept;
   /// True once join() ran: nothing posted to the loops will ever run.
   bool stopped() const noexcept { return stopped_.load(std::memory_order_acquire); }
-  /// Threads of our own: loops (none when external) plus the watchdog.
+  /// Threads of our own: loops and connector (none when external) plus the watchdog.
   std::size_t thread_count() const noexcept;
   std::chrono::microseconds lag_last() const noexcept;
   std::chrono::microseconds lag_max() const noexcept;
@@ -84,6 +92,8 @@ class event_loops : public std::enable_shared_from_this<event_loops> {
   };
 
   void start_probe(std::size_t i);
+  void run_guarded(boost::asio::io_context& ctx, const std::string& name);
+  void stop_connector();
   void watchdog_main();
 
   async_client_options options_;
@@ -91,6 +101,9 @@ class event_loops : public std::enable_shared_from_this<event_loops> {
   log_fn log_;
   std::vector<std::unique_ptr<loop>> loops_;
   std::atomic<std::size_t> next_loop_{0};
+  std::unique_ptr<boost::asio::io_context> connector_;  // null with an external io_context
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> connector_work_;
+  std::thread connector_thread_;
 
   std::atomic<bool> probes_stopped_{false};
   std::atomic<bool> stopped_{false};
