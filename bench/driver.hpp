@@ -18,6 +18,7 @@ struct driver_params {
   std::size_t pool = 20;
   std::size_t concurrency = 500;
   std::size_t loops = 0;  ///< 0 = hardware concurrency
+  std::size_t grow_from = 0;  ///< async: min_size (0 = the pool size)
   workload work;
 };
 
