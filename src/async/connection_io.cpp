@@ -16,10 +16,9 @@ namespace asio = boost::asio;
 
 // Asio watches a duplicate of libpq's socket (see reassign_socket), which it
 // owns and closes here; libpq closes its own fd. libpq may close its fd by
-// itself (a failed PQconnectPoll, EOF in PQconsumeInput) and that number may
-// be reused at once by any thread; with the duplicate, Asio never touches a
-// number it does not own (TSan caught the old release() deregistering a
-// reused fd). Pending waits end with operation_aborted.
+// itself (EOF in PQconsumeInput) and that number may be reused at once by any
+// thread; with the duplicate, Asio never touches a number it does not own.
+// Pending waits end with operation_aborted.
 void release_descriptor(asio::posix::stream_descriptor& sd) noexcept {
   boost::system::error_code ignored;
   if (sd.is_open()) sd.close(ignored);

@@ -9,6 +9,7 @@
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 namespace pgpipe::detail {
@@ -79,11 +80,16 @@ void pipelined_connection::enqueue(std::shared_ptr<query_request> req) {
   pipe_request r;
   // The cache key: the text, plus the parameter types when they are sent
   // typed (the same SQL with other types is another prepared statement).
-  r.sql = req->spec.sql;
-  {
-    const auto& prm = req->spec.params;
-    if (prm.types.size() == prm.values.size() && prm.formats.size() == prm.values.size() && !prm.all_text_untyped())
-      for (auto t : prm.types) (r.sql += '\0') += std::to_string(t);
+  // The types go in as raw bytes after a NUL (which no SQL text contains):
+  // one allocation per request, no number formatting.
+  const auto& prm = req->spec.params;
+  if (prm.types.size() == prm.values.size() && prm.formats.size() == prm.values.size() && !prm.all_text_untyped()) {
+    const std::size_t type_bytes = prm.types.size() * sizeof(Oid);
+    r.sql.reserve(req->spec.sql.size() + 1 + type_bytes);
+    r.sql.append(req->spec.sql).push_back('\0');
+    r.sql.append(reinterpret_cast<const char*>(prm.types.data()), type_bytes);
+  } else {
+    r.sql = req->spec.sql;
   }
   r.param_count = req->spec.params.values.size();
   r.stream = req->stream != nullptr;
@@ -195,18 +201,19 @@ bool pipelined_connection::send(const pipe_action& a) {
   const auto& vals = prm.values;
   const int n = static_cast<int>(vals.size());
   const bool typed = prm.types.size() == vals.size() && prm.formats.size() == vals.size() && !prm.all_text_untyped();
-  std::vector<const char*> ptrs(vals.size());
-  std::vector<int> lengths(vals.size());
-  std::vector<Oid> types(typed ? vals.size() : 0);
+  // Per-connection buffers: libpq copies the values into its output buffer
+  // before returning, so they are free again after the send.
+  send_values_.resize(vals.size());
+  send_lengths_.resize(vals.size());
   for (std::size_t i = 0; i < vals.size(); ++i) {
-    ptrs[i] = vals[i] ? vals[i]->data() : nullptr;
-    lengths[i] = vals[i] ? static_cast<int>(vals[i]->size()) : 0;
-    if (typed) types[i] = prm.types[i];
+    send_values_[i] = vals[i] ? vals[i]->data() : nullptr;
+    send_lengths_[i] = vals[i] ? static_cast<int>(vals[i]->size()) : 0;
   }
-  const char* const* p = ptrs.empty() ? nullptr : ptrs.data();
-  const int* lens = typed ? lengths.data() : nullptr;
+  static_assert(std::is_same_v<type_oid, Oid>, "parameter types are passed to libpq as they are");
+  const char* const* p = send_values_.empty() ? nullptr : send_values_.data();
+  const int* lens = typed ? send_lengths_.data() : nullptr;
   const int* fmts = typed ? prm.formats.data() : nullptr;
-  const Oid* oids = typed ? types.data() : nullptr;
+  const Oid* oids = typed ? prm.types.data() : nullptr;
   const std::string& sql = req->spec.sql;
   // Parse rides in the same Sync segment as the first Execute: no extra
   // round trip, and a failing Parse aborts only this request. The statement

@@ -213,6 +213,8 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   pipeline_core core_;
   std::unordered_map<pipe_id, std::shared_ptr<query_request>> reqs_;  ///< submitted, not completed
   std::vector<pipe_action> action_buffer_;  ///< reused by apply()
+  std::vector<const char*> send_values_;    ///< reused by send()
+  std::vector<int> send_lengths_;
   pipe_id next_id_ = 1;
   std::string break_reason_;         ///< for the messages of requests failed by a break
   std::size_t release_units_ = 0;    ///< shared units to hand back after this batch
