@@ -62,6 +62,11 @@ std::shared_ptr<query_request> pipelined_connection::lookup(pipe_id id) const {
   return it == reqs_.end() ? nullptr : it->second;
 }
 
+query_request* pipelined_connection::find_request(pipe_id id) const {
+  auto it = reqs_.find(id);
+  return it == reqs_.end() ? nullptr : it->second.get();
+}
+
 void pipelined_connection::enqueue(std::shared_ptr<query_request> req) {
   if (req->completed.load(std::memory_order_acquire)) {
     // Cancelled on its way here: give its capacity back.
@@ -165,9 +170,10 @@ void pipelined_connection::apply_one(pipe_action& a, bool& flush_wanted) {
       if (st_ == state::ready) (void)PQsetSingleRowMode(pg_);  // if refused, the rows arrive as one chunk
       return;
     case kind::complete: {
-      auto req = lookup(a.id);
-      if (!req) return;
-      reqs_.erase(a.id);
+      auto it = reqs_.find(a.id);
+      if (it == reqs_.end()) return;
+      auto req = std::move(it->second);
+      reqs_.erase(it);
       complete_with(req, a.outcome);
       return;
     }
@@ -189,7 +195,7 @@ bool pipelined_connection::send(const pipe_action& a) {
     if (!PQsendQueryParams(pg_, a.name.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0)) return false;
     return PQpipelineSync(pg_) == 1;
   }
-  auto req = lookup(a.id);
+  query_request* req = find_request(a.id);
   if (!req) return false;
   // A re-run (statement repair) starts from clean results.
   req->ok.reset();

@@ -170,6 +170,8 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   void complete(const std::shared_ptr<query_request>& req, std::error_code ec, result r);
   void complete_with(const std::shared_ptr<query_request>& req, pipe_outcome o);
   std::shared_ptr<query_request> lookup(pipe_id id) const;
+  /// Without the reference count: for use within one call that completes nothing.
+  query_request* find_request(pipe_id id) const;
 
   void stream_row(const std::shared_ptr<stream_state>& st, PGresult* row);
   void stream_push(stream_state& st, std::error_code ec, result r, bool final);
