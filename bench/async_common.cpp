@@ -8,7 +8,7 @@ pool_params async_pool_params(const driver_params& p) {
   pool_params pp;
   pp.conninfo = p.conninfo;
   pp.max_size = p.pool;
-  pp.min_size = p.pool;
+  pp.min_size = p.grow_from != 0 ? std::min(p.grow_from, p.pool) : p.pool;
   pp.prepared_statements = p.prepared;
   // 10,000 clients at pool 20 leave 10,000 - 20 * pipeline_depth requests
   // waiting in the pool: they must queue, not fail.

@@ -12,7 +12,7 @@
 namespace pgpipe::bench {
 
 /// max_size = min_size = pool (every connection opened up front, as pgbench
-/// and the blocking run do); max_queued large enough that `concurrency`
+/// and the blocking run do; min_size = grow_from when set); max_queued large enough that `concurrency`
 /// clients never hit queue_full; the default pipeline_depth.
 pool_params async_pool_params(const driver_params& p);
 

@@ -7,6 +7,8 @@
 
 #include <pgpipe/async_client.hpp>
 
+#include <chrono>
+#include <cstdio>
 #include <thread>
 
 namespace pgpipe::bench {
@@ -31,7 +33,9 @@ class async_driver final : public driver {
 
   bool pool_open() const override {
     const auto s = client_->stats();
-    return s.idle + s.busy + s.checking >= p_.pool;
+    const bool open = s.idle + s.busy + s.checking >= p_.pool;
+    if (p_.grow_from != 0) watch_growth(s, open);
+    return open;
   }
 
   void close() override {
@@ -65,7 +69,46 @@ class async_driver final : public driver {
     });
   }
 
+  // --grow-from: while the pool grows, q/s on the connections already open
+  // and the loops' lag (issue 11: connecting must not starve the loops).
+  // Polled by the main thread every ~100 ms until the pool is open.
+  struct growth_watch {
+    bool started = false;
+    bench_clock::time_point begin, slice_begin;
+    std::uint64_t begin_completed = 0, slice_completed = 0;
+    double slowest_slice_qps = -1;
+  };
+  void watch_growth(const pgpipe::pool_stats& s, bool open) const {
+    auto& g = growth_;
+    const auto now = bench_clock::now();
+    if (!g.started) {
+      g.started = true;
+      g.begin = g.slice_begin = now;
+      g.begin_completed = g.slice_completed = s.completed;
+      std::fprintf(stderr, "growth: %zu of %zu connections open, growing\n",
+                   static_cast<std::size_t>(s.idle + s.busy + s.checking), p_.pool);
+      return;
+    }
+    const double slice_s = std::chrono::duration<double>(now - g.slice_begin).count();
+    if (slice_s >= 0.5 || open) {
+      if (slice_s > 0.05) {
+        const double qps = static_cast<double>(s.completed - g.slice_completed) / slice_s;
+        if (g.slowest_slice_qps < 0 || qps < g.slowest_slice_qps) g.slowest_slice_qps = qps;
+      }
+      g.slice_begin = now;
+      g.slice_completed = s.completed;
+    }
+    if (!open) return;
+    const double secs = std::chrono::duration<double>(now - g.begin).count();
+    std::fprintf(stderr,
+                 "growth: to %zu connections in %.0f ms: %.0f q/s during growth (slowest 0.5 s: %.0f q/s), "
+                 "loop_lag_max %.1f ms\n",
+                 p_.pool, secs * 1000, secs > 0 ? static_cast<double>(s.completed - g.begin_completed) / secs : 0.0,
+                 g.slowest_slice_qps, static_cast<double>(s.loop_lag_max.count()) / 1000.0);
+  }
+
   driver_params p_;
+  mutable growth_watch growth_;
   measurement* m_ = nullptr;
   std::vector<client_state> clients_;
   std::unique_ptr<pgpipe::async_client> client_;

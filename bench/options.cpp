@@ -90,6 +90,8 @@ options parse_options(int argc, const char* const* argv) {
       o.repeat = parse_size(flag, next(), 1);
     } else if (flag == "--loops") {
       o.loops = parse_size(flag, next(), 1);
+    } else if (flag == "--grow-from") {
+      o.grow_from = parse_size(flag, next(), 1);
     } else if (flag == "--conninfo") {
       o.conninfo = next();
     } else if (flag == "--no-prepared") {
@@ -124,6 +126,10 @@ std::vector<std::string> child_arguments(const options& o, const std::string& dr
     a.push_back(std::to_string(o.loops));
   }
   if (!o.prepared) a.push_back("--no-prepared");
+  if (o.grow_from != 0) {
+    a.push_back("--grow-from");
+    a.push_back(std::to_string(o.grow_from));
+  }
   if (o.sql_file) {
     a.push_back("--sql");
     a.push_back(*o.sql_file);
@@ -165,6 +171,9 @@ Flags:
                      connection open and a first query completed, default 2
   --repeat N         rounds; drivers alternate order each round (A B, B A), default 1
   --loops N          event loops (threads) of the async driver, default: CPU count
+  --grow-from N      async driver: open N connections up front (min_size) and let
+                     the pool grow to the pool size under load; the child prints
+                     the growth's duration, q/s and loops' loop_lag_max to stderr
   --conninfo STR     use this server (libpq key=value or URI); the table is
                      created and loaded when missing. PGHOST/PGSERVICE also select
                      an existing server. Passwords are never printed.

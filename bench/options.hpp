@@ -28,6 +28,9 @@ struct options {
   double warmup_s = 2;
   std::size_t repeat = 1;
   std::size_t loops = 0;  ///< async event loops; 0 = hardware concurrency
+  /// async driver: the pool starts with this many connections and grows to
+  /// the pool size under load (0: every connection opened up front).
+  std::size_t grow_from = 0;
   std::optional<std::string> conninfo;
   /// --no-prepared: unnamed statements in every driver (pool_params::
   /// prepared_statements = false, pgbench -M extended), as PgBouncer in

@@ -12,16 +12,9 @@
 namespace pgpipe::detail {
 
 namespace asio = boost::asio;
-using std::chrono::duration_cast;
-using std::chrono::microseconds;
 using std::chrono::milliseconds;
-using std::chrono::nanoseconds;
 
 namespace {
-
-std::int64_t steady_ns() {
-  return duration_cast<nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 time_point add_or_max(time_point now, milliseconds d) {
   if (d.count() <= 0) return time_point::max();
@@ -55,6 +48,18 @@ struct acquire_cancel_hook {
     if (r && o) o->cancel_acquire(r);
   }
 };
+
+// check_shared_statement lexes the text, which costs about as much as the
+// rest of the client's work on a short query. Applications send the same few
+// texts again and again, and the verdict depends on the text alone: each
+// thread remembers the last text found harmless.
+std::optional<shared_refusal> check_shared_sql(const std::string& sql) {
+  thread_local std::string last_harmless;
+  if (!last_harmless.empty() && sql == last_harmless) return std::nullopt;
+  auto refused = check_shared_statement(sql);
+  if (!refused) last_harmless = sql;
+  return refused;
+}
 
 class null_target final : public query_target {
  public:
@@ -163,7 +168,6 @@ void lease_impl::release() noexcept {
 client_impl::client_impl(pool_params params, async_client_options options, asio::io_context* external)
     : params_(std::move(params)),
       options_(std::move(options)),
-      external_(external),
       core_(params_, std::max<std::size_t>(1, params_.pipeline_depth)) {
   auto cfg = std::make_shared<connection_config>();
   cfg->conninfo = params_.conninfo;
@@ -176,58 +180,20 @@ client_impl::client_impl(pool_params params, async_client_options options, asio:
   conn_cfg_ = std::move(cfg);
   if (options_.logger) logger_ = std::make_shared<const logger_fn>(std::move(options_.logger));
 
-  const std::size_t n = external_ ? 1 : std::max<std::size_t>(1, options_.loops);
-  for (std::size_t i = 0; i < n; ++i) {
-    auto l = std::make_unique<loop>();
-    if (external_) {
-      l->ex = asio::make_strand(*external_);
-    } else {
-      // One thread per io_context: tell Asio it need not lock internally.
-      l->own = std::make_unique<asio::io_context>(1);
-      l->ex = l->own->get_executor();
-      l->work.emplace(l->own->get_executor());
-    }
-    loops_.push_back(std::move(l));
-  }
-  pool_ex_ = loops_[0]->ex;
+  loops_ = std::make_shared<event_loops>(options_, external,
+                                         [this](log_level level, const std::string& line) { log(level, line); });
+  pool_ex_ = loops_->first();
   tick_timer_ = std::make_unique<asio::steady_timer>(pool_ex_);
 }
 
 client_impl::~client_impl() {
-  // shutdown() ran (async_client's destructor); threads are joined. Anything
-  // still referenced by an external io_context's queue keeps us alive.
-  stopping_ = true;
-  {
-    std::lock_guard lk(watchdog_mu_);
-  }
-  watchdog_cv_.notify_all();
-  if (watchdog_.joinable()) watchdog_.join();
-  for (auto& l : loops_)
-    if (l->thread.joinable()) l->thread.detach();
+  // shutdown() ran (async_client's destructor). The watchdog logs through us:
+  // it ends here, while the loops object may live on in a caller's io_context.
+  loops_->stop_watchdog();
 }
 
 void client_impl::start() {
-  for (std::size_t i = 0; i < loops_.size(); ++i) start_probe(i);
-  if (!external_) {
-    for (std::size_t i = 0; i < loops_.size(); ++i) {
-      loop* l = loops_[i].get();
-      l->thread = std::thread([this, l, i] {
-        for (;;) {
-          try {
-            l->own->run();
-            return;
-          } catch (const std::exception& e) {
-            // A handler threw: report it and keep the loop alive; the
-            // remaining work on this loop must still run.
-            log(log_level::error, "event loop " + std::to_string(i) + ": a handler threw: " + e.what());
-          } catch (...) {
-            log(log_level::error, "event loop " + std::to_string(i) + ": a handler threw a non-standard exception");
-          }
-        }
-      });
-    }
-  }
-  if (options_.blocked_loop_threshold.count() > 0) watchdog_ = std::thread([this] { watchdog_main(); });
+  loops_->start();
   todo t;
   {
     std::lock_guard lk(mu_);
@@ -244,8 +210,7 @@ void client_impl::shutdown() {
     shut_down_ = true;
   }
   close();
-  const bool on_own_loop = on_own_loop_thread();
-  if (!external_ && !on_own_loop) {
+  if (!loops_->external() && !loops_->on_own_thread()) {
     // Let work in flight finish, for a bounded time: a query that runs for
     // minutes must not make a destructor hang for minutes.
     std::unique_lock lk(mu_);
@@ -257,52 +222,16 @@ void client_impl::shutdown() {
     for (auto& [id, c] : conns_) rest.push_back(c);
   }
   for (auto& c : rest) asio::post(c->get_executor(), [c] { c->abort(); });
-  stopping_ = true;
-  {
-    std::lock_guard lk(watchdog_mu_);
-  }
-  watchdog_cv_.notify_all();
+  loops_->stop_watchdog();
   // Weak, as in stop_probes(): on a caller's io_context this may run after
   // the impl (and its timer) is gone.
   asio::post(pool_ex_, [w = weak_from_this()] {
     if (auto self = w.lock()) self->tick_timer_->cancel();
   });
-  if (external_) return;
-  for (auto& l : loops_) l->work.reset();
-  if (on_own_loop) {
-    // Joining ourselves would deadlock: the loops finish on their own, and
-    // the threads are detached when the impl goes away.
-    return;
-  }
-  for (auto& l : loops_)
-    if (l->thread.joinable()) l->thread.join();
-  // A loop that ran out of work before another posted to it leaves those
-  // handlers queued (a late completion, a lease grant): run them here rather
-  // than drop them, so every operation still completes exactly once.
-  for (int round = 0; round < 100; ++round) {
-    std::size_t ran = 0;
-    for (auto& l : loops_) {
-      l->own->restart();
-      ran += l->own->poll();
-    }
-    if (ran == 0) break;
-  }
-  loops_stopped_ = true;
-  if (watchdog_.joinable()) watchdog_.join();
+  loops_->join();
 }
 
-bool client_impl::on_own_loop_thread() const noexcept {
-  return std::any_of(loops_.begin(), loops_.end(),
-                     [](auto& l) { return l->thread.get_id() == std::this_thread::get_id(); });
-}
-
-asio::any_io_executor client_impl::executor_for_new_connection() {
-  if (external_) return asio::make_strand(*external_);
-  auto& l = loops_[next_loop_++ % loops_.size()];
-  return l->ex;
-}
-
-asio::any_io_executor client_impl::get_executor() const noexcept { return loops_[0]->ex; }
+asio::any_io_executor client_impl::get_executor() const noexcept { return loops_->first(); }
 
 // ---- pool bookkeeping ---------------------------------------------------------------
 
@@ -311,11 +240,13 @@ void client_impl::collect_locked(todo& out, bool timing_may_change) {
   for (auto& a : actions) {
     switch (a.what) {
       case pool_action::kind::open: {
-        auto c = std::make_shared<pipelined_connection>(executor_for_new_connection(), a.slot, conn_cfg_,
+        auto c = std::make_shared<pipelined_connection>(loops_->executor_for_new_connection(), a.slot, conn_cfg_,
                                                         std::weak_ptr<connection_owner>(shared_from_this()));
         conns_[a.slot] = c;
         ++live_conns_;
-        out.push_back([c] { asio::post(c->get_executor(), [c] { c->start(); }); });
+        out.push_back([c, cex = loops_->connector_for(c->get_executor())] {
+          asio::post(c->get_executor(), [c, cex] { c->start(cex); });
+        });
         break;
       }
       case pool_action::kind::close: {
@@ -451,14 +382,14 @@ void client_impl::complete_query_failure(const std::shared_ptr<query_request>& r
              ec.category() != sqlstate_category()) {
     err_other_.fetch_add(1, std::memory_order_relaxed);
   }
-  req->try_complete(loops_[0]->ex, true, ec, client_error_result(std::move(message)));
+  req->try_complete(loops_->first(), true, ec, client_error_result(std::move(message)));
 }
 
 void client_impl::complete_acquire_failure(const std::shared_ptr<acquire_request>& req, std::error_code ec,
                                            std::string message) {
   (void)message;
   if (ec == errc::cancelled) err_cancelled_.fetch_add(1, std::memory_order_relaxed);
-  req->try_complete(loops_[0]->ex, ec, lease());
+  req->try_complete(loops_->first(), ec, lease());
 }
 
 void client_impl::maybe_closed_locked(todo& out) {
@@ -479,7 +410,7 @@ void client_impl::maybe_closed_locked(todo& out) {
   if (close_waiters_.empty()) return;
   auto waiters = std::make_shared<std::vector<std::unique_ptr<completion<std::monostate>>>>(std::move(close_waiters_));
   close_waiters_.clear();
-  out.push_back([waiters, ex = loops_[0]->ex] {
+  out.push_back([waiters, ex = loops_->first()] {
     for (auto& w : *waiters) w->complete(ex, true, {}, {});
   });
 }
@@ -492,15 +423,15 @@ void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<resul
   req->done = std::move(done);
   if (spec.params.ec) {
     err_other_.fetch_add(1, std::memory_order_relaxed);
-    req->try_complete(loops_[0]->ex, true, spec.params.ec, client_error_result(spec.params.error_message));
+    req->try_complete(loops_->first(), true, spec.params.ec, client_error_result(spec.params.error_message));
     return;
   }
   // Sharing rules (core/shared_statement.hpp): a shared connection refuses
   // BEGIN and session-changing statements before anything is sent. Leases
   // (lease_impl::submit_query) are not checked.
-  if (auto refused = check_shared_statement(spec.sql)) {
+  if (auto refused = check_shared_sql(spec.sql)) {
     err_other_.fetch_add(1, std::memory_order_relaxed);
-    req->try_complete(loops_[0]->ex, true, make_error_code(refused->code), client_error_result(refused->message));
+    req->try_complete(loops_->first(), true, make_error_code(refused->code), client_error_result(refused->message));
     return;
   }
   const auto now = pool_clock::now();
@@ -574,7 +505,7 @@ void client_impl::submit_acquire(std::unique_ptr<completion<lease>> done, asio::
 }
 
 void client_impl::submit_close(std::unique_ptr<completion<std::monostate>> done) {
-  stop_probes();
+  loops_->stop_probes();
   todo t;
   {
     std::lock_guard lk(mu_);
@@ -586,7 +517,7 @@ void client_impl::submit_close(std::unique_ptr<completion<std::monostate>> done)
 }
 
 void client_impl::close() {
-  stop_probes();
+  loops_->stop_probes();
   todo t;
   {
     std::lock_guard lk(mu_);
@@ -764,89 +695,10 @@ pool_stats client_impl::stats() const {
   s.errors.cancelled = err_cancelled_.load(std::memory_order_relaxed);
   s.errors.server = err_server_.load(std::memory_order_relaxed);
   s.errors.other = err_other_.load(std::memory_order_relaxed);
-  std::int64_t last = 0, mx = 0;
-  for (auto& l : loops_) {
-    last = std::max(last, l->lag_last_us.load(std::memory_order_relaxed));
-    mx = std::max(mx, l->lag_max_us.load(std::memory_order_relaxed));
-  }
-  s.loop_lag_last = microseconds(last);
-  s.loop_lag_max = microseconds(mx);
-  s.threads = (external_ ? 0 : loops_.size()) + (watchdog_.joinable() ? 1 : 0);
+  s.loop_lag_last = loops_->lag_last();
+  s.loop_lag_max = loops_->lag_max();
+  s.threads = loops_->thread_count();
   return s;
-}
-
-// ---- loop lag probe and blocked-loop watchdog --------------------------------------------
-
-void client_impl::stop_probes() {
-  // A closed client must not keep a caller's io_context busy forever: the
-  // probes (and with them the watchdog) stop at close().
-  if (probes_stopped_.exchange(true)) return;
-  for (std::size_t i = 0; i < loops_.size(); ++i) {
-    if (!loops_[i]->probe) continue;
-    // Weak: on a caller's io_context that outlives the client, this can run
-    // after the client and its loops' timers are gone (ASan use-after-free
-    // in it_fault_cancel_test when it held a raw timer pointer).
-    asio::post(loops_[i]->ex, [w = weak_from_this(), i] {
-      if (auto self = w.lock(); self && self->loops_[i]->probe) self->loops_[i]->probe->cancel();
-    });
-  }
-}
-
-void client_impl::start_probe(std::size_t i) {
-  loop* l = loops_[i].get();
-  if (options_.loop_probe_interval.count() <= 0) return;
-  l->probe = std::make_unique<asio::steady_timer>(l->ex);
-  l->last_probe_ns = steady_ns();
-  struct prober {
-    client_impl* self;
-    loop* l;
-    void arm() const {
-      l->probe->expires_after(self->options_.loop_probe_interval);
-      l->probe->async_wait(*this);
-    }
-    void operator()(const boost::system::error_code& ec) const {
-      if (ec || self->probes_stopped_.load(std::memory_order_relaxed)) return;
-      // How late the loop ran a timer that was due: a handler blocking the
-      // loop shows up here.
-      const auto now = std::chrono::steady_clock::now();
-      const auto lag = duration_cast<microseconds>(now - l->probe->expiry()).count();
-      l->lag_last_us.store(lag, std::memory_order_relaxed);
-      if (lag > l->lag_max_us.load(std::memory_order_relaxed)) l->lag_max_us.store(lag, std::memory_order_relaxed);
-      l->last_probe_ns.store(steady_ns(), std::memory_order_relaxed);
-      arm();
-    }
-  };
-  // Probes run on the loops and stop when stopping_ is set, before the
-  // impl can go away (shutdown joins or the impl outlives the io_context).
-  asio::post(l->ex, [p = prober{this, l}] { p.arm(); });
-}
-
-void client_impl::watchdog_main() {
-  const auto threshold = options_.blocked_loop_threshold;
-  const auto period = std::max(milliseconds(10), std::min(threshold / 4, milliseconds(100)));
-  const auto probe_ns = duration_cast<nanoseconds>(options_.loop_probe_interval).count();
-  std::unique_lock lk(watchdog_mu_);
-  while (!stopping_.load()) {
-    watchdog_cv_.wait_for(lk, period, [this] { return stopping_.load(); });
-    if (stopping_.load()) return;
-    if (probes_stopped_.load()) continue;
-    const auto now = steady_ns();
-    for (std::size_t i = 0; i < loops_.size(); ++i) {
-      auto& l = *loops_[i];
-      const auto late_ns = now - l.last_probe_ns.load(std::memory_order_relaxed) - probe_ns;
-      const bool blocked = late_ns > duration_cast<nanoseconds>(threshold).count();
-      if (blocked && !l.blocked_reported) {
-        l.blocked_reported = true;
-        log(log_level::warning, "event loop " + std::to_string(i) + " blocked for " +
-                                    std::to_string(late_ns / 1'000'000) +
-                                    " ms: a handler is doing blocking work on it (threshold " +
-                                    std::to_string(threshold.count()) + " ms)");
-      } else if (!blocked && l.blocked_reported) {
-        l.blocked_reported = false;
-        log(log_level::info, "event loop " + std::to_string(i) + " is running again");
-      }
-    }
-  }
 }
 
 }  // namespace pgpipe::detail

@@ -1,9 +1,11 @@
-// client_impl: what async_client and lease are made of. Owns the event loops,
-// the shared pool_core (behind one mutex, held only for pool bookkeeping,
-// never while running a handler or touching a connection) and the map from
-// pool slots to pipelined_connections. Every connection lives on one loop.
+// client_impl: what async_client and lease are made of. Owns the event loops
+// (async/event_loops.hpp), the shared pool_core (behind one mutex, held only
+// for pool bookkeeping, never while running a handler or touching a
+// connection) and the map from pool slots to pipelined_connections. Every
+// connection lives on one loop.
 #pragma once
 
+#include "async/event_loops.hpp"
 #include "async/pipelined_connection.hpp"
 #include "async/request.hpp"
 #include "core/pool_core.hpp"
@@ -11,7 +13,6 @@
 #include <pgpipe/async_client.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -21,7 +22,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -76,7 +76,7 @@ class client_impl final : public query_target,
   pool_stats stats() const;
   void set_logger(logger_fn fn);
   boost::asio::any_io_executor get_executor() const noexcept;
-  std::size_t loop_count() const noexcept { return loops_.size(); }
+  std::size_t loop_count() const noexcept { return loops_->size(); }
 
   void cancel_query(const std::shared_ptr<query_request>& req, boost::asio::cancellation_type_t type);
   void cancel_acquire(const std::shared_ptr<acquire_request>& req);
@@ -98,24 +98,12 @@ class client_impl final : public query_target,
   const pool_params& params() const noexcept { return params_; }
   /// True once the client's own loops have stopped: nothing posted to them
   /// will ever run (a lease that outlived its client).
-  bool on_own_loop_thread() const noexcept;
-  bool loops_stopped() const noexcept { return loops_stopped_.load(std::memory_order_acquire); }
+  bool on_own_loop_thread() const noexcept { return loops_->on_own_thread(); }
+  bool loops_stopped() const noexcept { return loops_->stopped(); }
 
  private:
-  struct loop {
-    std::unique_ptr<boost::asio::io_context> own;  // null with an external io_context
-    boost::asio::any_io_executor ex;               // loop executor (a strand when external)
-    std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
-    std::thread thread;
-    std::unique_ptr<boost::asio::steady_timer> probe;
-    std::atomic<std::int64_t> last_probe_ns{0};  // steady clock, when the probe last ran
-    std::atomic<std::int64_t> lag_last_us{0};
-    std::atomic<std::int64_t> lag_max_us{0};
-    bool blocked_reported = false;  // watchdog thread only
-  };
   using todo = std::vector<std::function<void()>>;
 
-  boost::asio::any_io_executor executor_for_new_connection();
   /// Takes pool_core's actions and turns them into work to run after unlock.
   void collect_locked(todo& out, bool timing_may_change);
   void run(todo& t);
@@ -124,16 +112,12 @@ class client_impl final : public query_target,
   void maybe_closed_locked(todo& out);
   void arm_tick(time_point at, std::uint64_t gen);
   void on_tick();
-  void start_probe(std::size_t i);
-  void stop_probes();
-  void watchdog_main();
   std::string connect_error_message_locked(const std::error_code& ec) const;
 
   pool_params params_;
   async_client_options options_;
   std::shared_ptr<const connection_config> conn_cfg_;
-  boost::asio::io_context* external_ = nullptr;
-  std::vector<std::unique_ptr<loop>> loops_;
+  std::shared_ptr<event_loops> loops_;
   boost::asio::any_io_executor pool_ex_;  // runs the pool tick timer
   std::unique_ptr<boost::asio::steady_timer> tick_timer_;
 
@@ -144,7 +128,6 @@ class client_impl final : public query_target,
   std::unordered_map<waiter_id, std::shared_ptr<acquire_request>> acquire_waiters_;
   std::unordered_set<slot_id> retire_on_return_;
   std::size_t live_conns_ = 0;
-  std::size_t next_loop_ = 0;
   time_point tick_at_ = time_point::max();
   std::uint64_t tick_gen_ = 0;
   bool tick_stopped_ = false;
@@ -155,13 +138,6 @@ class client_impl final : public query_target,
 
   mutable std::mutex log_mu_;
   std::shared_ptr<const logger_fn> logger_;
-
-  std::atomic<bool> stopping_{false};
-  std::atomic<bool> probes_stopped_{false};
-  std::atomic<bool> loops_stopped_{false};
-  std::thread watchdog_;
-  std::mutex watchdog_mu_;
-  std::condition_variable watchdog_cv_;
 
   // Outcomes counted by connections (pool_core counts pool_timeout,
   // queue_full and connect errors itself).

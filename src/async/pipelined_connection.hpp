@@ -15,10 +15,16 @@
 // that is itself blocked writing results to us.
 //
 // The socket is watched through a duplicate of libpq's fd (see
-// reassign_socket), re-created at every step of PQconnectPoll, whose socket
-// may change (multi-host strings, SSL/GSS fallbacks).
+// reassign_socket). The connect handshake runs elsewhere (connect_job, on the
+// client's connector thread); the connection takes the PGconn over once it is
+// established.
+//
+// Files: pipelined_connection.cpp (requests and the core's actions),
+// connection_connect.cpp, connection_io.cpp (socket, PQflush, results),
+// connection_cancel.cpp, connection_streams.cpp, connection_close.cpp.
 #pragma once
 
+#include "async/connect_job.hpp"
 #include "async/pipeline_core.hpp"
 #include "async/request.hpp"
 #include "core/pool_core.hpp"
@@ -82,6 +88,10 @@ struct connection_config {
 
 class pipelined_connection;
 
+/// Closes Asio's duplicate of libpq's socket (see reassign_socket); pending
+/// waits end with operation_aborted.
+void release_descriptor(boost::asio::posix::stream_descriptor& sd) noexcept;
+
 /// One PQcancel call running on its own thread, shared with the connection.
 /// The thread reports back (posts to `ex`) only while `live`: the connection
 /// clears it under `m` when it goes away, so a late PQcancel never posts to
@@ -106,8 +116,10 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
 
   // Everything below runs on get_executor() only.
 
-  /// Starts the nonblocking connect (bounded by connect_timeout).
-  void start();
+  /// Starts the connect (bounded by connect_timeout): the handshake runs as
+  /// a connect_job on `connect_ex` (the client's connector), and the
+  /// connection comes back to its own executor once it is established.
+  void start(boost::asio::any_io_executor connect_ex);
   /// Appends a request to the FIFO; it is written on this loop turn's write pass.
   void enqueue(std::shared_ptr<query_request> req);
   /// Asio cancellation of `req`: removed if not written; detached if written
@@ -135,8 +147,7 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
  private:
   enum class state { created, connecting, ready, dead };
 
-  void connect_wait(PostgresPollingStatusType want);
-  void connect_step();
+  void connect_done(pgconn_ptr pg, std::error_code ec, const std::string& message);
   void connect_failed(std::error_code ec, std::string message);
   void connected();
   void announce_connected();
@@ -159,6 +170,8 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   void complete(const std::shared_ptr<query_request>& req, std::error_code ec, result r);
   void complete_with(const std::shared_ptr<query_request>& req, pipe_outcome o);
   std::shared_ptr<query_request> lookup(pipe_id id) const;
+  /// Without the reference count: for use within one call that completes nothing.
+  query_request* find_request(pipe_id id) const;
 
   void stream_row(const std::shared_ptr<stream_state>& st, PGresult* row);
   void stream_push(stream_state& st, std::error_code ec, result r, bool final);
@@ -202,6 +215,8 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   pipeline_core core_;
   std::unordered_map<pipe_id, std::shared_ptr<query_request>> reqs_;  ///< submitted, not completed
   std::vector<pipe_action> action_buffer_;  ///< reused by apply()
+  std::vector<const char*> send_values_;    ///< reused by send()
+  std::vector<int> send_lengths_;
   pipe_id next_id_ = 1;
   std::string break_reason_;         ///< for the messages of requests failed by a break
   std::size_t release_units_ = 0;    ///< shared units to hand back after this batch
@@ -217,7 +232,6 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   boost::asio::steady_timer timer_;
   time_point timer_at_ = time_point::max();
   std::uint64_t timer_gen_ = 0;
-  time_point connect_deadline_ = time_point::max();
 
   // Lease cancellation: the PQcancel call still running (the hold-back rule
   // itself is the core's).

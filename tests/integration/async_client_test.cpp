@@ -111,7 +111,7 @@ TEST(async_client, stats_count_work_and_render_as_prometheus) {
   EXPECT_EQ(s.errors.server, 10u);
   EXPECT_GE(s.connects, 1u);
   EXPECT_LE(s.connects, 2u);
-  EXPECT_EQ(s.threads, 3u);  // two loops + the watchdog
+  EXPECT_EQ(s.threads, 4u);  // two loops + the connector + the watchdog
   EXPECT_EQ(s.in_flight, 0u);
   EXPECT_EQ(s.queued, 0u);
   const std::string text = pgpipe::to_prometheus(s);
@@ -129,7 +129,7 @@ TEST(async_client, thread_count_does_not_grow_with_pool_or_concurrency) {
     std::vector<std::future<std::tuple<std::error_code, pgpipe::result>>> fs;
     for (int i = 0; i < 2000; ++i) fs.push_back(client.async_query("select $1::int", i, asio::use_future));
     for (auto& f : fs) ASSERT_FALSE(std::get<0>(f.get()));
-    EXPECT_EQ(threads_of_this_process(), before + 3);  // 2 loops + watchdog, however many connections
+    EXPECT_EQ(threads_of_this_process(), before + 4);  // 2 loops + connector + watchdog, however many connections
   }
   EXPECT_TRUE(pgpipe::test::wait_until([&] { return threads_of_this_process() == before; }));
 }

@@ -1,0 +1,127 @@
+// connect_job: see connect_job.hpp for the contract.
+#include "async/connect_job.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "async/pipelined_connection.hpp"
+#include "pq/libpq_failure.hpp"
+
+#include <boost/asio/post.hpp>
+
+namespace pgpipe::detail {
+
+namespace asio = boost::asio;
+
+connect_job::connect_job(asio::any_io_executor ex, std::string conninfo, std::vector<std::string> secrets,
+                         std::chrono::milliseconds timeout, done_fn done)
+    : ex_(std::move(ex)), conninfo_(std::move(conninfo)), secrets_(std::move(secrets)), timeout_(timeout),
+      done_(std::move(done)), timer_(ex_) {}
+
+void connect_job::run(std::shared_ptr<connect_job> job) {
+  auto ex = job->ex_;
+  asio::post(ex, [job = std::move(job)] { job->start(); });
+}
+
+std::string connect_job::pq_error() const {
+  return clean_message(pg_ ? PQerrorMessage(pg_.get()) : "out of memory", secrets_);
+}
+
+void connect_job::start() {
+  // A string libpq cannot parse is the caller's mistake, not the network's:
+  // say so precisely (pool_core treats bad_conninfo as permanent).
+  if (auto why = conninfo_parse_error(conninfo_, secrets_); !why.empty()) {
+    finish(make_error_code(errc::bad_conninfo), "invalid connection string: " + why);
+    return;
+  }
+  // expand_dbname=1: the whole conninfo (key=value or URI) goes in "dbname".
+  const char* keys[] = {"dbname", "fallback_application_name", nullptr};
+  const char* vals[] = {conninfo_.c_str(), "pgpipe", nullptr};
+  pg_.reset(PQconnectStartParams(keys, vals, 1));
+  if (!pg_) {
+    finish(make_error_code(errc::connect_failed), "out of memory starting a connection");
+    return;
+  }
+  if (PQstatus(pg_.get()) == CONNECTION_BAD) {
+    std::string m = pq_error();
+    finish(classify_connect_error(m), m);
+    return;
+  }
+  if (timeout_.count() > 0) {
+    timer_.expires_after(timeout_);
+    timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (ec || self->finished_) return;
+      self->finish(make_error_code(errc::server_unreachable),
+                   "timeout expired after " + std::to_string(self->timeout_.count()) + " ms (connect_timeout)");
+    });
+  }
+  // libpq: after PQconnectStart, act as if PQconnectPoll returned WRITING.
+  wait(PGRES_POLLING_WRITING);
+}
+
+void connect_job::wait(PostgresPollingStatusType want) {
+  // PQconnectPoll may close its socket and open another, possibly under the
+  // same number (multi-host strings, SSL/GSS fallbacks): watch a fresh
+  // duplicate at every step, never libpq's own fd.
+  if (sd_) release_descriptor(*sd_);
+  sd_.reset();
+  ++sd_gen_;
+  const int fd = PQsocket(pg_.get());
+  const int mine = fd < 0 ? -1 : ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (mine >= 0) {
+    sd_.emplace(ex_);
+    boost::system::error_code ec;
+    sd_->assign(mine, ec);
+    if (ec) {
+      ::close(mine);
+      sd_.reset();
+    }
+  }
+  if (!sd_) {
+    finish(make_error_code(errc::connect_failed), "libpq gave no socket while connecting");
+    return;
+  }
+  auto w = want == PGRES_POLLING_READING ? asio::posix::stream_descriptor::wait_read
+                                         : asio::posix::stream_descriptor::wait_write;
+  sd_->async_wait(w, [self = shared_from_this(), gen = sd_gen_](const boost::system::error_code& ec) {
+    if (gen != self->sd_gen_ || self->finished_) return;
+    if (ec) {
+      self->finish(make_error_code(errc::connect_failed), "waiting for the socket failed: " + ec.message());
+      return;
+    }
+    self->step();
+  });
+}
+
+void connect_job::step() {
+  switch (PQconnectPoll(pg_.get())) {
+    case PGRES_POLLING_OK:
+      finish({}, {});
+      return;
+    case PGRES_POLLING_READING:
+      wait(PGRES_POLLING_READING);
+      return;
+    case PGRES_POLLING_WRITING:
+      wait(PGRES_POLLING_WRITING);
+      return;
+    default: {
+      std::string m = pq_error();
+      finish(classify_connect_error(m), m);
+      return;
+    }
+  }
+}
+
+void connect_job::finish(std::error_code ec, std::string message) {
+  if (finished_) return;
+  finished_ = true;
+  if (sd_) release_descriptor(*sd_);
+  sd_.reset();
+  ++sd_gen_;
+  timer_.cancel();
+  if (ec) pg_.reset();
+  auto done = std::move(done_);
+  done(std::move(pg_), ec, std::move(message));
+}
+
+}  // namespace pgpipe::detail
