@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "pgpipe/scram/probe.hpp"
+#include <pgpipe/scram/probe.hpp>
 
 namespace pgpipe::cli {
 
