@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "pgpipe/scram.hpp"
+#include <pgpipe/scram.hpp>
 
 namespace pgpipe::scram::fuzz {
 
