@@ -1,9 +1,9 @@
-// Faults through the async (pipelined) driver (issue 7): a hung server
-// (SIGSTOP), backends terminated or SIGKILLed with a pipeline in flight, a
-// server restarted under an idle pool, an error mid-pipeline (implicit
-// transactions and BEGIN...COMMIT on a lease), a role connection limit, pool
-// exhaustion told apart from a server that is down. Each prints
-// "[figure] ..." lines for docs/reliability.md. Cancellation races are in
+// Faults only the async (pipelined) driver has (issue 7): a hung server
+// (SIGSTOP) under stall and query timeouts, an error
+// mid-pipeline (implicit transactions and BEGIN...COMMIT on a lease), and
+// connect back-off under a role connection limit. Each prints "[figure] ..."
+// lines for docs/reliability.md. The faults both drivers share are written
+// once in fault_drivers_test.cpp; cancellation races are in
 // fault_cancel_test.cpp.
 #include <pgpipe/async_client.hpp>
 
@@ -14,7 +14,6 @@
 #include <boost/asio/use_future.hpp>
 
 #include <gtest/gtest.h>
-#include <libpq-fe.h>
 
 #include <algorithm>
 #include <atomic>
@@ -23,9 +22,7 @@
 #include <csignal>
 #include <cstdio>
 #include <map>
-#include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -247,114 +244,6 @@ TEST(fault_async, hung_server_query_timeout_fires_first_then_the_stalled_connect
   run_hung_server(1500ms, 300ms, errc::query_timeout, "query_timeout");
 }
 
-// Submits n "pg_sleep" queries in one burst and kills backends once they run.
-void run_killed_mid_pipeline(cluster& pg, const std::string& app, bool sigkill) {
-  constexpr std::size_t max_size = 2;
-  auto params = fault_params(with_options(pg.conninfo(), "application_name=" + app), max_size);
-  params.min_size = max_size;
-  auto client = std::make_unique<async_client>(params, 1);
-  ASSERT_TRUE(wait_until([&] { return client->stats().idle == max_size; }));
-  connection_sampler sampler(pg, *client, app);
-  constexpr std::size_t n = 400;  // ~200 per connection, 5 ms each: about a second of pipeline
-  tally t(n);
-  for (std::size_t i = 0; i < n; ++i)
-    client->async_query("select pg_backend_pid(), pg_sleep(0.005)", t.handler(i));
-  ASSERT_TRUE(wait_until([&] {
-    return server_connections_where(pg, "application_name = '" + app + "' and state = 'active' and query like '%pg_sleep%'") >= 1;
-  }));
-  const auto pids = pg.backend_pids(app);
-  ASSERT_FALSE(pids.empty());
-  const auto killed_at = steady::now();
-  if (sigkill) pg.signal_backend(pids.front(), SIGKILL);
-  else EXPECT_TRUE(pg.terminate_backend(pids.front()));
-  ASSERT_TRUE(t.wait_all(60s)) << codes_text(t.codes());
-  const auto all_done_ms = ms_between(killed_at, steady::now());
-  std::size_t lost = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto ec = t.code(i);
-    if (!ec) continue;
-    ++lost;
-    EXPECT_TRUE(pgpipe::is_connection_lost(ec) || ec.category() == pgpipe::sqlstate_category())
-        << "request " << i << ": " << ec.message();
-  }
-  EXPECT_GT(lost, 0u) << "the kill hit no request";
-  // The pool refills and serves: every next query succeeds (waiting through
-  // crash recovery after SIGKILL).
-  const auto refill_start = steady::now();
-  tally after(200);
-  for (std::size_t i = 0; i < after.size(); ++i) client->async_query("select pg_backend_pid()", after.handler(i));
-  ASSERT_TRUE(after.wait_all(60s));
-  EXPECT_EQ(after.ok(), after.size()) << codes_text(after.codes());
-  const auto refill_ms = ms_between(refill_start, steady::now());
-  sampler.stop();
-  const auto s = client->stats();
-  EXPECT_LE(sampler.max_server(), static_cast<int>(max_size));
-  EXPECT_LE(sampler.max_pool(), max_size);
-  client.reset();  // waits for everything in flight: no handler can run after this
-  t.expect_each_completed_once();
-  after.expect_each_completed_once();
-  const char* kind = sigkill ? "backend_sigkill" : "backend_terminated";
-  std::printf("[figure] %s.async.pipeline=%zu failed=%zu codes: %s\n", kind, n, lost, codes_text(t.codes()).c_str());
-  std::printf("[figure] %s.async.all_completed_ms=%lld\n", kind, all_done_ms);
-  std::printf("[figure] %s.async.next_200_queries_ms=%lld\n", kind, refill_ms);
-  std::printf("[figure] %s.async.max_server_connections=%d max_pool=%zu (max_size %zu) connects=%llu\n", kind,
-              sampler.max_server(), sampler.max_pool(), max_size, static_cast<unsigned long long>(s.connects));
-  std::fflush(stdout);
-}
-
-TEST(fault_async, terminated_backend_mid_pipeline_every_request_completes_once_and_the_pool_refills) {
-  run_killed_mid_pipeline(pgpipe::test::shared_cluster(), "fault_a_term", false);
-}
-
-TEST(fault_async, sigkilled_backend_mid_pipeline_every_request_completes_once_and_the_pool_refills) {
-  // SIGKILL makes the postmaster reset every backend: a private cluster.
-  auto pg = pgpipe::test::fresh_cluster();
-  run_killed_mid_pipeline(*pg, "fault_a_kill", true);
-}
-
-TEST(fault_async, server_restarted_under_an_idle_pool_is_noticed_and_the_pool_refills_without_a_storm) {
-  auto pg = pgpipe::test::fresh_cluster();
-  const std::string app = "fault_a_restart";
-  constexpr std::size_t max_size = 4;
-  auto params = fault_params(with_options(pg->conninfo(), "application_name=" + app), max_size);
-  params.min_size = max_size;
-  auto client = std::make_unique<async_client>(params, 1);
-  ASSERT_TRUE(wait_until([&] { return client->stats().idle == max_size; }));
-  const auto connects_before = client->stats().connects;
-  pg->restart(pgpipe::devcluster::stop_mode::immediate);
-  const auto restarted = steady::now();
-  connection_sampler sampler(*pg, *client, app);
-  // Queries right after the restart: each completes once; a connection-loss
-  // error is allowed only for a query written to a socket that had not yet
-  // reported its end.
-  tally t(1000);
-  for (std::size_t i = 0; i < t.size(); ++i) client->async_query("select pg_backend_pid()", t.handler(i));
-  ASSERT_TRUE(t.wait_all(60s));
-  const auto first_wave_ms = ms_between(restarted, steady::now());
-  std::size_t failed = 0;
-  for (std::size_t i = 0; i < t.size(); ++i) {
-    const auto ec = t.code(i);
-    if (!ec) continue;
-    ++failed;
-    EXPECT_TRUE(pgpipe::is_connection_lost(ec)) << i << ": " << ec.message();
-  }
-  // The pool is back to min_size, serving.
-  ASSERT_TRUE(wait_until([&] { return client->stats().idle == max_size; }));
-  auto [ec, r] = run_sync(*client, "select 1");
-  EXPECT_FALSE(ec) << ec.message();
-  sampler.stop();
-  const auto reconnects = client->stats().connects - connects_before;
-  EXPECT_LE(sampler.max_server(), static_cast<int>(max_size));
-  EXPECT_LE(sampler.max_pool(), max_size);
-  EXPECT_LE(reconnects, 2 * max_size);
-  client.reset();
-  t.expect_each_completed_once();
-  std::printf("[figure] server_restart_idle_pool.async.1000_queries_ms=%lld failed=%zu codes: %s\n", first_wave_ms, failed,
-              codes_text(t.codes()).c_str());
-  std::printf("[figure] server_restart_idle_pool.async.reconnects=%llu (max_size %zu) max_server_connections=%d\n",
-              static_cast<unsigned long long>(reconnects), max_size, sampler.max_server());
-}
-
 // Runs the statements pipelined (all submitted before any answer) on a lease
 // and returns their codes in order.
 std::vector<std::error_code> pipelined_on_lease(pgpipe::lease& l, const std::vector<std::string>& sqls) {
@@ -414,29 +303,6 @@ TEST(fault_async, error_mid_pipeline_fails_only_the_statement_and_what_depends_o
     else EXPECT_FALSE(c) << i << ": " << c.message();
   }
   EXPECT_EQ(client.stats().connects, 1u);  // one session survived every error
-}
-
-TEST(fault_async, connection_limit_reports_53300_when_nothing_can_be_opened) {
-  auto& pg = pgpipe::test::shared_cluster();
-  limited_role role(pg, "fault_a_lim1", "lim-pw-4471");
-  std::vector<std::unique_ptr<PGconn, decltype(&PQfinish)>> held;
-  for (int i = 0; i < 2; ++i) {
-    held.emplace_back(PQconnectdb(role.conninfo(role.name()).c_str()), &PQfinish);
-    ASSERT_EQ(PQstatus(held.back().get()), CONNECTION_OK) << PQerrorMessage(held.back().get());
-  }
-  auto params = fault_params(role.conninfo(role.name()), 10);
-  params.acquire_timeout = 1s;
-  log_sink logs;
-  pgpipe::async_client_options opts;
-  opts.loops = 1;
-  opts.logger = logs.fn();
-  async_client client(params, opts);
-  auto [ec, r] = run_sync(client, "select 1");
-  EXPECT_EQ(pgpipe::sqlstate_of(ec), "53300") << ec.message() << ": " << r.diag().to_string();
-  const std::string text = r.diag().to_string();
-  EXPECT_NE(text.find("too many connections for role"), std::string::npos) << text;
-  EXPECT_GE(logs.count("too many connections for role"), 1u);
-  EXPECT_EQ(logs.count("lim-pw-4471"), 0u);
 }
 
 TEST(fault_async, connection_limit_2_with_a_pool_of_10_backs_off_and_serves_on_two) {
@@ -521,29 +387,6 @@ TEST(fault_async, connection_limit_2_with_a_pool_of_10_backs_off_and_serves_on_t
               steady_seconds, steady_bound);
   std::printf("[figure] connection_limit.async.max_server_connections=%d\n", max_server.load());
   std::printf("[figure] connection_limit.async.failed_attempts_at=%s\n", logs.timeline("connect failed", t0).c_str());
-}
-
-TEST(fault_async, pool_exhaustion_and_server_down_are_two_different_errors) {
-  auto pg = pgpipe::test::fresh_cluster();
-  auto params = fault_params(pg->conninfo(), 1);
-  params.acquire_timeout = 300ms;
-  async_client client(params, 1);
-  std::error_code exhausted;
-  {
-    auto [ec, held] = client.async_acquire(asio::use_future).get();
-    ASSERT_FALSE(ec) << ec.message();
-    exhausted = std::get<0>(client.async_acquire(asio::use_future).get());
-    // A shared query cannot use a leased connection either.
-    EXPECT_EQ(run_sync(client, "select 1").first, errc::pool_timeout);
-  }
-  pg->stop(pgpipe::devcluster::stop_mode::immediate);
-  // The idle connection sees the server go; the next query cannot connect.
-  ASSERT_TRUE(wait_until([&] { return client.stats().idle == 0; }));
-  auto [down, r] = run_sync(client, "select 1");
-  EXPECT_EQ(exhausted, errc::pool_timeout) << exhausted.message();
-  EXPECT_EQ(down, errc::server_unreachable) << down.message() << ": " << r.diag().to_string();
-  EXPECT_NE(exhausted, down);
-  EXPECT_NE(r.diag().to_string().find("Connection refused"), std::string::npos) << r.diag().to_string();
 }
 
 }  // namespace
