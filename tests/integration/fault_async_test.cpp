@@ -1,5 +1,6 @@
 // Faults only the async (pipelined) driver has (issue 7): a hung server
-// (SIGSTOP) under stall and query timeouts, an error
+// (SIGSTOP) under stall and query timeouts, the retry-safety split of a
+// broken pipeline (written: connection_lost, unwritten: not_sent), an error
 // mid-pipeline (implicit transactions and BEGIN...COMMIT on a lease), and
 // connect back-off under a role connection limit. Each prints "[figure] ..."
 // lines for docs/reliability.md. The faults both drivers share are written
@@ -242,6 +243,55 @@ TEST(fault_async, hung_server_stall_timeout_breaks_the_connection_and_fails_its_
 
 TEST(fault_async, hung_server_query_timeout_fires_first_then_the_stalled_connection_is_closed) {
   run_hung_server(1500ms, 300ms, errc::query_timeout, "query_timeout");
+}
+
+// The retry-safety contract against a real server (docs/reliability.md): a
+// lease with pipeline_depth 1 writes one query and holds the rest in its
+// FIFO, provably unwritten. The backend is stopped, the stall timeout breaks
+// the connection: the written query fails with connection_lost (it may have
+// executed), each held one with not_sent (safe to retry), and the server
+// never ran a held one.
+TEST(fault_async, broken_pipeline_fails_the_written_query_as_connection_lost_and_each_unwritten_one_as_not_sent) {
+  auto& pg = pgpipe::test::shared_cluster();
+  const std::string app = "fault_a_retry";
+  pg.exec("drop table if exists fault_a_retry; create table fault_a_retry(n int)");
+  auto params = fault_params(with_options(pg.conninfo(), "application_name=" + app), 1);
+  params.pipeline_depth = 1;
+  params.stall_timeout = 500ms;
+  params.query_timeout = 0ms;  // none: only the stall may end the wait
+  async_client client(params, 1);
+  auto [lec, l] = client.async_acquire(asio::use_future).get();
+  ASSERT_FALSE(lec) << lec.message();
+  auto [pec, pr] = l.async_query("select pg_backend_pid()", asio::use_future).get();
+  ASSERT_FALSE(pec) << pec.message();
+  const pid_t backend = pr.value<int>();
+  constexpr std::size_t n = 5;
+  tally t(n);
+  {
+    pg.signal_backend(backend, SIGSTOP);
+    sigcont_guard cont{pg, backend};
+    for (std::size_t i = 0; i < n; ++i)
+      l.async_query("insert into fault_a_retry values ($1) returning pg_backend_pid(), n", static_cast<int>(i),
+                    t.handler(i));
+    ASSERT_TRUE(t.wait_all(20s)) << codes_text(t.codes());
+  }
+  EXPECT_EQ(t.code(0), errc::connection_lost) << t.code(0).message();
+  EXPECT_TRUE(pgpipe::may_have_executed(t.code(0)));
+  for (std::size_t i = 1; i < n; ++i) {
+    EXPECT_EQ(t.code(i), errc::not_sent) << "query " << i << ": " << t.code(i).message();
+    EXPECT_FALSE(pgpipe::may_have_executed(t.code(i))) << "query " << i;
+    EXPECT_TRUE(pgpipe::is_connection_lost(t.code(i))) << "query " << i;
+  }
+  l.release();
+  // SIGCONT sent: the backend finds its client gone and exits. Then the
+  // server's own record: no held query ran.
+  EXPECT_TRUE(wait_until([&] {
+    auto now = pg.backend_pids(app);
+    return std::find(now.begin(), now.end(), backend) == now.end();
+  }));
+  EXPECT_EQ(pg.query_value("select count(*) from fault_a_retry where n >= 1"), "0");
+  client.close();
+  std::printf("[figure] retry_safety.async.written=1 unwritten=%zu codes: %s\n", n - 1, codes_text(t.codes()).c_str());
 }
 
 // Runs the statements pipelined (all submitted before any answer) on a lease
