@@ -117,6 +117,10 @@ void run_killed_with_work_in_flight(cluster& pg, const std::string& app, bool si
   const auto s = driver->stats();
   EXPECT_LE(sampler.max_server(), static_cast<int>(max_size));
   EXPECT_LE(sampler.max_pool(), max_size);
+  // The pool's own record agrees with its callers: every loss they saw is
+  // counted (a check that can fail for the blocking driver too, where each
+  // query ends once by construction of its thread).
+  EXPECT_GE(s.errors.connection_lost, b.failed() - server_said) << b.codes();
   driver.reset();  // waits for everything in flight: no completion can come after this
   expect_each_completed_once(b);
   expect_each_completed_once(after);
