@@ -16,11 +16,11 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <memory>
-#include <chrono>
 #include <string>
 
 namespace {

@@ -54,6 +54,15 @@ inline std::string describe(const std::error_code& ec, const diagnostics& d, std
   return t;
 }
 
+/// What an async query's completion says, as an outcome.
+inline outcome outcome_of(const std::error_code& ec, const result& r) {
+  outcome o;
+  o.ec = ec;
+  o.diag = r.diag();
+  o.text = describe(ec, o.diag);
+  return o;
+}
+
 /// The outcomes of n queries started together. Each records how many times it
 /// ended, so a test can check "exactly once" after the driver is gone (copies
 /// share the record: a late completion would still be counted).
@@ -144,23 +153,14 @@ class async_driver {
       return o;
     }
     auto [ec, r] = f.get();
-    o.ec = ec;
-    o.diag = r.diag();
-    o.text = describe(ec, o.diag);
-    return o;
+    return outcome_of(ec, r);
   }
   /// All n submitted at once from this thread (so they pipeline), then waited
   /// for (60 s at most: batch::wait tells).
   batch run_all(std::string_view sql, std::size_t n) {
     batch b(n);
     for (std::size_t i = 0; i < n; ++i)
-      client_->async_query(sql, [b, i](std::error_code ec, result r) {
-        outcome o;
-        o.ec = ec;
-        o.diag = r.diag();
-        o.text = describe(ec, o.diag);
-        b.finish(i, std::move(o));
-      });
+      client_->async_query(sql, [b, i](std::error_code ec, result r) { b.finish(i, outcome_of(ec, r)); });
     b.wait(std::chrono::seconds(60));
     return b;
   }
