@@ -19,7 +19,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include <devcluster/devcluster.hpp>
+#include "devcluster/devcluster.hpp"
 
 namespace pgpipe::bench {
 

@@ -9,8 +9,8 @@
 #include "sampler.hpp"
 #include "workload.hpp"
 
-#include <devcluster/devcluster.hpp>
-#include <devcluster/server_process.hpp>
+#include "devcluster/devcluster.hpp"
+#include "devcluster/server_process.hpp"
 #include <pgpipe/error.hpp>
 
 #include <unistd.h>

@@ -24,8 +24,13 @@
 // Thread-safety: every member function of async_client may be called from any
 // thread at the same time. A lease is like a connection: use one lease from
 // one thread (or strand) at a time; its queries run in the order started.
+//
+// The client's companions have their own headers, included here so that
+// <pgpipe/async_client.hpp> alone still gives the whole driver:
+// <pgpipe/async_lease.hpp> (pgpipe::lease) and <pgpipe/row_stream.hpp>.
 #pragma once
 
+#include <pgpipe/async_lease.hpp>
 #include <pgpipe/detail/async_glue.hpp>
 #include <pgpipe/error.hpp>
 #include <pgpipe/logger.hpp>
@@ -68,148 +73,7 @@ struct async_client_options {
 
 namespace detail {
 class client_impl;
-class lease_impl;
-struct stream_state;
 }  // namespace detail
-
-/// A large result read in chunks with bounded memory (single-row mode), from
-/// lease::stream(). Move-only. While the caller does not ask for more, the
-/// connection stops reading the socket, so the server blocks instead of the
-/// client buffering the whole result. Destroying the stream (or cancel())
-/// stops early: buffered rows are dropped, the query is cancelled on the
-/// server (PQcancel: a lease is exclusive) and the rest of its rows discarded.
-class row_stream {
- public:
-  row_stream() noexcept = default;
-  /// Moves the stream; a move-assignment first stops the stream this one held.
-  ///@{
-  row_stream(row_stream&&) noexcept = default;
-  row_stream& operator=(row_stream&& other) noexcept;
-  ///@}
-  row_stream(const row_stream&) = delete;
-  row_stream& operator=(const row_stream&) = delete;
-  ~row_stream();
-
-  /// False for a default-constructed or moved-from stream.
-  bool valid() const noexcept { return st_ != nullptr; }
-
-  /// The next chunk: token for void(std::error_code, pgpipe::result). A chunk
-  /// holds one or more rows. The end of the stream is an empty result
-  /// (r.empty(); its command_tag() says e.g. "SELECT 1000" when known), and
-  /// asking again keeps returning it. An SQL error (possibly after some rows)
-  /// is reported once as its SQLSTATE, then the stream is at its end.
-  /// One async_next at a time (a second concurrent one fails with
-  /// errc::invalid_argument). Errors: SQLSTATE codes, errc::connection_lost,
-  /// errc::cancelled (after cancel()), errc::closed (empty stream).
-  /// Executor: the handler's, else the lease's loop. Not cancellable per
-  /// operation: use cancel().
-  template <class CompletionToken>
-  auto async_next(CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken, void(std::error_code, result)>(
-        [](auto handler, std::shared_ptr<detail::stream_state> st) {
-          using H = decltype(handler);
-          submit_next(st, std::make_unique<detail::completion_impl<result, H>>(std::move(handler)));
-        },
-        token, st_);
-  }
-
-  /// Stops the stream (see the class comment). Idempotent; thread-safe with
-  /// respect to the loop, but not to a concurrent move of this object.
-  void cancel() noexcept;
-
- private:
-  friend class lease;
-  explicit row_stream(std::shared_ptr<detail::stream_state> st) noexcept : st_(std::move(st)) {}
-  static void submit_next(const std::shared_ptr<detail::stream_state>& st,
-                          std::unique_ptr<detail::completion<result>> done);
-  std::shared_ptr<detail::stream_state> st_;
-};
-
-/// An exclusive connection taken from the pool, for transactions and session
-/// state. Move-only. Destroying it (or calling release()) returns the
-/// connection: an open or failed transaction is rolled back first, a broken
-/// connection is replaced. Queries started on a lease run in order on its
-/// connection, still pipelined (several may be in flight).
-class lease {
- public:
-  /// The executor type of get_executor().
-  using executor_type = boost::asio::any_io_executor;
-
-  lease() noexcept = default;
-  /// Moves the lease; a move-assignment first releases the connection this one held.
-  ///@{
-  lease(lease&&) noexcept = default;
-  lease& operator=(lease&& other) noexcept;
-  ///@}
-  lease(const lease&) = delete;
-  lease& operator=(const lease&) = delete;
-  ~lease();
-
-  /// False for a default-constructed, moved-from or released lease.
-  ///@{
-  bool valid() const noexcept { return impl_ != nullptr; }
-  explicit operator bool() const noexcept { return valid(); }
-  ///@}
-
-  /// Same contract as async_client::async_query, on this lease's connection,
-  /// with one difference for cancellation (terminal or partial) of a written
-  /// query:
-  /// - If it is the only query written on the connection, it is cancelled on
-  ///   the server with PQcancel (in a separate thread, never on the event
-  ///   loop). Its handler gets errc::cancelled when the server reports the
-  ///   cancel (SQLSTATE 57014), or at the latest after max(connect_timeout,
-  ///   1 s) (its result is then discarded). A result that was already here
-  ///   when the cancel was requested, or that the server finished before the
-  ///   signal reached it, is delivered as is (success or error): the query
-  ///   did run, and the caller needs to know.
-  /// - If other queries are written with it (pipelined), a signal could hit
-  ///   one of them instead, so it is detached as on the shared pool: the
-  ///   handler gets errc::cancelled at once, the query runs to its end on the
-  ///   server and its result is discarded.
-  /// A cancel never fails a later query: while a PQcancel may still land,
-  /// later queries on the lease (and the rollback when it is released) are
-  /// held back, unwritten, until PQcancel has returned and the target's
-  /// result has been read; a signal arriving after that finds the backend
-  /// idle, which ignores it. If PQcancel does not return within the bound,
-  /// the connection is closed (held-back queries fail with errc::not_sent).
-  /// Queries on an empty or released lease fail with errc::closed.
-  template <class... ArgsAndToken>
-  auto async_query(std::string_view sql, ArgsAndToken&&... args_and_token) {
-    return detail::initiate_query_args(target(), query_options{}, sql,
-                                       std::forward<ArgsAndToken>(args_and_token)...);
-  }
-  /// The same with per-call options (see query_options).
-  template <class... ArgsAndToken>
-  auto async_query(const query_options& opts, std::string_view sql, ArgsAndToken&&... args_and_token) {
-    return detail::initiate_query_args(target(), opts, sql, std::forward<ArgsAndToken>(args_and_token)...);
-  }
-
-  /// Starts `sql` in single-row mode and returns a row_stream to read it
-  /// chunk by chunk (see row_stream). Never blocks; errors (including a NUL
-  /// byte in a parameter) arrive through the stream's first async_next. The
-  /// statement is not prepared (unnamed) and has no query timeout: stop it
-  /// with row_stream::cancel(). Queries started after it on this lease run
-  /// once it has been read to the end or cancelled.
-  template <class... Args>
-  row_stream stream(std::string_view sql, const Args&... args) {
-    return start_stream(detail::query_spec{std::string(sql), detail::encode_params(args...), std::nullopt});
-  }
-
-  /// Returns the connection to the pool now (what the destructor does):
-  /// queries still in flight complete normally, then ROLLBACK is sent if a
-  /// transaction is open, then the connection is released.
-  void release() noexcept;
-
-  /// The executor of the loop that owns the connection (invalid lease: empty).
-  executor_type get_executor() const noexcept;
-
- private:
-  friend class detail::client_impl;
-  explicit lease(std::shared_ptr<detail::lease_impl> impl) noexcept : impl_(std::move(impl)) {}
-  std::shared_ptr<detail::query_target> target() const noexcept;
-  row_stream start_stream(detail::query_spec spec);
-  std::shared_ptr<detail::lease_impl> impl_;
-};
 
 /// The async driver: a pool of libpq connections in pipeline mode on Asio
 /// event loops; queries from any thread are pipelined over the connections.

@@ -7,6 +7,8 @@
 #include <pgpipe/stats.hpp>
 #include <pgpipe/result.hpp>
 #include <pgpipe/async_client.hpp>
+#include <pgpipe/async_lease.hpp>
+#include <pgpipe/row_stream.hpp>
 #include <pgpipe/transaction.hpp>
 #include <pgpipe/blocking_pool.hpp>
 #include <pgpipe/blocking_copy.hpp>

@@ -6,9 +6,9 @@
 //  - base64.hpp, errors.hpp
 #pragma once
 
-#include "pgpipe/scram/base64.hpp"
-#include "pgpipe/scram/client.hpp"
-#include "pgpipe/scram/errors.hpp"
-#include "pgpipe/scram/probe.hpp"
-#include "pgpipe/scram/saslprep.hpp"
-#include "pgpipe/scram/verifier.hpp"
+#include <pgpipe/scram/base64.hpp>
+#include <pgpipe/scram/client.hpp>
+#include <pgpipe/scram/errors.hpp>
+#include <pgpipe/scram/probe.hpp>
+#include <pgpipe/scram/saslprep.hpp>
+#include <pgpipe/scram/verifier.hpp>

@@ -1,77 +1,11 @@
-// async_client and lease: thin handles over client_impl / lease_impl.
+// async_client: a thin handle over client_impl.
 #include <pgpipe/async_client.hpp>
 
 #include "async/client_impl.hpp"
 
-#include <boost/asio/post.hpp>
-
 #include <thread>
 
 namespace pgpipe {
-
-// ---- lease ---------------------------------------------------------------------
-
-lease& lease::operator=(lease&& other) noexcept {
-  if (this != &other) {
-    release();
-    impl_ = std::move(other.impl_);
-  }
-  return *this;
-}
-
-lease::~lease() { release(); }
-
-void lease::release() noexcept {
-  if (!impl_) return;
-  impl_->release();
-  impl_.reset();
-}
-
-lease::executor_type lease::get_executor() const noexcept {
-  return impl_ ? impl_->get_executor() : executor_type();
-}
-
-std::shared_ptr<detail::query_target> lease::target() const noexcept { return impl_; }
-
-row_stream lease::start_stream(detail::query_spec spec) {
-  if (!impl_) return row_stream();
-  return row_stream(impl_->start_stream(std::move(spec)));
-}
-
-// ---- row_stream ---------------------------------------------------------------------
-
-row_stream& row_stream::operator=(row_stream&& other) noexcept {
-  if (this != &other) {
-    cancel();
-    st_ = std::move(other.st_);
-  }
-  return *this;
-}
-
-row_stream::~row_stream() { cancel(); }
-
-void row_stream::cancel() noexcept {
-  if (!st_) return;
-  try {
-    auto c = st_->conn;
-    boost::asio::post(c->get_executor(), [c, st = st_] { c->stream_cancel(st); });
-  } catch (...) {
-    // Out of memory posting: the rows are drained when the lease is returned.
-  }
-}
-
-void row_stream::submit_next(const std::shared_ptr<detail::stream_state>& st,
-                             std::unique_ptr<detail::completion<result>> done) {
-  if (!st) {
-    done->complete(boost::asio::system_executor(), true, make_error_code(errc::closed),
-                   detail::client_error_result("empty row_stream"));
-    return;
-  }
-  auto c = st->conn;
-  boost::asio::post(c->get_executor(), [c, st, d = std::move(done)]() mutable { c->stream_next(st, std::move(d)); });
-}
-
-// ---- async_client ------------------------------------------------------------------
 
 namespace {
 async_client_options loops_only(std::size_t loops) {

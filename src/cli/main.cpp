@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "password_input.hpp"
-#include "pgpipe/scram.hpp"
-#include "probe_output.hpp"
+#include "cli/password_input.hpp"
+#include <pgpipe/scram.hpp>
+#include "cli/probe_output.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "password_input.hpp"
+#include "cli/password_input.hpp"
 
 #include <cerrno>
 #include <cstring>

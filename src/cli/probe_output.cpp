@@ -1,4 +1,4 @@
-#include "probe_output.hpp"
+#include "cli/probe_output.hpp"
 
 #include "json_output/json_output.hpp"
 

@@ -3,15 +3,15 @@
 //
 // No report field holds the password: the probe builds its messages without
 // it, and the server's messages name roles and databases, never passwords.
-// Masking the password's text in the output was tried and dropped: with a
-// short password it garbles unrelated words, and where the stars land tells
+// The output is not masked for the password's text either: with a short
+// password masking garbles unrelated words, and where the stars land tells
 // the reader what the password is.
 #pragma once
 
 #include <string>
 #include <string_view>
 
-#include "pgpipe/scram/probe.hpp"
+#include <pgpipe/scram/probe.hpp>
 
 namespace pgpipe::cli {
 

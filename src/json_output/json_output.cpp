@@ -1,7 +1,7 @@
 // Strings are escaped by Boost.JSON's own serializer after the UTF-8 check;
 // the walk over containers is ours only for the layout (Boost 1.81 has no
 // pretty printer) and for the number format (Boost.JSON writes 1.0 as 1E0).
-#include "json_output.hpp"
+#include "json_output/json_output.hpp"
 
 #include <boost/json/serialize.hpp>
 #include <boost/json/string.hpp>

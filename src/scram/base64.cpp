@@ -1,4 +1,4 @@
-#include "pgpipe/scram/base64.hpp"
+#include <pgpipe/scram/base64.hpp>
 
 #include <openssl/evp.h>
 

@@ -3,7 +3,7 @@
 #include <openssl/objects.h>
 #include <openssl/x509.h>
 
-#include "pgpipe/scram/client.hpp"
+#include <pgpipe/scram/client.hpp>
 
 namespace pgpipe::scram {
 

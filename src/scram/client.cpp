@@ -1,10 +1,10 @@
-#include "pgpipe/scram/client.hpp"
+#include <pgpipe/scram/client.hpp>
 
 #include <charconv>
 #include <vector>
 
-#include "pgpipe/scram/base64.hpp"
-#include "pgpipe/scram/saslprep.hpp"
+#include <pgpipe/scram/base64.hpp>
+#include <pgpipe/scram/saslprep.hpp>
 #include "scram/crypto.hpp"
 
 namespace pgpipe::scram {

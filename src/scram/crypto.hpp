@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "pgpipe/scram/errors.hpp"
-#include "pgpipe/scram/verifier.hpp"
+#include <pgpipe/scram/errors.hpp>
+#include <pgpipe/scram/verifier.hpp>
 
 namespace pgpipe::scram::detail {
 

@@ -1,4 +1,4 @@
-#include "pgpipe/scram/errors.hpp"
+#include <pgpipe/scram/errors.hpp>
 
 namespace pgpipe::scram {
 namespace {

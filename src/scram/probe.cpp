@@ -1,4 +1,4 @@
-#include "pgpipe/scram/probe.hpp"
+#include <pgpipe/scram/probe.hpp>
 
 #include <arpa/inet.h>
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include <openssl/evp.h>
 #include <sys/stat.h>
 
-#include "pgpipe/error.hpp"
+#include <pgpipe/error.hpp>
 #include "pq/libpq_failure.hpp"
 #include "scram/crypto.hpp"
 #include "scram/probe_transport.hpp"

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "pgpipe/scram/client.hpp"
+#include <pgpipe/scram/client.hpp>
 
 namespace pgpipe::scram::detail {
 

@@ -1,4 +1,4 @@
-#include "pgpipe/scram/saslprep.hpp"
+#include <pgpipe/scram/saslprep.hpp>
 
 #include <cstdlib>
 #include <memory>

@@ -1,10 +1,10 @@
-#include "pgpipe/scram/verifier.hpp"
+#include <pgpipe/scram/verifier.hpp>
 
 #include <charconv>
 #include <limits>
 
-#include "pgpipe/scram/base64.hpp"
-#include "pgpipe/scram/saslprep.hpp"
+#include <pgpipe/scram/base64.hpp>
+#include <pgpipe/scram/saslprep.hpp>
 #include "scram/crypto.hpp"
 
 namespace pgpipe::scram {

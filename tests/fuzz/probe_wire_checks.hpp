@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-#include "pgpipe/scram.hpp"
+#include <pgpipe/scram.hpp>
 #include "scram/probe_wire.hpp"
 
 namespace pgpipe::scram::fuzz_wire {

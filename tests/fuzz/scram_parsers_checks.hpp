@@ -15,7 +15,8 @@
 #include <string>
 #include <string_view>
 
-#include "pgpipe/scram.hpp"
+#include <pgpipe/scram.hpp>
+
 #include "scram/crypto.hpp"
 
 namespace pgpipe::scram::fuzz {

@@ -1,9 +1,10 @@
-// Faults through the async (pipelined) driver (issue 7): a hung server
-// (SIGSTOP), backends terminated or SIGKILLed with a pipeline in flight, a
-// server restarted under an idle pool, an error mid-pipeline (implicit
-// transactions and BEGIN...COMMIT on a lease), a role connection limit, pool
-// exhaustion told apart from a server that is down. Each prints
-// "[figure] ..." lines for docs/reliability.md. Cancellation races are in
+// Faults only the async (pipelined) driver has (issue 7): a hung server
+// (SIGSTOP) under stall and query timeouts, the retry-safety split of a
+// broken pipeline (written: connection_lost, unwritten: not_sent), an error
+// mid-pipeline (implicit transactions and BEGIN...COMMIT on a lease), and
+// connect back-off under a role connection limit. Each prints "[figure] ..."
+// lines for docs/reliability.md. The faults both drivers share are written
+// once in fault_drivers_test.cpp; cancellation races are in
 // fault_cancel_test.cpp.
 #include <pgpipe/async_client.hpp>
 
@@ -14,7 +15,6 @@
 #include <boost/asio/use_future.hpp>
 
 #include <gtest/gtest.h>
-#include <libpq-fe.h>
 
 #include <algorithm>
 #include <atomic>
@@ -23,9 +23,7 @@
 #include <csignal>
 #include <cstdio>
 #include <map>
-#include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,7 +47,7 @@ long long ms_between(steady::time_point a, steady::time_point b) {
 // be exactly once), its code and the backend that answered.
 class tally {
  public:
-  explicit tally(std::size_t n) : calls_(n), codes_(n), pids_(n, 0), done_at_(n) {}
+  explicit tally(std::size_t n) : calls_(n), codes_(n), pids_(n, 0), values_(n, -1), done_at_(n) {}
 
   // A handler for request i of a "select pg_backend_pid(), ..." query.
   auto handler(std::size_t i) {
@@ -59,6 +57,7 @@ class tally {
       codes_[i] = ec;
       done_at_[i] = steady::now();
       if (!ec && r.size() == 1) pids_[i] = r.value<int>(0, 0);
+      if (!ec && r.size() == 1 && r.columns() >= 2) values_[i] = r.value<int>(0, 1);
       if (!ec) ++ok_;
       if (++completions_ == calls_.size()) cv_.notify_all();
     };
@@ -86,6 +85,11 @@ class tally {
     std::lock_guard lk(mu_);
     return pids_[i];
   }
+  // The second column of a successful answer (the value the query sent), else -1.
+  int value(std::size_t i) {
+    std::lock_guard lk(mu_);
+    return values_[i];
+  }
   steady::time_point done_at(std::size_t i) {
     std::lock_guard lk(mu_);
     return done_at_[i];
@@ -102,6 +106,7 @@ class tally {
   std::vector<int> calls_;
   std::vector<std::error_code> codes_;
   std::vector<int> pids_;
+  std::vector<int> values_;
   std::vector<steady::time_point> done_at_;
   std::size_t completions_ = 0;
   std::size_t ok_ = 0;
@@ -214,21 +219,37 @@ void run_hung_server(std::chrono::milliseconds stall, std::chrono::milliseconds 
     auto now = pg.backend_pids(app);
     return std::find(now.begin(), now.end(), hung) == now.end();
   }));
+  // Every request is accounted for: an answer from the healthy backend
+  // carrying the value it sent, or the expected failure within the timeout
+  // that applies plus a bound generous enough for a loaded 2-core machine
+  // under TSan (the measured figure is in docs/reliability.md).
+  const auto fires = expected == errc::query_timeout ? query_timeout : stall;
+  constexpr long long bound_ms = 5000;
   long long worst_fail_ms = 0;
   std::size_t failed = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const auto ec = t.code(i);
     if (!ec) {
       EXPECT_NE(t.pid(i), hung);
+      EXPECT_EQ(t.value(i), static_cast<int>(i)) << "request " << i << " got another request's answer";
       continue;
     }
     ++failed;
     EXPECT_EQ(ec, expected) << "request " << i << ": " << ec.message();
     EXPECT_TRUE(pgpipe::may_have_executed(ec));
-    worst_fail_ms = std::max(worst_fail_ms, ms_between(sent, t.done_at(i)));
+    const auto fail_ms = ms_between(sent, t.done_at(i));
+    EXPECT_LE(fail_ms, fires.count() + bound_ms) << "request " << i;
+    // A query timeout never fires early (its clock starts at submission,
+    // after `sent`); the stall clock starts at the last input, before it.
+    if (expected == errc::query_timeout) {
+      EXPECT_GE(fail_ms, query_timeout.count()) << "request " << i;
+    }
+    worst_fail_ms = std::max(worst_fail_ms, fail_ms);
   }
   EXPECT_GT(failed, 0u) << "no request went to the hung connection";
   const auto s = client.stats();
+  // The hung connection, and only it, was closed.
+  EXPECT_EQ(s.disconnects, 1u);
   client.close();
   std::printf("[figure] hung_server.async.%s.failed=%zu ok=%zu codes: %s\n", figure, failed, n - failed,
               codes_text(t.codes()).c_str());
@@ -247,112 +268,53 @@ TEST(fault_async, hung_server_query_timeout_fires_first_then_the_stalled_connect
   run_hung_server(1500ms, 300ms, errc::query_timeout, "query_timeout");
 }
 
-// Submits n "pg_sleep" queries in one burst and kills backends once they run.
-void run_killed_mid_pipeline(cluster& pg, const std::string& app, bool sigkill) {
-  constexpr std::size_t max_size = 2;
-  auto params = fault_params(with_options(pg.conninfo(), "application_name=" + app), max_size);
-  params.min_size = max_size;
-  auto client = std::make_unique<async_client>(params, 1);
-  ASSERT_TRUE(wait_until([&] { return client->stats().idle == max_size; }));
-  connection_sampler sampler(pg, *client, app);
-  constexpr std::size_t n = 400;  // ~200 per connection, 5 ms each: about a second of pipeline
+// The retry-safety contract against a real server (docs/reliability.md): a
+// lease with pipeline_depth 1 writes one query and holds the rest in its
+// FIFO, provably unwritten. The backend is stopped, the stall timeout breaks
+// the connection: the written query fails with connection_lost (it may have
+// executed), each held one with not_sent (safe to retry), and the server
+// never ran a held one.
+TEST(fault_async, broken_pipeline_fails_the_written_query_as_connection_lost_and_each_unwritten_one_as_not_sent) {
+  auto& pg = pgpipe::test::shared_cluster();
+  const std::string app = "fault_a_retry";
+  pg.exec("drop table if exists fault_a_retry; create table fault_a_retry(n int)");
+  auto params = fault_params(with_options(pg.conninfo(), "application_name=" + app), 1);
+  params.pipeline_depth = 1;
+  params.stall_timeout = 500ms;
+  params.query_timeout = 0ms;  // none: only the stall may end the wait
+  async_client client(params, 1);
+  auto [lec, l] = client.async_acquire(asio::use_future).get();
+  ASSERT_FALSE(lec) << lec.message();
+  auto [pec, pr] = l.async_query("select pg_backend_pid()", asio::use_future).get();
+  ASSERT_FALSE(pec) << pec.message();
+  const pid_t backend = pr.value<int>();
+  constexpr std::size_t n = 5;
   tally t(n);
-  for (std::size_t i = 0; i < n; ++i)
-    client->async_query("select pg_backend_pid(), pg_sleep(0.005)", t.handler(i));
-  ASSERT_TRUE(wait_until([&] {
-    return server_connections_where(pg, "application_name = '" + app + "' and state = 'active' and query like '%pg_sleep%'") >= 1;
+  {
+    pg.signal_backend(backend, SIGSTOP);
+    sigcont_guard cont{pg, backend};
+    for (std::size_t i = 0; i < n; ++i)
+      l.async_query("insert into fault_a_retry values ($1) returning pg_backend_pid(), n", static_cast<int>(i),
+                    t.handler(i));
+    ASSERT_TRUE(t.wait_all(20s)) << codes_text(t.codes());
+  }
+  EXPECT_EQ(t.code(0), errc::connection_lost) << t.code(0).message();
+  EXPECT_TRUE(pgpipe::may_have_executed(t.code(0)));
+  for (std::size_t i = 1; i < n; ++i) {
+    EXPECT_EQ(t.code(i), errc::not_sent) << "query " << i << ": " << t.code(i).message();
+    EXPECT_FALSE(pgpipe::may_have_executed(t.code(i))) << "query " << i;
+    EXPECT_TRUE(pgpipe::is_connection_lost(t.code(i))) << "query " << i;
+  }
+  l.release();
+  // SIGCONT sent: the backend finds its client gone and exits. Then the
+  // server's own record: no held query ran.
+  EXPECT_TRUE(wait_until([&] {
+    auto now = pg.backend_pids(app);
+    return std::find(now.begin(), now.end(), backend) == now.end();
   }));
-  const auto pids = pg.backend_pids(app);
-  ASSERT_FALSE(pids.empty());
-  const auto killed_at = steady::now();
-  if (sigkill) pg.signal_backend(pids.front(), SIGKILL);
-  else EXPECT_TRUE(pg.terminate_backend(pids.front()));
-  ASSERT_TRUE(t.wait_all(60s)) << codes_text(t.codes());
-  const auto all_done_ms = ms_between(killed_at, steady::now());
-  std::size_t lost = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto ec = t.code(i);
-    if (!ec) continue;
-    ++lost;
-    EXPECT_TRUE(pgpipe::is_connection_lost(ec) || ec.category() == pgpipe::sqlstate_category())
-        << "request " << i << ": " << ec.message();
-  }
-  EXPECT_GT(lost, 0u) << "the kill hit no request";
-  // The pool refills and serves: every next query succeeds (waiting through
-  // crash recovery after SIGKILL).
-  const auto refill_start = steady::now();
-  tally after(200);
-  for (std::size_t i = 0; i < after.size(); ++i) client->async_query("select pg_backend_pid()", after.handler(i));
-  ASSERT_TRUE(after.wait_all(60s));
-  EXPECT_EQ(after.ok(), after.size()) << codes_text(after.codes());
-  const auto refill_ms = ms_between(refill_start, steady::now());
-  sampler.stop();
-  const auto s = client->stats();
-  EXPECT_LE(sampler.max_server(), static_cast<int>(max_size));
-  EXPECT_LE(sampler.max_pool(), max_size);
-  client.reset();  // waits for everything in flight: no handler can run after this
-  t.expect_each_completed_once();
-  after.expect_each_completed_once();
-  const char* kind = sigkill ? "backend_sigkill" : "backend_terminated";
-  std::printf("[figure] %s.async.pipeline=%zu failed=%zu codes: %s\n", kind, n, lost, codes_text(t.codes()).c_str());
-  std::printf("[figure] %s.async.all_completed_ms=%lld\n", kind, all_done_ms);
-  std::printf("[figure] %s.async.next_200_queries_ms=%lld\n", kind, refill_ms);
-  std::printf("[figure] %s.async.max_server_connections=%d max_pool=%zu (max_size %zu) connects=%llu\n", kind,
-              sampler.max_server(), sampler.max_pool(), max_size, static_cast<unsigned long long>(s.connects));
-  std::fflush(stdout);
-}
-
-TEST(fault_async, terminated_backend_mid_pipeline_every_request_completes_once_and_the_pool_refills) {
-  run_killed_mid_pipeline(pgpipe::test::shared_cluster(), "fault_a_term", false);
-}
-
-TEST(fault_async, sigkilled_backend_mid_pipeline_every_request_completes_once_and_the_pool_refills) {
-  // SIGKILL makes the postmaster reset every backend: a private cluster.
-  auto pg = pgpipe::test::fresh_cluster();
-  run_killed_mid_pipeline(*pg, "fault_a_kill", true);
-}
-
-TEST(fault_async, server_restarted_under_an_idle_pool_is_noticed_and_the_pool_refills_without_a_storm) {
-  auto pg = pgpipe::test::fresh_cluster();
-  const std::string app = "fault_a_restart";
-  constexpr std::size_t max_size = 4;
-  auto params = fault_params(with_options(pg->conninfo(), "application_name=" + app), max_size);
-  params.min_size = max_size;
-  auto client = std::make_unique<async_client>(params, 1);
-  ASSERT_TRUE(wait_until([&] { return client->stats().idle == max_size; }));
-  const auto connects_before = client->stats().connects;
-  pg->restart(pgpipe::devcluster::stop_mode::immediate);
-  const auto restarted = steady::now();
-  connection_sampler sampler(*pg, *client, app);
-  // Queries right after the restart: each completes once; a connection-loss
-  // error is allowed only for a query written to a socket that had not yet
-  // reported its end.
-  tally t(1000);
-  for (std::size_t i = 0; i < t.size(); ++i) client->async_query("select pg_backend_pid()", t.handler(i));
-  ASSERT_TRUE(t.wait_all(60s));
-  const auto first_wave_ms = ms_between(restarted, steady::now());
-  std::size_t failed = 0;
-  for (std::size_t i = 0; i < t.size(); ++i) {
-    const auto ec = t.code(i);
-    if (!ec) continue;
-    ++failed;
-    EXPECT_TRUE(pgpipe::is_connection_lost(ec)) << i << ": " << ec.message();
-  }
-  // The pool is back to min_size, serving.
-  ASSERT_TRUE(wait_until([&] { return client->stats().idle == max_size; }));
-  auto [ec, r] = run_sync(*client, "select 1");
-  EXPECT_FALSE(ec) << ec.message();
-  sampler.stop();
-  const auto reconnects = client->stats().connects - connects_before;
-  EXPECT_LE(sampler.max_server(), static_cast<int>(max_size));
-  EXPECT_LE(sampler.max_pool(), max_size);
-  EXPECT_LE(reconnects, 2 * max_size);
-  client.reset();
-  t.expect_each_completed_once();
-  std::printf("[figure] server_restart_idle_pool.async.1000_queries_ms=%lld failed=%zu codes: %s\n", first_wave_ms, failed,
-              codes_text(t.codes()).c_str());
-  std::printf("[figure] server_restart_idle_pool.async.reconnects=%llu (max_size %zu) max_server_connections=%d\n",
-              static_cast<unsigned long long>(reconnects), max_size, sampler.max_server());
+  EXPECT_EQ(pg.query_value("select count(*) from fault_a_retry where n >= 1"), "0");
+  client.close();
+  std::printf("[figure] retry_safety.async.written=1 unwritten=%zu codes: %s\n", n - 1, codes_text(t.codes()).c_str());
 }
 
 // Runs the statements pipelined (all submitted before any answer) on a lease
@@ -414,29 +376,6 @@ TEST(fault_async, error_mid_pipeline_fails_only_the_statement_and_what_depends_o
     else EXPECT_FALSE(c) << i << ": " << c.message();
   }
   EXPECT_EQ(client.stats().connects, 1u);  // one session survived every error
-}
-
-TEST(fault_async, connection_limit_reports_53300_when_nothing_can_be_opened) {
-  auto& pg = pgpipe::test::shared_cluster();
-  limited_role role(pg, "fault_a_lim1", "lim-pw-4471");
-  std::vector<std::unique_ptr<PGconn, decltype(&PQfinish)>> held;
-  for (int i = 0; i < 2; ++i) {
-    held.emplace_back(PQconnectdb(role.conninfo(role.name()).c_str()), &PQfinish);
-    ASSERT_EQ(PQstatus(held.back().get()), CONNECTION_OK) << PQerrorMessage(held.back().get());
-  }
-  auto params = fault_params(role.conninfo(role.name()), 10);
-  params.acquire_timeout = 1s;
-  log_sink logs;
-  pgpipe::async_client_options opts;
-  opts.loops = 1;
-  opts.logger = logs.fn();
-  async_client client(params, opts);
-  auto [ec, r] = run_sync(client, "select 1");
-  EXPECT_EQ(pgpipe::sqlstate_of(ec), "53300") << ec.message() << ": " << r.diag().to_string();
-  const std::string text = r.diag().to_string();
-  EXPECT_NE(text.find("too many connections for role"), std::string::npos) << text;
-  EXPECT_GE(logs.count("too many connections for role"), 1u);
-  EXPECT_EQ(logs.count("lim-pw-4471"), 0u);
 }
 
 TEST(fault_async, connection_limit_2_with_a_pool_of_10_backs_off_and_serves_on_two) {
@@ -521,29 +460,6 @@ TEST(fault_async, connection_limit_2_with_a_pool_of_10_backs_off_and_serves_on_t
               steady_seconds, steady_bound);
   std::printf("[figure] connection_limit.async.max_server_connections=%d\n", max_server.load());
   std::printf("[figure] connection_limit.async.failed_attempts_at=%s\n", logs.timeline("connect failed", t0).c_str());
-}
-
-TEST(fault_async, pool_exhaustion_and_server_down_are_two_different_errors) {
-  auto pg = pgpipe::test::fresh_cluster();
-  auto params = fault_params(pg->conninfo(), 1);
-  params.acquire_timeout = 300ms;
-  async_client client(params, 1);
-  std::error_code exhausted;
-  {
-    auto [ec, held] = client.async_acquire(asio::use_future).get();
-    ASSERT_FALSE(ec) << ec.message();
-    exhausted = std::get<0>(client.async_acquire(asio::use_future).get());
-    // A shared query cannot use a leased connection either.
-    EXPECT_EQ(run_sync(client, "select 1").first, errc::pool_timeout);
-  }
-  pg->stop(pgpipe::devcluster::stop_mode::immediate);
-  // The idle connection sees the server go; the next query cannot connect.
-  ASSERT_TRUE(wait_until([&] { return client.stats().idle == 0; }));
-  auto [down, r] = run_sync(client, "select 1");
-  EXPECT_EQ(exhausted, errc::pool_timeout) << exhausted.message();
-  EXPECT_EQ(down, errc::server_unreachable) << down.message() << ": " << r.diag().to_string();
-  EXPECT_NE(exhausted, down);
-  EXPECT_NE(r.diag().to_string().find("Connection refused"), std::string::npos) << r.diag().to_string();
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
-// Faults through the blocking driver (issue 7): backends killed mid-query,
-// a server restarted under an idle pool, an error inside a transaction, a
-// role connection limit, and pool exhaustion told apart from a server that is
-// down. Each fault test prints "[figure] ..." lines for docs/reliability.md.
+// Faults only the blocking driver has (issue 7): a hung backend (no
+// client-side timeout), an error inside BEGIN...COMMIT, and connect back-off
+// under a role connection limit. Each prints "[figure] ..." lines for
+// docs/reliability.md. The faults both drivers share are written once in
+// fault_drivers_test.cpp.
 #include <pgpipe/blocking_pool.hpp>
 
 #include "support/cluster_fixture.hpp"
@@ -9,7 +10,6 @@
 #include "support/wait.hpp"
 
 #include <gtest/gtest.h>
-#include <libpq-fe.h>
 
 #include <algorithm>
 #include <atomic>
@@ -17,7 +17,6 @@
 #include <csignal>
 #include <cstdio>
 #include <future>
-#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -35,138 +34,6 @@ using steady = std::chrono::steady_clock;
 
 long long ms_since(steady::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t).count();
-}
-
-struct outcome {
-  int completions = 0;
-  std::error_code ec;
-  std::string message;
-};
-
-// Starts `n` threads that each run `sql` once and record how it ended.
-class sleepers {
- public:
-  sleepers(blocking_pool& pool, int n, std::string sql) : outcomes_(n) {
-    for (int i = 0; i < n; ++i) {
-      threads_.emplace_back([this, &pool, i, sql] {
-        outcome o;
-        try {
-          pool.exec(sql);
-        } catch (const pgpipe::error& e) {
-          o.ec = e.code();
-          o.message = e.what();
-        } catch (const std::exception& e) {
-          o.ec = std::make_error_code(std::errc::state_not_recoverable);
-          o.message = std::string("non-pgpipe exception: ") + e.what();
-        }
-        std::lock_guard lk(mu_);
-        ++outcomes_[i].completions;
-        outcomes_[i].ec = o.ec;
-        outcomes_[i].message = o.message;
-      });
-    }
-  }
-  const std::vector<outcome>& join() {
-    for (auto& t : threads_) t.join();
-    threads_.clear();
-    return outcomes_;
-  }
-  ~sleepers() {
-    for (auto& t : threads_) t.join();
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<outcome> outcomes_;
-  std::vector<std::thread> threads_;
-};
-
-bool all_sleeping(const cluster& pg, const std::string& app, int n) {
-  return server_connections_where(pg, "application_name = '" + app + "' and state = 'active' and query like '%pg_sleep%'") == n;
-}
-
-// Runs `n` threads x `per_thread` trivial queries; returns failures.
-int hammer(blocking_pool& pool, int n, int per_thread, std::string* first_error = nullptr) {
-  std::atomic<int> failures{0};
-  std::mutex mu;
-  std::vector<std::thread> ts;
-  for (int t = 0; t < n; ++t) {
-    ts.emplace_back([&] {
-      for (int i = 0; i < per_thread; ++i) {
-        try {
-          if (pool.exec("select 1")[0][0].as<int>() != 1) ++failures;
-        } catch (const std::exception& e) {
-          ++failures;
-          std::lock_guard lk(mu);
-          if (first_error && first_error->empty()) *first_error = e.what();
-        }
-      }
-    });
-  }
-  for (auto& t : ts) t.join();
-  return failures.load();
-}
-
-TEST(fault_blocking, terminated_backends_fail_their_query_once_with_connection_lost_and_the_pool_refills) {
-  auto& pg = pgpipe::test::shared_cluster();
-  const std::string app = "fault_b_term";
-  constexpr int n = 4;
-  blocking_pool pool{fault_params(with_options(pg.conninfo(), "application_name=" + app), n)};
-  connection_sampler sampler(pg, pool, app);
-  sleepers work(pool, n, "select pg_sleep(30)");
-  ASSERT_TRUE(wait_until([&] { return all_sleeping(pg, app, n); }));
-  const auto t0 = steady::now();
-  for (pid_t pid : pg.backend_pids(app)) EXPECT_TRUE(pg.terminate_backend(pid));
-  const auto& outcomes = work.join();
-  const auto fail_ms = ms_since(t0);
-  for (const auto& o : outcomes) {
-    EXPECT_EQ(o.completions, 1);
-    EXPECT_EQ(o.ec, errc::connection_lost) << o.ec.message() << ": " << o.message;
-    EXPECT_TRUE(pgpipe::may_have_executed(o.ec));
-  }
-  // The pool refills: every thread of a new wave gets a working connection.
-  const auto t1 = steady::now();
-  std::string first_error;
-  EXPECT_EQ(hammer(pool, 2 * n, 10, &first_error), 0) << first_error;
-  const auto refill_ms = ms_since(t1);
-  sampler.stop();
-  EXPECT_LE(sampler.max_server(), n);
-  EXPECT_LE(sampler.max_pool(), static_cast<std::size_t>(n));
-  std::printf("[figure] backend_terminated.blocking.all_failed_ms=%lld\n", fail_ms);
-  std::printf("[figure] backend_terminated.blocking.refill_80_queries_ms=%lld\n", refill_ms);
-  std::printf("[figure] backend_terminated.blocking.max_server_connections=%d (max_size %d)\n", sampler.max_server(), n);
-}
-
-TEST(fault_blocking, sigkilled_backend_crash_restarts_the_server_and_every_query_completes_once) {
-  // SIGKILL of one backend makes the postmaster reset every backend (crash
-  // recovery): a private cluster, so other tests keep theirs.
-  auto pg = pgpipe::test::fresh_cluster();
-  const std::string app = "fault_b_kill";
-  constexpr int n = 4;
-  blocking_pool pool{fault_params(with_options(pg->conninfo(), "application_name=" + app), n)};
-  connection_sampler sampler(*pg, pool, app);
-  sleepers work(pool, n, "select pg_sleep(30)");
-  ASSERT_TRUE(wait_until([&] { return all_sleeping(*pg, app, n); }));
-  const auto pids = pg->backend_pids(app);
-  ASSERT_EQ(pids.size(), static_cast<std::size_t>(n));
-  pg->signal_backend(pids.front(), SIGKILL);
-  const auto t0 = steady::now();
-  const auto& outcomes = work.join();
-  for (const auto& o : outcomes) {
-    EXPECT_EQ(o.completions, 1);
-    EXPECT_TRUE(pgpipe::is_connection_lost(o.ec)) << o.ec.message() << ": " << o.message;
-  }
-  // The next queries wait through crash recovery (57P03 is transient) and succeed.
-  std::string first_error;
-  EXPECT_EQ(hammer(pool, 2 * n, 5, &first_error), 0) << first_error;
-  const auto recovered_ms = ms_since(t0);
-  sampler.stop();
-  EXPECT_LE(sampler.max_server(), n);
-  EXPECT_LE(sampler.max_pool(), static_cast<std::size_t>(n));
-  std::printf("[figure] backend_sigkill.blocking.recovered_ms=%lld\n", recovered_ms);
-  std::printf("[figure] backend_sigkill.blocking.max_server_connections=%d (max_size %d)\n", sampler.max_server(), n);
-  std::printf("[figure] backend_sigkill.blocking.connect_errors=%llu\n",
-              static_cast<unsigned long long>(pool.stats().errors.connect));
 }
 
 // The blocking driver has no client-side query timeout (blocking_pool.hpp:
@@ -213,33 +80,6 @@ TEST(fault_blocking, hung_backend_blocks_only_its_caller_and_the_answer_arrives_
   EXPECT_EQ(stuck.get(), 42);
   EXPECT_EQ(pool.exec("select 1")[0][0].as<int>(), 1);
   std::printf("[figure] hung_server.blocking.caller_blocked_while_stopped_ms>=%lld (no client-side timeout)\n", blocked_ms);
-}
-
-TEST(fault_blocking, server_restarted_under_an_idle_pool_every_next_query_succeeds_without_a_storm) {
-  auto pg = pgpipe::test::fresh_cluster();
-  const std::string app = "fault_b_restart";
-  constexpr int n = 4;
-  auto params = fault_params(with_options(pg->conninfo(), "application_name=" + app), n);
-  params.min_size = n;
-  blocking_pool pool{params};
-  ASSERT_TRUE(wait_until([&] { return pool.stats().idle == static_cast<std::size_t>(n); }));
-  const auto connects_before = pool.stats().connects;
-  pg->restart(pgpipe::devcluster::stop_mode::immediate);
-  connection_sampler sampler(*pg, pool, app);
-  const auto t0 = steady::now();
-  std::string first_error;
-  EXPECT_EQ(hammer(pool, 3 * n, 10, &first_error), 0) << first_error;
-  const auto first_wave_ms = ms_since(t0);
-  sampler.stop();
-  const auto s = pool.stats();
-  EXPECT_LE(sampler.max_server(), n);
-  EXPECT_LE(sampler.max_pool(), static_cast<std::size_t>(n));
-  // Each dead connection is replaced once: no reconnect loop.
-  EXPECT_LE(s.connects - connects_before, static_cast<std::uint64_t>(2 * n));
-  std::printf("[figure] server_restart_idle_pool.blocking.120_queries_ms=%lld\n", first_wave_ms);
-  std::printf("[figure] server_restart_idle_pool.blocking.reconnects=%llu (max_size %d)\n",
-              static_cast<unsigned long long>(s.connects - connects_before), n);
-  std::printf("[figure] server_restart_idle_pool.blocking.max_server_connections=%d\n", sampler.max_server());
 }
 
 TEST(fault_blocking, error_inside_begin_commit_fails_only_what_depends_on_it_and_the_session_is_usable) {
@@ -291,31 +131,6 @@ TEST(fault_blocking, error_inside_begin_commit_fails_only_what_depends_on_it_and
   pool.transaction([](pqxx::work& tx) { tx.exec("insert into fault_b_tx values (4)"); });
   EXPECT_EQ(pool.exec("select array_agg(n)::text from fault_b_tx")[0][0].as<std::string>(), "{4}");
   EXPECT_EQ(pool.stats().connects, 1u);  // the one connection survived every error
-}
-
-TEST(fault_blocking, connection_limit_reports_53300_when_nothing_can_be_opened) {
-  auto& pg = pgpipe::test::shared_cluster();
-  limited_role role(pg, "fault_b_lim1", "lim-pw-8812");
-  // Two outside connections use up the role's limit.
-  std::vector<std::unique_ptr<PGconn, decltype(&PQfinish)>> held;
-  for (int i = 0; i < 2; ++i) {
-    held.emplace_back(PQconnectdb(role.conninfo("outside").c_str()), &PQfinish);
-    ASSERT_EQ(PQstatus(held.back().get()), CONNECTION_OK) << PQerrorMessage(held.back().get());
-  }
-  auto params = fault_params(role.conninfo("fault_b_lim1"), 10);
-  params.acquire_timeout = 1s;
-  blocking_pool pool{params};
-  std::error_code ec;
-  std::string what;
-  try {
-    (void)pool.acquire();
-  } catch (const pgpipe::error& e) {
-    ec = e.code();
-    what = e.what();
-  }
-  EXPECT_EQ(pgpipe::sqlstate_of(ec), "53300") << ec.message() << ": " << what;
-  EXPECT_NE(what.find("too many connections for role"), std::string::npos) << what;
-  EXPECT_EQ(what.find("lim-pw-8812"), std::string::npos);
 }
 
 TEST(fault_blocking, connection_limit_2_with_a_pool_of_10_backs_off_and_serves_on_two) {
@@ -402,48 +217,6 @@ TEST(fault_blocking, connection_limit_2_with_a_pool_of_10_backs_off_and_serves_o
     timeline += std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(at - t0).count()) + "ms" +
                 (k > 1 ? "x" + std::to_string(k) : "") + " ";
   std::printf("[figure] connection_limit.blocking.failed_attempts_at=%s\n", timeline.c_str());
-}
-
-TEST(fault_blocking, pool_exhaustion_and_server_down_are_two_different_errors) {
-  auto pg = pgpipe::test::fresh_cluster();
-  auto params = fault_params(pg->conninfo(), 1);
-  params.acquire_timeout = 300ms;
-  blocking_pool pool{params};
-  std::error_code exhausted;
-  std::string exhausted_what;
-  {
-    auto held = pool.acquire();
-    try {
-      (void)pool.acquire();
-    } catch (const pgpipe::error& e) {
-      exhausted = e.code();
-      exhausted_what = e.what();
-    }
-  }
-  pg->stop(pgpipe::devcluster::stop_mode::immediate);
-  std::error_code down;
-  std::string down_what;
-  // The idle connection died with the server; the acquire finds that out.
-  try {
-    pool.exec("select 1");
-  } catch (const pgpipe::error& e) {
-    down = e.code();
-    down_what = e.what();
-  }
-  // A connection lost on first use is allowed once; the next acquire must
-  // name the cause.
-  if (pgpipe::is_connection_lost(down)) {
-    try {
-      pool.exec("select 1");
-    } catch (const pgpipe::error& e) {
-      down = e.code();
-      down_what = e.what();
-    }
-  }
-  EXPECT_EQ(exhausted, errc::pool_timeout) << exhausted_what;
-  EXPECT_EQ(down, errc::server_unreachable) << down.message() << ": " << down_what;
-  EXPECT_NE(exhausted, down);
-  EXPECT_NE(down_what.find("Connection refused"), std::string::npos) << down_what;
 }
 
 }  // namespace

@@ -223,6 +223,11 @@ TEST(fault_large_result, async_row_stream_stops_early_and_the_lease_serves_the_n
       std::printf("[figure] large_result.async_stream.stop_after_%d_chunks_to_next_query_ms=%ld\n", stop_after, stop_ms);
     }
   }
+  // Stopping a stream cancels it on the server: the lease serves again
+  // promptly, not after the rest of 5M rows is read and discarded. Measured
+  // 0.3-1.2 s (TSan included); one unexplained 12.9 s run is bug 4 in
+  // docs/reliability.md, which this bound would now report.
+  EXPECT_LE(worst_stop_ms, 10'000);
   std::printf("[figure] large_result.async_stream.worst_early_stop_to_next_query_ms=%ld next_query_errors=%d\n",
               worst_stop_ms, next_query_errors);
 }
@@ -245,6 +250,15 @@ TEST(fault_large_result, async_buffered_result_of_5_million_rows_costs_memory_in
   const long growth = status_kib("VmHWM") - rss0;
   EXPECT_EQ(n, static_cast<std::size_t>(rows));
   EXPECT_GT(sum, 0);
+  // What the name says: the whole result sits in memory, so peak RSS grows
+  // with the row count. Each row here is about 20 bytes of values plus
+  // libpq's per-field bookkeeping (measured ~70 bytes a row, 348-356 MB for
+  // 5M); the bounds are loose (20 to 400 bytes a row), the figure is in
+  // docs/reliability.md. The streaming tests above stay under 16-64 MB.
+  if (rss_is_meaningful) {
+    EXPECT_GE(growth, rows * 20 / 1024) << "peak RSS grew by " << growth << " KiB only";
+    EXPECT_LE(growth, rows * 400 / 1024) << "peak RSS grew by " << growth << " KiB";
+  }
   std::printf("[figure] large_result.async_buffered.rows=%zu elapsed_ms=%ld peak_rss_growth_kib=%ld\n", n, elapsed, growth);
   auto [ec, r] = client.async_query("select 1", asio::use_future).get();
   EXPECT_FALSE(ec);

@@ -16,7 +16,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "pgpipe/scram.hpp"
+#include <pgpipe/scram.hpp>
 #include "support/cluster_fixture.hpp"
 
 // Set in the test's environment by src/cli/CMakeLists.txt when the tool is

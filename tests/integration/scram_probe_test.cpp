@@ -17,7 +17,7 @@
 #include <memory>
 #include <string>
 
-#include "pgpipe/scram.hpp"
+#include <pgpipe/scram.hpp>
 #include "support/cluster_fixture.hpp"
 #include "support/tls_certs.hpp"
 

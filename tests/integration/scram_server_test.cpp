@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "pgpipe/scram.hpp"
+#include <pgpipe/scram.hpp>
 #include "support/cluster_fixture.hpp"
 
 namespace scram = pgpipe::scram;

@@ -16,6 +16,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -31,6 +34,8 @@ struct attempt {
   std::error_code ec;
   std::string message;  // what() or the diagnostics
   std::string ssl;      // pg_stat_ssl.ssl of the session ("t" over TLS)
+  std::chrono::steady_clock::duration took{};  // from building the pool to the answer
+  std::uint64_t connect_errors = 0;            // the pool's stats().errors.connect afterwards
 };
 
 const char* ssl_query = "select ssl::text from pg_stat_ssl where pid = pg_backend_pid()";
@@ -46,18 +51,22 @@ pgpipe::pool_params tls_params(const std::string& conninfo) {
 
 attempt via_blocking(const std::string& conninfo) {
   attempt a;
+  const auto t0 = std::chrono::steady_clock::now();
+  pgpipe::blocking_pool pool{tls_params(conninfo)};
   try {
-    pgpipe::blocking_pool pool{tls_params(conninfo)};
     a.ssl = pool.exec(ssl_query)[0][0].as<std::string>();
   } catch (const pgpipe::error& e) {
     a.ec = e.code();
     a.message = e.what();
   }
+  a.took = std::chrono::steady_clock::now() - t0;
+  a.connect_errors = pool.stats().errors.connect;
   return a;
 }
 
 attempt via_async(const std::string& conninfo) {
   attempt a;
+  const auto t0 = std::chrono::steady_clock::now();
   pgpipe::async_client client(tls_params(conninfo), 1);
   auto f = client.async_query(ssl_query, asio::use_future);
   if (f.wait_for(30s) != std::future_status::ready) {
@@ -69,6 +78,8 @@ attempt via_async(const std::string& conninfo) {
   a.ec = ec;
   if (ec) a.message = ec.message() + ": " + r.diag().to_string();
   else a.ssl = r.value<std::string>();
+  a.took = std::chrono::steady_clock::now() - t0;
+  a.connect_errors = client.stats().errors.connect;
   return a;
 }
 
@@ -129,6 +140,26 @@ TEST_F(tls_verify, verify_full_with_an_unknown_ca_is_refused_naming_the_verifica
   for (auto* via : {&via_blocking, &via_async}) {
     SCOPED_TRACE(via == &via_blocking ? "blocking" : "async");
     expect_refused(via(verify_full("localhost", *other_ca_path_)), "certificate verify failed");
+  }
+}
+
+// docs/reliability.md: a refused TLS session is not a permanent error to
+// pool_core, so the pool retries it (with back-off) until acquire_timeout and
+// the caller waits that long; it then gets the TLS error, not a timeout.
+TEST_F(tls_verify, a_refused_tls_session_is_retried_until_acquire_timeout) {
+  const auto acquire_timeout = tls_params("").acquire_timeout;
+  for (auto* via : {&via_blocking, &via_async}) {
+    const char* driver = via == &via_blocking ? "blocking" : "async";
+    SCOPED_TRACE(driver);
+    const auto a = via(verify_full("127.0.0.1", files_->ca_cert_path));
+    expect_refused(a, "does not match host name");
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(a.took);
+    EXPECT_GE(ms, acquire_timeout) << "gave up before acquire_timeout";
+    EXPECT_LE(ms, acquire_timeout + 5s) << "a bound for a loaded machine under TSan";
+    EXPECT_GE(a.connect_errors, 2u) << "refused once, never retried";
+    std::printf("[figure] tls_refused.%s.failed_after_ms=%lld connect_attempts=%llu (acquire_timeout %lld ms)\n", driver,
+                static_cast<long long>(ms.count()), static_cast<unsigned long long>(a.connect_errors),
+                static_cast<long long>(acquire_timeout.count()));
   }
 }
 

@@ -3,8 +3,8 @@
 // through the async driver's path (the message first cleaned to one line,
 // as pipelined_connection does) and the blocking driver's path (the raw
 // multi-line message, as pooled_connection does). Both must give the code the
-// table names: the two drivers used to disagree (e.g. "role does not exist",
-// "Host is unreachable", fe_sendauth).
+// table names, above all for messages whose two forms differ (e.g. "role does
+// not exist", "Host is unreachable", fe_sendauth).
 #include "blocking/pooled_connection.hpp"
 #include "pq/libpq_failure.hpp"
 

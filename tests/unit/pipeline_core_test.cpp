@@ -487,6 +487,61 @@ TEST(pipeline_core, break_fails_written_as_lost_and_waiting_as_not_sent) {
   EXPECT_FALSE(h.core.next_timer());
 }
 
+// The retry-safety contract on every path that leaves a request unwritten
+// when the connection dies: behind the depth limit, held back by a lease
+// cancel, queued again for a statement repair, submitted after the break.
+// Each completes exactly once: connection_lost exactly when it was written.
+TEST(pipeline_core, after_a_break_each_request_is_lost_exactly_when_it_was_written) {
+  auto p = base_params();
+  p.depth = 2;
+  harness h(p);
+  h.submit(1, shared_req("q"));
+  h.write();
+  h.reply();  // "q" is prepared now
+  h.submit(2, shared_req("q"));  // runs named
+  h.submit(3, shared_req("b"));
+  h.submit(4, shared_req("c"));  // behind the depth limit
+  h.write();
+  ASSERT_EQ(h.wire.size(), 2u);
+  ASSERT_EQ(h.wire[0].id, 2u);
+  ASSERT_FALSE(h.wire[0].parse);
+  // The statement vanished (26000): 2 is refused before executing and queued
+  // again, off the wire.
+  h.reply({pipe_result::error, "26000", true});
+  ASSERT_EQ(h.completions(2), 0u);
+  ASSERT_EQ(h.wire.size(), 1u);
+  ASSERT_EQ(h.wire[0].id, 3u);
+  h.core.on_broken("eof");
+  h.pump();
+  EXPECT_EQ(h.outcome(1), pipe_outcome::ok);
+  EXPECT_EQ(h.outcome(3), pipe_outcome::connection_lost);  // written
+  EXPECT_EQ(h.outcome(2), pipe_outcome::not_sent);         // queued again
+  EXPECT_EQ(h.outcome(4), pipe_outcome::not_sent);         // behind the depth limit
+  h.submit(5, shared_req("e"));
+  h.write();
+  EXPECT_EQ(h.outcome(5), pipe_outcome::not_sent);  // after the break
+  for (pipe_id id = 1; id <= 5; ++id) EXPECT_EQ(h.completions(id), 1u) << id;
+  EXPECT_FALSE(h.sent_after_close);
+
+  // A lease cancel holds later requests back, unwritten: they are safe to retry.
+  harness l;
+  l.submit(1, lease_req("slow"));
+  l.write();
+  l.core.cancel(l.now, 1, true);
+  l.pump();
+  ASSERT_EQ(l.cancels, (std::vector<pipe_id>{1}));
+  l.submit(2, lease_req("next"));
+  l.submit(3, lease_req("after"));
+  l.write();
+  ASSERT_EQ(l.wire.size(), 1u);  // held back behind the cancel
+  l.core.on_broken("eof");
+  l.pump();
+  EXPECT_EQ(l.outcome(1), pipe_outcome::connection_lost);
+  EXPECT_EQ(l.outcome(2), pipe_outcome::not_sent);
+  EXPECT_EQ(l.outcome(3), pipe_outcome::not_sent);
+  for (pipe_id id = 1; id <= 3; ++id) EXPECT_EQ(l.completions(id), 1u) << id;
+}
+
 TEST(pipeline_core, session_fatal_error_ends_the_head_with_the_server_error) {
   harness h;
   h.submit(1, shared_req("a"));
@@ -726,6 +781,7 @@ TEST(pipeline_core, randomized_interleavings_keep_the_contract) {
   constexpr int runs = 3000;
   constexpr int steps = 200;
   std::size_t total_requests = 0;
+  std::size_t total_at_break = 0;  ///< requests pending at a break, over all runs
   for (int seed = 1; seed <= runs; ++seed) {
     std::mt19937 rng(static_cast<unsigned>(seed));
     auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
@@ -752,6 +808,28 @@ TEST(pipeline_core, randomized_interleavings_keep_the_contract) {
       // Answered but not completed: refused before executing, queued again
       // (statement repair). Not on the wire any more.
       if (h.completions(id) == 0) reqs[id].written = false;
+    };
+    // A break's promise to callers, checked at every break: each request still
+    // waiting for its answer completes exactly once, with connection_lost when
+    // it is on the wire (sent, its Sync not read: it may have executed) and
+    // with not_sent when it is not (never written, or queued again for a
+    // statement repair: safe to retry). The wire is the fake server's, not
+    // the core's bookkeeping, so a core that mislabels a request fails here.
+    std::size_t checked_at_break = 0;
+    auto break_now = [&](const char* reason) {
+      std::map<pipe_id, bool> pending;  // id -> on the wire
+      for (auto& [id, m] : reqs) {
+        if (h.completions(id) != 0) continue;
+        pending[id] = std::any_of(h.wire.begin(), h.wire.end(), [id = id](const auto& w) { return w.id == id; });
+      }
+      h.core.on_broken(reason);
+      h.pump();
+      for (auto& [id, on_wire] : pending) {
+        ASSERT_EQ(h.completions(id), 1u) << "seed " << seed << " request " << id;
+        EXPECT_EQ(h.outcome(id), on_wire ? pipe_outcome::connection_lost : pipe_outcome::not_sent)
+            << "seed " << seed << " request " << id << (on_wire ? " (on the wire)" : " (not written)");
+      }
+      checked_at_break += pending.size();
     };
     for (int s = 0; s < steps && h.closes.empty(); ++s) {
       switch (pick(10)) {
@@ -815,10 +893,7 @@ TEST(pipeline_core, randomized_interleavings_keep_the_contract) {
           h.pump();
           break;
         case 9:
-          if (pick(15) == 0) {
-            h.core.on_broken("random break");
-            h.pump();
-          }
+          if (pick(15) == 0) break_now("random break");
           break;
       }
       ASSERT_LE(h.core.written(), p.depth) << "seed " << seed;
@@ -838,8 +913,7 @@ TEST(pipeline_core, randomized_interleavings_keep_the_contract) {
       }
       answer(server_answer());
     }
-    h.core.on_broken("end");
-    h.pump();
+    break_now("end");
     ASSERT_FALSE(h.sent_after_close) << "seed " << seed;
     for (auto& [id, m] : reqs) {
       ASSERT_EQ(h.completions(id), 1u) << "seed " << seed << " request " << id;
@@ -869,10 +943,14 @@ TEST(pipeline_core, randomized_interleavings_keep_the_contract) {
       if (std::find(by_sync.begin(), by_sync.end(), id) != by_sync.end()) expected.push_back(id);
     ASSERT_EQ(by_sync, expected) << "seed " << seed;
     total_requests += reqs.size();
+    total_at_break += checked_at_break;
   }
   RecordProperty("interleavings", runs);
   RecordProperty("requests", static_cast<int>(total_requests));
+  RecordProperty("pending_at_a_break", static_cast<int>(total_at_break));
   EXPECT_GT(total_requests, static_cast<std::size_t>(runs * 10));
+  // The break check above saw real work: many requests were pending at a break.
+  EXPECT_GT(total_at_break, static_cast<std::size_t>(runs));
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // pgpipe-scram probe --json: a server's error message is not ours to trust
 // (its encoding is the server's, and libpq passes the bytes through), yet the
 // output must stay one valid JSON object a script can parse.
-#include "probe_output.hpp"
+#include "cli/probe_output.hpp"
 
 #include <boost/json/parse.hpp>
 #include <gtest/gtest.h>

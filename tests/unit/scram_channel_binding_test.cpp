@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "pgpipe/scram/client.hpp"
+#include <pgpipe/scram/client.hpp>
 
 namespace scram = pgpipe::scram;
 

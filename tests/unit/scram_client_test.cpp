@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "pgpipe/scram/base64.hpp"
-#include "pgpipe/scram/client.hpp"
+#include <pgpipe/scram/base64.hpp>
+#include <pgpipe/scram/client.hpp>
 
 namespace scram = pgpipe::scram;
 using scram::scram_errc;

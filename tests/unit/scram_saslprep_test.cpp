@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "pgpipe/scram/saslprep.hpp"
+#include <pgpipe/scram/saslprep.hpp>
 
 namespace scram = pgpipe::scram;
 using status = scram::saslprep_status;

@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "pgpipe/scram/base64.hpp"
-#include "pgpipe/scram/verifier.hpp"
+#include <pgpipe/scram/base64.hpp>
+#include <pgpipe/scram/verifier.hpp>
 
 namespace scram = pgpipe::scram;
 using scram::scram_errc;

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "pgpipe/scram/errors.hpp"
+#include <pgpipe/scram/errors.hpp>
 
 namespace pgpipe::scram {
 

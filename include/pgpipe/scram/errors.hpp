@@ -13,7 +13,7 @@
 #include <utility>
 #include <variant>
 
-#include "pgpipe/error.hpp"
+#include <pgpipe/error.hpp>
 
 namespace pgpipe::scram {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "pgpipe/scram/client.hpp"
+#include <pgpipe/scram/client.hpp>
 
 namespace pgpipe::scram {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "pgpipe/scram/errors.hpp"
+#include <pgpipe/scram/errors.hpp>
 
 namespace pgpipe::scram {
 

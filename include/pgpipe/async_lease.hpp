@@ -1,0 +1,113 @@
+// pgpipe::lease: an exclusive connection of the async driver, taken with
+// async_client::async_acquire (<pgpipe/async_client.hpp>). A lease is like a
+// connection: use one lease from one thread (or strand) at a time; its
+// queries run in the order started.
+#pragma once
+
+#include <pgpipe/detail/async_glue.hpp>
+#include <pgpipe/error.hpp>
+#include <pgpipe/result.hpp>
+#include <pgpipe/row_stream.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace pgpipe {
+
+namespace detail {
+class client_impl;
+class lease_impl;
+}  // namespace detail
+
+/// An exclusive connection taken from the pool, for transactions and session
+/// state. Move-only. Destroying it (or calling release()) returns the
+/// connection: an open or failed transaction is rolled back first, a broken
+/// connection is replaced. Queries started on a lease run in order on its
+/// connection, still pipelined (several may be in flight).
+class lease {
+ public:
+  /// The executor type of get_executor().
+  using executor_type = boost::asio::any_io_executor;
+
+  lease() noexcept = default;
+  /// Moves the lease; a move-assignment first releases the connection this one held.
+  ///@{
+  lease(lease&&) noexcept = default;
+  lease& operator=(lease&& other) noexcept;
+  ///@}
+  lease(const lease&) = delete;
+  lease& operator=(const lease&) = delete;
+  ~lease();
+
+  /// False for a default-constructed, moved-from or released lease.
+  ///@{
+  bool valid() const noexcept { return impl_ != nullptr; }
+  explicit operator bool() const noexcept { return valid(); }
+  ///@}
+
+  /// Same contract as async_client::async_query, on this lease's connection,
+  /// with one difference for cancellation (terminal or partial) of a written
+  /// query:
+  /// - If it is the only query written on the connection, it is cancelled on
+  ///   the server with PQcancel (in a separate thread, never on the event
+  ///   loop). Its handler gets errc::cancelled when the server reports the
+  ///   cancel (SQLSTATE 57014), or at the latest after max(connect_timeout,
+  ///   1 s) (its result is then discarded). A result that was already here
+  ///   when the cancel was requested, or that the server finished before the
+  ///   signal reached it, is delivered as is (success or error): the query
+  ///   did run, and the caller needs to know.
+  /// - If other queries are written with it (pipelined), a signal could hit
+  ///   one of them instead, so it is detached as on the shared pool: the
+  ///   handler gets errc::cancelled at once, the query runs to its end on the
+  ///   server and its result is discarded.
+  /// A cancel never fails a later query: while a PQcancel may still land,
+  /// later queries on the lease (and the rollback when it is released) are
+  /// held back, unwritten, until PQcancel has returned and the target's
+  /// result has been read; a signal arriving after that finds the backend
+  /// idle, which ignores it. If PQcancel does not return within the bound,
+  /// the connection is closed (held-back queries fail with errc::not_sent).
+  /// Queries on an empty or released lease fail with errc::closed.
+  template <class... ArgsAndToken>
+  auto async_query(std::string_view sql, ArgsAndToken&&... args_and_token) {
+    return detail::initiate_query_args(target(), query_options{}, sql,
+                                       std::forward<ArgsAndToken>(args_and_token)...);
+  }
+  /// The same with per-call options (see query_options).
+  template <class... ArgsAndToken>
+  auto async_query(const query_options& opts, std::string_view sql, ArgsAndToken&&... args_and_token) {
+    return detail::initiate_query_args(target(), opts, sql, std::forward<ArgsAndToken>(args_and_token)...);
+  }
+
+  /// Starts `sql` in single-row mode and returns a row_stream to read it
+  /// chunk by chunk (see row_stream). Never blocks; errors (including a NUL
+  /// byte in a parameter) arrive through the stream's first async_next. The
+  /// statement is not prepared (unnamed) and has no query timeout: stop it
+  /// with row_stream::cancel(). Queries started after it on this lease run
+  /// once it has been read to the end or cancelled.
+  template <class... Args>
+  row_stream stream(std::string_view sql, const Args&... args) {
+    return start_stream(detail::query_spec{std::string(sql), detail::encode_params(args...), std::nullopt});
+  }
+
+  /// Returns the connection to the pool now (what the destructor does):
+  /// queries still in flight complete normally, then ROLLBACK is sent if a
+  /// transaction is open, then the connection is released.
+  void release() noexcept;
+
+  /// The executor of the loop that owns the connection (invalid lease: empty).
+  executor_type get_executor() const noexcept;
+
+ private:
+  friend class detail::client_impl;
+  explicit lease(std::shared_ptr<detail::lease_impl> impl) noexcept : impl_(std::move(impl)) {}
+  std::shared_ptr<detail::query_target> target() const noexcept;
+  row_stream start_stream(detail::query_spec spec);
+  std::shared_ptr<detail::lease_impl> impl_;
+};
+
+}  // namespace pgpipe

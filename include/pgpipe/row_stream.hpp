@@ -1,0 +1,72 @@
+// pgpipe::row_stream: a large result of the async driver read in chunks with
+// bounded memory, started by lease::stream() (<pgpipe/async_lease.hpp>).
+#pragma once
+
+#include <pgpipe/detail/async_glue.hpp>
+#include <pgpipe/error.hpp>
+#include <pgpipe/result.hpp>
+
+#include <boost/asio/async_result.hpp>
+
+#include <memory>
+
+namespace pgpipe {
+
+namespace detail {
+struct stream_state;
+}  // namespace detail
+
+/// A large result read in chunks with bounded memory (single-row mode), from
+/// lease::stream(). Move-only. While the caller does not ask for more, the
+/// connection stops reading the socket, so the server blocks instead of the
+/// client buffering the whole result. Destroying the stream (or cancel())
+/// stops early: buffered rows are dropped, the query is cancelled on the
+/// server (PQcancel: a lease is exclusive) and the rest of its rows discarded.
+class row_stream {
+ public:
+  row_stream() noexcept = default;
+  /// Moves the stream; a move-assignment first stops the stream this one held.
+  ///@{
+  row_stream(row_stream&&) noexcept = default;
+  row_stream& operator=(row_stream&& other) noexcept;
+  ///@}
+  row_stream(const row_stream&) = delete;
+  row_stream& operator=(const row_stream&) = delete;
+  ~row_stream();
+
+  /// False for a default-constructed or moved-from stream.
+  bool valid() const noexcept { return st_ != nullptr; }
+
+  /// The next chunk: token for void(std::error_code, pgpipe::result). A chunk
+  /// holds one or more rows. The end of the stream is an empty result
+  /// (r.empty(); its command_tag() says e.g. "SELECT 1000" when known), and
+  /// asking again keeps returning it. An SQL error (possibly after some rows)
+  /// is reported once as its SQLSTATE, then the stream is at its end.
+  /// One async_next at a time (a second concurrent one fails with
+  /// errc::invalid_argument). Errors: SQLSTATE codes, errc::connection_lost,
+  /// errc::cancelled (after cancel()), errc::closed (empty stream).
+  /// Executor: the handler's, else the lease's loop. Not cancellable per
+  /// operation: use cancel().
+  template <class CompletionToken>
+  auto async_next(CompletionToken&& token) {
+    return boost::asio::async_initiate<CompletionToken, void(std::error_code, result)>(
+        [](auto handler, std::shared_ptr<detail::stream_state> st) {
+          using H = decltype(handler);
+          submit_next(st, std::make_unique<detail::completion_impl<result, H>>(std::move(handler)));
+        },
+        token, st_);
+  }
+
+  /// Stops the stream (see the class comment). Idempotent; thread-safe with
+  /// respect to the loop, but not to a concurrent move of this object.
+  void cancel() noexcept;
+
+ private:
+  friend class lease;
+  explicit row_stream(std::shared_ptr<detail::stream_state> st) noexcept : st_(std::move(st)) {}
+  static void submit_next(const std::shared_ptr<detail::stream_state>& st,
+                          std::unique_ptr<detail::completion<result>> done);
+  std::shared_ptr<detail::stream_state> st_;
+};
+
+}  // namespace pgpipe
