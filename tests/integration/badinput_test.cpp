@@ -105,7 +105,7 @@ TYPED_TEST(badinput, malformed_conninfo_names_the_bad_part_without_the_password)
       // Accepted by the constructor: the first query must name the problem.
       o = h.run("select 1");
     } catch (const pgpipe::error& e) {
-      o = outcome{e.code(), e.diag(), describe(e.code(), e.diag(), e.what())};
+      o = outcome{e.code(), e.diag(), describe(e.code(), e.diag(), e.what()), {}};
       expect_no_password(o->text, "what()/diagnostics");
     }
     EXPECT_EQ(o->ec, errc::bad_conninfo) << o->text;
