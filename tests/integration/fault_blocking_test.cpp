@@ -185,7 +185,11 @@ TEST(fault_blocking, connection_limit_2_with_a_pool_of_10_backs_off_and_serves_o
   std::this_thread::sleep_for(1s);
   const auto errors_mid = pool.stats().errors.connect;
   const auto t_mid = steady::now();
+  // At least two seconds of steady state, and on until the callers have been
+  // served enough to judge: a TSan build on a loaded machine is slower, and
+  // the attempt bound below scales with the window's measured length.
   std::this_thread::sleep_for(2s);
+  EXPECT_TRUE(wait_until([&] { return ok.load() > 50; }, 60s));
   const auto steady_attempts = pool.stats().errors.connect - errors_mid;
   const double steady_seconds = std::chrono::duration<double>(steady::now() - t_mid).count();
   stop = true;
