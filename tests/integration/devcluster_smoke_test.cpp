@@ -2,6 +2,7 @@
 // generated password, restart/stop/kill of backends, settings, TLS and a
 // clean-up that leaves neither files nor processes behind.
 #include "support/cluster_fixture.hpp"
+#include "support/raw_connection.hpp"
 #include "support/tls_certs.hpp"
 #include "support/wait.hpp"
 
@@ -32,12 +33,7 @@ using pgpipe::test::fresh_cluster;
 using pgpipe::test::shared_cluster;
 using pgpipe::test::wait_until;
 
-struct conn_deleter {
-  void operator()(PGconn* c) const noexcept { PQfinish(c); }
-};
-using conn_ptr = std::unique_ptr<PGconn, conn_deleter>;
-
-conn_ptr connect(const std::string& conninfo) { return conn_ptr(PQconnectdb(conninfo.c_str())); }
+using pgpipe::test::raw_connect;
 
 std::string scalar(PGconn* c, const char* sql) {
   std::unique_ptr<PGresult, decltype(&PQclear)> r(PQexec(c, sql), &PQclear);
@@ -81,7 +77,7 @@ class devcluster_smoke : public ::testing::Test {
 
 TEST_F(devcluster_smoke, connects_with_the_generated_password_over_scram) {
   auto& pg = shared_cluster();
-  auto c = connect(pg.conninfo());
+  auto c = raw_connect(pg.conninfo());
   ASSERT_EQ(PQstatus(c.get()), CONNECTION_OK) << PQerrorMessage(c.get());
   EXPECT_EQ(scalar(c.get(), "SELECT current_user"), pg.user());
   EXPECT_EQ(scalar(c.get(), "SELECT rolsuper FROM pg_roles WHERE rolname = current_user"), "t");
@@ -100,7 +96,7 @@ TEST_F(devcluster_smoke, connects_with_the_generated_password_over_scram) {
 
 TEST_F(devcluster_smoke, unix_socket_connection_uses_the_private_directory) {
   auto& pg = shared_cluster();
-  auto c = connect(pg.socket_conninfo());
+  auto c = raw_connect(pg.socket_conninfo());
   ASSERT_EQ(PQstatus(c.get()), CONNECTION_OK) << PQerrorMessage(c.get());
   EXPECT_EQ(std::string(PQhost(c.get())), pg.socket_dir());
   EXPECT_TRUE(std::filesystem::exists(pg.socket_dir() + "/.s.PGSQL." + std::to_string(pg.port())));
@@ -109,7 +105,7 @@ TEST_F(devcluster_smoke, unix_socket_connection_uses_the_private_directory) {
 TEST_F(devcluster_smoke, wrong_password_fails_with_a_clear_error_that_hides_it) {
   auto& pg = shared_cluster();
   const std::string wrong = "Wr0ng-" + pg.password().substr(0, 8) + "-pw";
-  auto c = connect(pg.conninfo_without_password() + " password=" + wrong);
+  auto c = raw_connect(pg.conninfo_without_password() + " password=" + wrong);
   ASSERT_EQ(PQstatus(c.get()), CONNECTION_BAD);
   const std::string msg = PQerrorMessage(c.get());
   EXPECT_NE(msg.find("password authentication failed"), std::string::npos) << msg;
@@ -119,7 +115,7 @@ TEST_F(devcluster_smoke, wrong_password_fails_with_a_clear_error_that_hides_it) 
 
 TEST_F(devcluster_smoke, missing_password_fails) {
   auto& pg = shared_cluster();
-  auto c = connect(pg.conninfo_without_password());
+  auto c = raw_connect(pg.conninfo_without_password());
   ASSERT_EQ(PQstatus(c.get()), CONNECTION_BAD);
   EXPECT_NE(std::string(PQerrorMessage(c.get())).find("no password supplied"), std::string::npos)
       << PQerrorMessage(c.get());
@@ -164,9 +160,9 @@ TEST_F(devcluster_smoke, custom_hba_and_deferred_start_are_honoured) {
   auto pg = fresh_cluster(params);
   EXPECT_FALSE(pg->running());
   pg->start();
-  auto tcp = connect(pg->conninfo());
+  auto tcp = raw_connect(pg->conninfo());
   EXPECT_EQ(PQstatus(tcp.get()), CONNECTION_OK) << PQerrorMessage(tcp.get());
-  auto sock = connect(pg->socket_conninfo());
+  auto sock = raw_connect(pg->socket_conninfo());
   EXPECT_EQ(PQstatus(sock.get()), CONNECTION_BAD);
   EXPECT_NE(std::string(PQerrorMessage(sock.get())).find("no pg_hba.conf entry"), std::string::npos)
       << PQerrorMessage(sock.get());
@@ -181,7 +177,7 @@ TEST_F(devcluster_smoke, restart_keeps_port_and_data) {
   EXPECT_EQ(pg->port(), port);
   EXPECT_NE(pg->postmaster_pid(), old_postmaster);
   EXPECT_EQ(pg->query_value("SELECT v FROM kept"), "42");
-  auto c = connect(pg->conninfo());
+  auto c = raw_connect(pg->conninfo());
   EXPECT_EQ(PQstatus(c.get()), CONNECTION_OK) << PQerrorMessage(c.get());
 }
 
@@ -215,13 +211,13 @@ TEST_F(devcluster_smoke, start_failure_reports_the_server_log) {
 TEST_F(devcluster_smoke, stop_immediate_then_start_recovers) {
   auto pg = fresh_cluster();
   pg->exec("CREATE TABLE t (v int); INSERT INTO t VALUES (1), (2)");
-  auto c = connect(pg->conninfo());
+  auto c = raw_connect(pg->conninfo());
   ASSERT_EQ(PQstatus(c.get()), CONNECTION_OK);
   pg->stop(pgpipe::devcluster::stop_mode::immediate);
   EXPECT_FALSE(pg->running());
   // The open connection learns that its server is gone.
   EXPECT_NE(scalar(c.get(), "SELECT 1"), "1");
-  auto refused = connect(pg->conninfo());
+  auto refused = raw_connect(pg->conninfo());
   EXPECT_EQ(PQstatus(refused.get()), CONNECTION_BAD);
   pg->start();
   EXPECT_TRUE(pg->running());
@@ -230,8 +226,8 @@ TEST_F(devcluster_smoke, stop_immediate_then_start_recovers) {
 
 TEST_F(devcluster_smoke, terminate_backend_kills_that_connection) {
   auto& pg = shared_cluster();
-  auto victim = connect(pg.conninfo() + " application_name=terminate_victim");
-  auto bystander = connect(pg.conninfo() + " application_name=terminate_bystander");
+  auto victim = raw_connect(pg.conninfo() + " application_name=terminate_victim");
+  auto bystander = raw_connect(pg.conninfo() + " application_name=terminate_bystander");
   ASSERT_EQ(PQstatus(victim.get()), CONNECTION_OK);
   ASSERT_EQ(PQstatus(bystander.get()), CONNECTION_OK);
   auto pids = pg.backend_pids("terminate_victim");
@@ -247,8 +243,8 @@ TEST_F(devcluster_smoke, terminate_backend_kills_that_connection) {
 TEST_F(devcluster_smoke, connection_count_sees_client_connections) {
   auto pg = fresh_cluster();
   EXPECT_EQ(pg->connection_count(), 0);
-  auto a = connect(pg->conninfo("postgres"));
-  auto b = connect(pg->conninfo("template1"));
+  auto a = raw_connect(pg->conninfo("postgres"));
+  auto b = raw_connect(pg->conninfo("template1"));
   ASSERT_EQ(PQstatus(a.get()), CONNECTION_OK);
   ASSERT_EQ(PQstatus(b.get()), CONNECTION_OK);
   EXPECT_EQ(pg->connection_count(), 2);
@@ -259,7 +255,7 @@ TEST_F(devcluster_smoke, connection_count_sees_client_connections) {
 
 TEST_F(devcluster_smoke, sigstop_freezes_a_backend_and_sigcont_resumes_it) {
   auto& pg = shared_cluster();
-  auto c = connect(pg.conninfo() + " application_name=sigstop_victim");
+  auto c = raw_connect(pg.conninfo() + " application_name=sigstop_victim");
   ASSERT_EQ(PQstatus(c.get()), CONNECTION_OK);
   const pid_t pid = PQbackendPID(c.get());
   pg.signal_backend(pid, SIGSTOP);
@@ -283,11 +279,11 @@ TEST_F(devcluster_smoke, reload_applies_new_settings_and_hba) {
   // An hba that only lets the superuser in over the Unix socket.
   pg->write_hba("local all all scram-sha-256\n");
   pg->reload();
-  auto tcp = connect(pg->conninfo());
+  auto tcp = raw_connect(pg->conninfo());
   EXPECT_EQ(PQstatus(tcp.get()), CONNECTION_BAD);
   EXPECT_NE(std::string(PQerrorMessage(tcp.get())).find("no pg_hba.conf entry"), std::string::npos)
       << PQerrorMessage(tcp.get());
-  auto sock = connect(pg->socket_conninfo());
+  auto sock = raw_connect(pg->socket_conninfo());
   EXPECT_EQ(PQstatus(sock.get()), CONNECTION_OK) << PQerrorMessage(sock.get());
 }
 
@@ -301,7 +297,7 @@ TEST_F(devcluster_smoke, two_clusters_run_side_by_side_on_different_ports) {
   EXPECT_EQ(a->query_value("SELECT count(*) FROM pg_class WHERE relname = 'only_in_a'"), "1");
   EXPECT_EQ(b->query_value("SELECT count(*) FROM pg_class WHERE relname = 'only_in_a'"), "0");
   // Each password opens only its own cluster.
-  auto cross = connect(a->conninfo_without_password() + " password=" + b->password());
+  auto cross = raw_connect(a->conninfo_without_password() + " password=" + b->password());
   EXPECT_EQ(PQstatus(cross.get()), CONNECTION_BAD);
 }
 
@@ -309,7 +305,7 @@ TEST_F(devcluster_smoke, destructor_removes_directory_and_processes_even_with_a_
   auto pg = fresh_cluster();
   const std::string base = pg->base_dir();
   const pid_t postmaster = pg->postmaster_pid();
-  auto c = connect(pg->conninfo());
+  auto c = raw_connect(pg->conninfo());
   ASSERT_EQ(PQstatus(c.get()), CONNECTION_OK);
   const pid_t backend = PQbackendPID(c.get());
   pg->signal_backend(backend, SIGSTOP);
@@ -376,10 +372,10 @@ TEST_F(devcluster_smoke, tls_with_a_generated_ca_verifies_the_host_name) {
   auto files = pgpipe::test::enable_tls(*pg, "localhost");
   const std::string base = "hostaddr=127.0.0.1 port=" + std::to_string(pg->port()) + " user=" + pg->user() +
                            " password=" + pg->password() + " dbname=postgres sslrootcert=" + files.ca_cert_path;
-  auto good = connect(base + " host=localhost sslmode=verify-full");
+  auto good = raw_connect(base + " host=localhost sslmode=verify-full");
   ASSERT_EQ(PQstatus(good.get()), CONNECTION_OK) << PQerrorMessage(good.get());
   EXPECT_EQ(scalar(good.get(), "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()"), "t");
-  auto wrong_name = connect(base + " host=not-the-server.example sslmode=verify-full");
+  auto wrong_name = raw_connect(base + " host=not-the-server.example sslmode=verify-full");
   EXPECT_EQ(PQstatus(wrong_name.get()), CONNECTION_BAD);
   EXPECT_NE(std::string(PQerrorMessage(wrong_name.get())).find("does not match host name"), std::string::npos)
       << PQerrorMessage(wrong_name.get());

@@ -2,6 +2,7 @@
 // devcluster (SCRAM end to end) and a streaming hot standby, plus libpq's
 // multi-host routing across primary and standby.
 #include "support/cluster_fixture.hpp"
+#include "support/raw_connection.hpp"
 #include "support/pgbouncer.hpp"
 #include "support/standby.hpp"
 #include "support/wait.hpp"
@@ -17,12 +18,7 @@ using pgpipe::test::pgbouncer_instance;
 using pgpipe::test::pgbouncer_params;
 using pgpipe::test::standby_instance;
 
-struct conn_deleter {
-  void operator()(PGconn* c) const noexcept { PQfinish(c); }
-};
-using conn_ptr = std::unique_ptr<PGconn, conn_deleter>;
-
-conn_ptr connect(const std::string& conninfo) { return conn_ptr(PQconnectdb(conninfo.c_str())); }
+using pgpipe::test::raw_connect;
 
 std::string scalar(PGconn* c, const std::string& sql) {
   std::unique_ptr<PGresult, decltype(&PQclear)> r(PQexec(c, sql.c_str()), &PQclear);
@@ -42,14 +38,14 @@ TEST_F(scaleout_smoke, pgbouncer_session_pool_forwards_with_scram) {
   auto& pg = pgpipe::test::shared_cluster();
   pgbouncer_instance bouncer(pg);
   EXPECT_NE(bouncer.port(), pg.port());
-  auto c = connect(bouncer.conninfo() + " application_name=through_bouncer");
+  auto c = raw_connect(bouncer.conninfo() + " application_name=through_bouncer");
   ASSERT_EQ(PQstatus(c.get()), CONNECTION_OK) << PQerrorMessage(c.get());
   EXPECT_EQ(std::string(PQport(c.get())), std::to_string(bouncer.port()));
   EXPECT_EQ(scalar(c.get(), "SELECT current_user"), pg.user());
   // The query really ran on the cluster behind the bouncer.
   EXPECT_EQ(scalar(c.get(), "SELECT setting FROM pg_settings WHERE name = 'port'"), std::to_string(pg.port()));
   // A wrong password is refused by PgBouncer itself.
-  auto bad = connect("host=127.0.0.1 port=" + std::to_string(bouncer.port()) + " user=" + pg.user() +
+  auto bad = raw_connect("host=127.0.0.1 port=" + std::to_string(bouncer.port()) + " user=" + pg.user() +
                      " password=not-the-password dbname=postgres");
   EXPECT_EQ(PQstatus(bad.get()), CONNECTION_BAD);
   // PgBouncer words it "SASL authentication failed".
@@ -69,8 +65,8 @@ TEST_F(scaleout_smoke, pgbouncer_transaction_pool_shares_one_server_connection) 
   params.pool_mode = "transaction";
   params.default_pool_size = 1;
   pgbouncer_instance bouncer(*pg, params);
-  auto a = connect(bouncer.conninfo());
-  auto b = connect(bouncer.conninfo());
+  auto a = raw_connect(bouncer.conninfo());
+  auto b = raw_connect(bouncer.conninfo());
   ASSERT_EQ(PQstatus(a.get()), CONNECTION_OK) << PQerrorMessage(a.get());
   ASSERT_EQ(PQstatus(b.get()), CONNECTION_OK) << PQerrorMessage(b.get());
   // Two clients, one pooled server backend.
@@ -103,12 +99,12 @@ TEST_F(scaleout_smoke, multi_host_conninfo_with_read_write_lands_on_the_primary)
   standby_instance standby(*primary);
   const std::string base = " user=" + primary->user() + " password=" + primary->password() + " dbname=postgres";
   // Standby listed first, so libpq must skip it.
-  auto rw = connect("host=127.0.0.1,127.0.0.1 port=" + std::to_string(standby.port()) + "," +
+  auto rw = raw_connect("host=127.0.0.1,127.0.0.1 port=" + std::to_string(standby.port()) + "," +
                     std::to_string(primary->port()) + " target_session_attrs=read-write" + base);
   ASSERT_EQ(PQstatus(rw.get()), CONNECTION_OK) << PQerrorMessage(rw.get());
   EXPECT_EQ(std::string(PQport(rw.get())), std::to_string(primary->port()));
   EXPECT_EQ(scalar(rw.get(), "SELECT pg_is_in_recovery()"), "f");
-  auto standby_conn = connect("host=127.0.0.1,127.0.0.1 port=" + std::to_string(primary->port()) + "," +
+  auto standby_conn = raw_connect("host=127.0.0.1,127.0.0.1 port=" + std::to_string(primary->port()) + "," +
                               std::to_string(standby.port()) + " target_session_attrs=standby" + base);
   ASSERT_EQ(PQstatus(standby_conn.get()), CONNECTION_OK) << PQerrorMessage(standby_conn.get());
   EXPECT_EQ(std::string(PQport(standby_conn.get())), std::to_string(standby.port()));
