@@ -26,11 +26,14 @@ struct token {
 };
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-bool ident_start(char c) {
-  return std::isalpha(static_cast<unsigned char>(c)) != 0 || c == '_' || static_cast<unsigned char>(c) >= 0x80;
-}
-bool ident_char(char c) { return ident_start(c) || std::isdigit(static_cast<unsigned char>(c)) != 0 || c == '$'; }
-char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+// ASCII only, as PostgreSQL's scanner folds keywords: the <cctype> versions
+// consult the process locale on every character (the lexer's top cost in a
+// profile) and could fold high-bit bytes that are part of a UTF-8 name.
+bool ascii_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool ascii_digit(char c) { return c >= '0' && c <= '9'; }
+bool ident_start(char c) { return ascii_alpha(c) || c == '_' || static_cast<unsigned char>(c) >= 0x80; }
+bool ident_char(char c) { return ident_start(c) || ascii_digit(c) || c == '$'; }
+char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
 class lexer {
  public:
@@ -68,9 +71,9 @@ class lexer {
       return t;
     }
     if (c == '$') return dollar();
-    if (std::isdigit(static_cast<unsigned char>(c)) != 0) {
+    if (ascii_digit(c)) {
       t.kind = tok::number;
-      while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) != 0 || s_[i_] == '.'))
+      while (i_ < s_.size() && (ascii_alpha(s_[i_]) || ascii_digit(s_[i_]) || s_[i_] == '.'))
         t.text.push_back(s_[i_++]);
       return t;
     }
@@ -135,9 +138,9 @@ class lexer {
   token dollar() {
     token t;
     std::size_t j = i_ + 1;
-    if (j < s_.size() && std::isdigit(static_cast<unsigned char>(s_[j])) != 0) {
+    if (j < s_.size() && ascii_digit(s_[j])) {
       t.kind = tok::param;
-      while (j < s_.size() && std::isdigit(static_cast<unsigned char>(s_[j])) != 0) ++j;
+      while (j < s_.size() && ascii_digit(s_[j])) ++j;
       t.text = std::string(s_.substr(i_, j - i_));
       i_ = j;
       return t;
