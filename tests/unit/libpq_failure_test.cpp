@@ -109,7 +109,7 @@ const std::vector<known_message>& table() {
   return t;
 }
 
-TEST(LibpqFailure, EveryKnownConnectMessageGetsTheSameCodeFromBothDrivers) {
+TEST(libpq_failure, every_known_connect_message_gets_the_same_code_from_both_drivers) {
   const std::vector<std::string> secrets = passwords_of("host=h password=hunter2");
   for (const auto& m : table()) {
     SCOPED_TRACE(m.text);
@@ -126,7 +126,7 @@ TEST(LibpqFailure, EveryKnownConnectMessageGetsTheSameCodeFromBothDrivers) {
   }
 }
 
-TEST(LibpqFailure, ServerPartIsKeptApartFromLibpqsWords) {
+TEST(libpq_failure, server_part_is_kept_apart_from_libpqs_words) {
   const auto f = classify_connect_failure(
       "connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  database \"nope\" does not exist\n", false,
       {});
@@ -134,12 +134,12 @@ TEST(LibpqFailure, ServerPartIsKeptApartFromLibpqsWords) {
   EXPECT_EQ(f.diag.message, "database \"nope\" does not exist");
 }
 
-TEST(LibpqFailure, NeedsPasswordMeansAuthFailedWhateverTheText) {
+TEST(libpq_failure, needs_password_means_auth_failed_whatever_the_text) {
   EXPECT_EQ(classify_connect_failure("connection to server failed: something new\n", true, {}).ec,
             errc::auth_failed);
 }
 
-TEST(LibpqFailure, PasswordNeverSurvivesClassification) {
+TEST(libpq_failure, password_never_survives_classification) {
   const auto secrets = passwords_of("postgresql://app:s%40cret@db/app");
   const auto f = classify_connect_failure(
       "connection to server failed: FATAL:  password authentication failed for user \"s@cret\" (s%40cret)\n", false,
@@ -151,7 +151,7 @@ TEST(LibpqFailure, PasswordNeverSurvivesClassification) {
   }
 }
 
-TEST(LibpqFailure, PasswordsOfFindsEverySpelling) {
+TEST(libpq_failure, passwords_of_finds_every_spelling) {
   auto has = [](const std::vector<std::string>& v, const std::string& s) {
     return std::find(v.begin(), v.end(), s) != v.end();
   };
@@ -168,7 +168,7 @@ TEST(LibpqFailure, PasswordsOfFindsEverySpelling) {
   EXPECT_GE(longest_first[0].size(), longest_first[1].size());
 }
 
-TEST(LibpqFailure, ConninfoParseErrorNamesTheReasonWithoutThePassword) {
+TEST(libpq_failure, conninfo_parse_error_names_the_reason_without_the_password) {
   EXPECT_EQ(conninfo_parse_error("host=h password=fine", passwords_of("host=h password=fine")), "");
   for (std::string bad : {std::string("host=h password='s3cret-unterminated"),
                           std::string("postgresql://u:s3cret-uri@h/db?bogus=1"),
@@ -181,7 +181,7 @@ TEST(LibpqFailure, ConninfoParseErrorNamesTheReasonWithoutThePassword) {
   }
 }
 
-TEST(LibpqFailure, BlockingConnectSettingsUseTheSameParseError) {
+TEST(libpq_failure, blocking_connect_settings_use_the_same_parse_error) {
   const std::string bad = "host=h password='s3cret";
   try {
     make_connect_settings(bad, std::chrono::milliseconds(1000));
@@ -193,7 +193,7 @@ TEST(LibpqFailure, BlockingConnectSettingsUseTheSameParseError) {
   }
 }
 
-TEST(LibpqFailure, NulByteCheck) {
+TEST(libpq_failure, nul_byte_check) {
   std::vector<std::optional<std::string>> values{std::string("ok"), std::nullopt, std::string("a\0b", 3)};
   EXPECT_EQ(first_value_with_nul(values), std::optional<std::size_t>(2));
   values.pop_back();
@@ -201,7 +201,7 @@ TEST(LibpqFailure, NulByteCheck) {
   EXPECT_NE(nul_byte_message(3).find("$3"), std::string::npos);
 }
 
-TEST(LibpqFailure, StatementCapIsOneNumberForBothDrivers) {
+TEST(libpq_failure, statement_cap_is_one_number_for_both_drivers) {
   EXPECT_TRUE(may_prepare_another(0));
   EXPECT_TRUE(may_prepare_another(max_prepared_statements - 1));
   EXPECT_FALSE(may_prepare_another(max_prepared_statements));

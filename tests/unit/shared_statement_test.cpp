@@ -17,7 +17,7 @@ struct refused_case {
   const char* statement;
 };
 
-TEST(SharedStatement, RefusesTransactionsAndSessionChanges) {
+TEST(shared_statement, refuses_transactions_and_session_changes) {
   const refused_case cases[] = {
       {"BEGIN", errc::transaction_needs_lease, "BEGIN"},
       {"begin isolation level serializable", errc::transaction_needs_lease, "BEGIN"},
@@ -73,7 +73,7 @@ TEST(SharedStatement, RefusesTransactionsAndSessionChanges) {
   }
 }
 
-TEST(SharedStatement, SessionMessagesPointToOnConnect) {
+TEST(shared_statement, session_messages_point_to_on_connect) {
   auto r = check_shared_statement("set search_path = app");
   ASSERT_TRUE(r);
   EXPECT_NE(r->message.find("pool_params::on_connect"), std::string::npos);
@@ -86,7 +86,7 @@ TEST(SharedStatement, SessionMessagesPointToOnConnect) {
   EXPECT_NE(c->message.find("copy_in"), std::string::npos) << c->message;
 }
 
-TEST(SharedStatement, AllowsWhatOnlyMentionsAKeyword) {
+TEST(shared_statement, allows_what_only_mentions_a_keyword) {
   const char* allowed[] = {
       "select 1",
       "select 'begin'",
@@ -139,7 +139,7 @@ TEST(SharedStatement, AllowsWhatOnlyMentionsAKeyword) {
   }
 }
 
-TEST(SharedStatement, TempTablesDroppedAtCommitDoNotOutliveTheTransaction) {
+TEST(shared_statement, temp_tables_dropped_at_commit_do_not_outlive_the_transaction) {
   auto dropped = check_shared_statement("create temporary table ord(n int) on commit drop");
   ASSERT_TRUE(dropped);
   EXPECT_EQ(dropped->code, errc::session_state_needs_lease);  // still refused on the shared path
@@ -153,7 +153,7 @@ TEST(SharedStatement, TempTablesDroppedAtCommitDoNotOutliveTheTransaction) {
   EXPECT_TRUE(check_shared_statement("set search_path = x")->outlives_transaction);
 }
 
-TEST(SharedStatement, QuotingIsNotConfusedByEscapes) {
+TEST(shared_statement, quoting_is_not_confused_by_escapes) {
   // '' inside a string does not end it; the BEGIN after the string is real.
   EXPECT_FALSE(check_shared_statement("select 'it''s; begin'"));
   EXPECT_TRUE(check_shared_statement("select 'x''y', set_config('a', 'b', false)"));
