@@ -120,7 +120,10 @@ connect_failure classify_connect_failure(std::string_view libpq_message, bool ne
   parse_server_part(scrubbed, f.diag);
   f.message = clean_message(scrubbed, {});
   f.diag.client_message = "could not connect: " + f.message;
-  const std::string_view m = f.message;
+  // Classified on libpq's own words: a password that happens to occur in
+  // them (a short one, or "TCP") must not change the error kind.
+  const std::string raw = clean_message(std::string(libpq_message), {});
+  const std::string_view m = raw;
 
   if (contains_any(m, auth_texts) || needs_password) {
     f.ec = errc::auth_failed;
@@ -204,6 +207,11 @@ std::string percent_decode(std::string_view s) {
 // Value after "password=" in key=value text: quoted (up to the closing
 // quote, or the next blank when unterminated) or up to the next blank.
 void scan_keyword_passwords(std::string_view c, std::vector<std::string>& out) {
+  // '&' ends a value only in a URI's query string; in keyword/value form it
+  // is part of the password, and cutting there would make a short prefix a
+  // "secret" that scrubs letters out of every message (and out of the words
+  // the classifier looks for).
+  const bool uri = c.find("://") != std::string_view::npos;
   for (std::size_t pos = c.find("password"); pos != std::string_view::npos; pos = c.find("password", pos + 1)) {
     std::size_t i = pos + 8;
     while (i < c.size() && c[i] == ' ') ++i;
@@ -224,7 +232,7 @@ void scan_keyword_passwords(std::string_view c, std::vector<std::string>& out) {
       add_secret(out, std::string(c.substr(i + 1, (b == std::string_view::npos ? c.size() : b) - i - 1)));
     } else {
       std::size_t j = i;
-      while (j < c.size() && c[j] != ' ' && c[j] != '&') ++j;
+      while (j < c.size() && c[j] != ' ' && !(uri && c[j] == '&')) ++j;
       v = std::string(c.substr(i, j - i));
       add_secret(out, v);
       add_secret(out, percent_decode(v));

@@ -134,6 +134,17 @@ TEST(libpq_failure, server_part_is_kept_apart_from_libpqs_words) {
   EXPECT_EQ(f.diag.message, "database \"nope\" does not exist");
 }
 
+TEST(libpq_failure, a_password_inside_libpqs_words_does_not_change_the_kind) {
+  // Seen in CI: a one-letter secret scrubbed "Connection refused" into
+  // "********onnection refused", and the kind became connect_failed.
+  const auto f = classify_connect_failure(
+      "connection to server at \"127.0.0.1\", port 1 failed: Connection refused\n"
+      "\tIs the server running on that host and accepting TCP/IP connections?\n",
+      false, {"C"});
+  EXPECT_EQ(f.ec, errc::server_unreachable) << f.message;
+  EXPECT_EQ(f.message.find('C'), std::string::npos) << f.message;  // still scrubbed
+}
+
 TEST(libpq_failure, needs_password_means_auth_failed_whatever_the_text) {
   EXPECT_EQ(classify_connect_failure("connection to server failed: something new\n", true, {}).ec,
             errc::auth_failed);
@@ -163,6 +174,9 @@ TEST(libpq_failure, passwords_of_finds_every_spelling) {
   EXPECT_TRUE(has(passwords_of("postgresql://u@h/db?password=q1&sslmode=disable"), "q1"));
   EXPECT_TRUE(has(passwords_of("postgresql://u:broken@[::1/db"), "broken"));
   EXPECT_TRUE(passwords_of("host=h user=u").empty());
+  // '&' belongs to a keyword/value password: no prefix of it becomes a secret
+  // (a one-letter "secret" would scrub that letter from every message).
+  EXPECT_EQ(passwords_of("host=h password=C&x%y"), (std::vector<std::string>{"C&x%y"}));
   const auto longest_first = passwords_of("password=ab postgresql://u:abc@h");
   ASSERT_GE(longest_first.size(), 2u);
   EXPECT_GE(longest_first[0].size(), longest_first[1].size());
