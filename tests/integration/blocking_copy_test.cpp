@@ -94,7 +94,9 @@ TEST(blocking_copy, a_million_rows_in_and_out_in_bounded_memory) {
   EXPECT_EQ(id_sum, static_cast<long long>(rows) * (rows - 1) / 2);
 
   const long peak_growth_kb = status_kb("VmHWM") - rss_before;
-  EXPECT_LT(peak_growth_kb, 16 * 1024) << "peak RSS grew by " << peak_growth_kb << " kB";
+  if (pgpipe::test::rss_is_meaningful) {
+    EXPECT_LT(peak_growth_kb, 16 * 1024) << "peak RSS grew by " << peak_growth_kb << " kB";
+  }
   using ms = std::chrono::milliseconds;
   std::printf("[figures] COPY FROM STDIN 1M rows: %lld ms; COPY TO STDOUT 1M rows: %lld ms; peak RSS growth %ld kB\n",
               static_cast<long long>(std::chrono::duration_cast<ms>(t1 - t0).count()),

@@ -7,6 +7,7 @@
 #include <pgpipe/blocking_pool.hpp>
 
 #include "support/cluster_fixture.hpp"
+#include "support/kit.hpp"
 
 #include <boost/asio/use_future.hpp>
 
@@ -44,14 +45,7 @@ long status_kib(const std::string& key) {
 // not the peak of an earlier one.
 void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
-// ASan keeps freed memory in a quarantine (256 MB by default), so peak RSS
-// there says nothing about what the code holds: the bounds are checked in
-// builds without it (the figure is printed either way).
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool rss_is_meaningful = false;
-#else
-constexpr bool rss_is_meaningful = true;
-#endif
+using pgpipe::test::rss_is_meaningful;
 
 long ms_since(steady::time_point t) {
   return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t).count());
