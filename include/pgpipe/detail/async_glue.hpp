@@ -36,6 +36,12 @@ struct query_options {
   /// Overrides pool_params::query_timeout for this call; 0 disables the
   /// timeout. std::nullopt keeps the pool default.
   std::optional<std::chrono::milliseconds> timeout;
+  /// Marks the query as a read that changes nothing. Such a query may share
+  /// a Sync with other reads (Sync coalescing) and may be routed to a read
+  /// replica; a marked query that tries to write fails with SQLSTATE 25006
+  /// instead of writing. Unmarked queries (the default) keep one Sync each
+  /// and always go to the primary.
+  bool read_only = false;
 };
 
 namespace detail {
