@@ -59,6 +59,24 @@ struct pool_params {
   /// The longest wait between two failed connects (see connect_backoff_initial).
   std::chrono::milliseconds connect_backoff_max{500};
 
+  /// Paced growth: while the pool has at least one connection serving, the
+  /// connects it starts beyond min_size (growth toward max_size under load,
+  /// replacements for queued callers) are at most `growth_connects` in flight
+  /// at once, each started at least `growth_interval` after the previous one.
+  /// Why: on a small server every connect forks a backend and runs SCRAM on
+  /// the CPUs that serve the open connections, so opening many at once takes
+  /// throughput from the queries already running. Connects that bring the
+  /// pool up to min_size, and every connect while nothing is open (startup,
+  /// recovery after an outage), are not paced: there is nothing to protect
+  /// and callers are waiting. The trade-off: a slower pace reaches max_size
+  /// later (growth_interval 100 ms: 180 connects take at least 18 s) but
+  /// costs the open connections less meanwhile (docs/benchmarks.md, "Paced
+  /// growth"). growth_connects must be at least 1.
+  std::size_t growth_connects = 1;
+  /// See growth_connects; 0 starts the next paced connect as soon as one of
+  /// the growth_connects in flight finishes.
+  std::chrono::milliseconds growth_interval{0};
+
   /// async driver: a written request on a connection that has made no progress
   /// for this long marks the connection broken (a hung server or network).
   /// 0 disables. Must exceed the longest query you expect.

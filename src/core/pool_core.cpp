@@ -14,6 +14,15 @@
 //    Queued waiters open as many connects as they need (exclusive waiters one
 //    each, shared ones one per capacity_per_slot). min_size is kept.
 //    open + opening + draining + checking slots never exceed max_size.
+//  - Paced growth (pool_params::growth_connects, growth_interval): while a
+//    slot is usable, connects beyond the min_size deficit (on-demand growth,
+//    queued demand) start only while fewer than growth_connects are
+//    connecting and growth_interval has passed since the last paced start;
+//    queued demand that the pace holds back is retried from next_timer. The
+//    min_size deficit, and everything while no slot is usable (startup,
+//    recovery), is opened at once: nothing is serving that pacing could
+//    protect; so is what queued callers need when the first connect after an
+//    outage succeeds. Back-off mode (one probe at a time) takes precedence.
 //  - Connect failures: back-off starts at connect_backoff_initial, doubles on
 //    each failed retry (attempts already in flight when the outage began do
 //    not double it), caps at connect_backoff_max, resets on any success.
@@ -139,6 +148,7 @@ struct pool_core::impl {
   bool failing = false;  // the last connect attempt failed and none succeeded since
   milliseconds backoff{0};
   time_point retry_at{};
+  time_point paced_at{};  // earliest start of the next paced connect
   std::error_code last_connect_error;
 
   std::uint64_t rng = 0x9e3779b97f4a7c15ULL;  // fixed seed: deterministic jitter in tests
@@ -460,36 +470,69 @@ struct pool_core::impl {
   std::size_t connects_wanted() const noexcept {
     if (closed) return 0;
     const std::size_t connecting = count(slot_state::connecting);
-    const std::size_t have = usable() + connecting;
-    const std::size_t want_min = params.min_size > have ? params.min_size - have : 0;
     const std::size_t demand = excl_live + (shared_live + capacity - 1) / capacity;
     const std::size_t want_demand = demand > connecting ? demand - connecting : 0;
-    const std::size_t room =
-        slots.size() < params.max_size ? params.max_size - slots.size() : 0;
-    return std::min(std::max(want_min, want_demand), room);
+    return std::min(std::max(min_deficit(), want_demand), room());
+  }
+  std::size_t room() const noexcept {
+    return slots.size() < params.max_size ? params.max_size - slots.size() : 0;
+  }
+  std::size_t min_deficit() const noexcept {
+    const std::size_t have = usable() + count(slot_state::connecting);
+    return params.min_size > have ? params.min_size - have : 0;
+  }
+  // Of connects_wanted(), how many the pace does not apply to.
+  std::size_t unpaced_wanted() const noexcept {
+    const std::size_t want = connects_wanted();
+    return usable() == 0 ? want : std::min(want, min_deficit());
+  }
+  // A paced connect could start now, pace permitting (usable() > 0).
+  bool pace_allows(time_point now) const noexcept {
+    return count(slot_state::connecting) < params.growth_connects && now >= paced_at;
+  }
+  void open_paced(time_point now) {
+    open_slot();
+    paced_at = now + params.growth_interval;
   }
 
-  void maybe_open(time_point now) {
+  // burst: open everything wanted, unpaced (the first success after an outage).
+  void maybe_open(time_point now, bool burst = false) {
     std::size_t want = connects_wanted();
     if (want == 0) return;
     if (failing) {
       // Back-off mode: one probe at a time, and only once the back-off elapsed.
       if (count(slot_state::connecting) > 0 || now < retry_at) return;
-      want = 1;
+      open_slot();
+      return;
     }
-    while (want-- > 0) open_slot();
+    const std::size_t unpaced = burst ? want : unpaced_wanted();
+    for (std::size_t i = 0; i < unpaced; ++i) open_slot();
+    for (want -= unpaced; want > 0 && pace_allows(now); --want) open_paced(now);
   }
 
-  // A request found no idle slot: grow by one (one growth connect in flight at
-  // a time, so a burst does not open max_size connections in a microsecond).
-  void grow_on_demand() {
-    if (closed || failing || count(slot_state::connecting) > 0) return;
-    if (slots.size() < params.max_size) open_slot();
+  // A request was served on a busy slot (or could not be served): grow by
+  // one, paced, so a burst does not open max_size connections in a
+  // microsecond. With nothing usable, one growth connect at a time.
+  void grow_on_demand(time_point now) {
+    if (closed || failing || room() == 0) return;
+    if (usable() == 0) {
+      if (count(slot_state::connecting) == 0) open_slot();
+      return;
+    }
+    if (pace_allows(now)) open_paced(now);
   }
 
-  void settle(time_point now) {
+  // Queued demand held back by the pace: when it may start (next_timer).
+  std::optional<time_point> paced_timer() const noexcept {
+    if (closed || failing || usable() == 0) return std::nullopt;
+    if (count(slot_state::connecting) >= params.growth_connects) return std::nullopt;  // an answer comes first
+    if (connects_wanted() <= unpaced_wanted()) return std::nullopt;
+    return paced_at;
+  }
+
+  void settle(time_point now, bool burst = false) {
     dispatch(now);
-    maybe_open(now);
+    maybe_open(now, burst);
   }
 };
 
@@ -522,7 +565,7 @@ request_outcome pool_core::request(time_point now, request_kind kind, time_point
       const bool was_idle = s->load == 0;
       p.grant_units(*s, kind, now);
       const slot_id id = s->id;
-      if (!was_idle) p.grow_on_demand();
+      if (!was_idle) p.grow_on_demand(now);
       p.maybe_open(now);  // pick() may have retired slots below min_size
       return {k::granted, id, 0, {}};
     }
@@ -531,7 +574,7 @@ request_outcome pool_core::request(time_point now, request_kind kind, time_point
     // Nothing to wait for (acquire_timeout 0: "try"): answer now rather than
     // queue a waiter only to expire it on the next tick. Still grow, so a
     // later try finds a connection.
-    p.grow_on_demand();
+    p.grow_on_demand(now);
     p.maybe_open(now);
     return {k::rejected, 0, 0, p.expiry_error()};
   }
@@ -595,6 +638,9 @@ void pool_core::on_open_succeeded(time_point now, slot_id slot) {
   if (it == p.slots.end() || it->second.state != slot_state::connecting) return;
   impl::slot& s = it->second;
   ++p.connects;
+  // The first success after an outage: callers have waited through it, so
+  // what they need opens at once, as at startup, not at the growth pace.
+  const bool recovered = p.failing;
   p.failing = false;
   p.backoff = milliseconds{0};
   p.last_connect_error.clear();
@@ -614,7 +660,7 @@ void pool_core::on_open_succeeded(time_point now, slot_id slot) {
   s.last_activity = now;
   p.index_add(s);
   p.refresh_timers(s);
-  p.settle(now);
+  p.settle(now, recovered);
 }
 
 void pool_core::on_open_failed(time_point now, slot_id slot, std::error_code ec) {
@@ -696,6 +742,7 @@ std::optional<time_point> pool_core::next_timer() const {
   if (!p.deadlines.empty()) consider(p.deadlines.begin()->first);
   if (p.closed) return t;
   if (p.failing && p.count(slot_state::connecting) == 0 && p.connects_wanted() > 0) consider(p.retry_at);
+  if (auto paced = p.paced_timer()) consider(*paced);
   if (!p.life_timers.empty()) consider(p.life_timers.begin()->first);
   if (!p.check_timers.empty()) consider(p.check_timers.begin()->first);
   // Idle slots at or below min_size stay: their idle timers are not due.

@@ -37,6 +37,8 @@ void validate(const pool_params& p) {
     reject("min_size (" + std::to_string(p.min_size) + ") exceeds max_size (" +
            std::to_string(p.max_size) + ")");
   if (p.pipeline_depth == 0) reject("pipeline_depth (0) must be at least 1");
+  // growth_connects == 0 would never let a pool with open connections grow.
+  if (p.growth_connects == 0) reject("growth_connects (0) must be at least 1");
   // max_queued == 0 is allowed: "never wait", every request that cannot be
   // served at once gets errc::queue_full.
 
@@ -46,6 +48,11 @@ void validate(const pool_params& p) {
   non_negative("idle_timeout", p.idle_timeout);        // 0: disabled
   non_negative("health_check_interval", p.health_check_interval);  // 0: disabled
   non_negative("stall_timeout", p.stall_timeout);      // 0: disabled
+  non_negative("growth_interval", p.growth_interval);  // 0: only growth_connects paces
+  // Slower than one connect a minute, a pool of 200 would take over three
+  // hours to grow: almost certainly a mistaken unit, so refuse it.
+  if (p.growth_interval > std::chrono::minutes(1))
+    reject("growth_interval (" + ms(p.growth_interval) + ") exceeds 60000ms");
 
   // A connect attempt must be bounded: while the server is down the pool keeps
   // a single attempt in flight, and an unbounded one would stall every retry.

@@ -124,3 +124,18 @@ TEST(pool_params, on_connect_entries_must_be_statements) {
   EXPECT_NE(nul.find("on_connect[0]"), std::string::npos) << nul;
   EXPECT_NE(nul.find("NUL"), std::string::npos) << nul;
 }
+
+TEST(pool_params, growth_pace_must_let_the_pool_grow) {
+  EXPECT_EQ(rejection(with([](auto& p) {
+              p.growth_connects = 4;
+              p.growth_interval = 50ms;
+            })),
+            "");
+  const auto zero = rejection(with([](auto& p) { p.growth_connects = 0; }));
+  EXPECT_NE(zero.find("growth_connects (0)"), std::string::npos) << zero;
+  const auto negative = rejection(with([](auto& p) { p.growth_interval = -1ms; }));
+  EXPECT_NE(negative.find("growth_interval (-1ms)"), std::string::npos) << negative;
+  const auto slow = rejection(with([](auto& p) { p.growth_interval = 2min; }));
+  EXPECT_NE(slow.find("growth_interval (120000ms)"), std::string::npos) << slow;
+  EXPECT_EQ(rejection(with([](auto& p) { p.growth_interval = 1min; })), "");
+}
