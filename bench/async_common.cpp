@@ -10,6 +10,8 @@ pool_params async_pool_params(const driver_params& p) {
   pp.max_size = p.pool;
   pp.min_size = p.grow_from != 0 ? std::min(p.grow_from, p.pool) : p.pool;
   pp.prepared_statements = p.prepared;
+  if (p.growth_connects) pp.growth_connects = *p.growth_connects;
+  if (p.growth_interval_ms) pp.growth_interval = std::chrono::milliseconds(*p.growth_interval_ms);
   // 10,000 clients at pool 20 leave 10,000 - 20 * pipeline_depth requests
   // waiting in the pool: they must queue, not fail.
   pp.max_queued = std::max<std::size_t>(pp.max_queued, p.concurrency + 100);

@@ -50,6 +50,9 @@ int child_main(const options& o) {
     p.loops = o.loops;
     p.prepared = o.prepared;
     p.grow_from = o.grow_from;
+    p.growth_connects = o.growth_connects;
+    p.growth_interval_ms = o.growth_interval_ms;
+    if (const char* pm = std::getenv(postmaster_env)) p.postmaster = std::atol(pm);
     p.work = o.sql_file ? load_workload_file(*o.sql_file) : builtin_workload();
 
     measurement m(o.warmup_s, o.duration_s);

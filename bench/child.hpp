@@ -10,6 +10,8 @@ namespace pgpipe::bench {
 /// child: the environment of a process is readable only by its owner, argv
 /// by every local user.
 inline constexpr const char* conninfo_env = "PGPIPE_BENCH_CONNINFO";
+/// The local server's postmaster pid, when known (server CPU during --grow-from).
+inline constexpr const char* postmaster_env = "PGPIPE_BENCH_POSTMASTER";
 
 /// Runs the one driver x pool in `o`, writing progress lines ("P ms count")
 /// and finally one result line ("R key=value...") to o.result_fd.

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ struct driver_params {
   std::size_t loops = 0;  ///< 0 = hardware concurrency
   bool prepared = true;   ///< named statements (--no-prepared turns them off)
   std::size_t grow_from = 0;  ///< async: min_size (0 = the pool size)
+  std::optional<std::size_t> growth_connects;     ///< async: pool_params::growth_connects
+  std::optional<std::size_t> growth_interval_ms;  ///< async: pool_params::growth_interval
+  long postmaster = 0;  ///< local server's postmaster pid (0: unknown), for --grow-from's CPU figures
   workload work;
 };
 

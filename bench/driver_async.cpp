@@ -4,8 +4,11 @@
 #include "driver.hpp"
 #include "query_args.hpp"
 #include "async_common.hpp"
+#include "sampler.hpp"
 
 #include <pgpipe/async_client.hpp>
+
+#include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
@@ -77,7 +80,20 @@ class async_driver final : public driver {
     bench_clock::time_point begin, slice_begin;
     std::uint64_t begin_completed = 0, slice_completed = 0;
     double slowest_slice_qps = -1;
+    // CPU seconds (user + system) at the start: what the server's processes
+    // (postmaster and backends, when local) and this process burn while the
+    // pool opens tells how much of the machine the connects took.
+    double server_cpu = -1, client_cpu = 0;
   };
+  static double client_cpu_now() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+  }
+  double server_cpu_now() const {
+    return p_.postmaster > 0 ? server_cpu_seconds(static_cast<pid_t>(p_.postmaster)) : -1;
+  }
   void watch_growth(const pgpipe::pool_stats& s, bool open) const {
     auto& g = growth_;
     const auto now = bench_clock::now();
@@ -85,6 +101,8 @@ class async_driver final : public driver {
       g.started = true;
       g.begin = g.slice_begin = now;
       g.begin_completed = g.slice_completed = s.completed;
+      g.server_cpu = server_cpu_now();
+      g.client_cpu = client_cpu_now();
       std::fprintf(stderr, "growth: %zu of %zu connections open, growing\n",
                    static_cast<std::size_t>(s.idle + s.busy + s.checking), p_.pool);
       return;
@@ -100,11 +118,14 @@ class async_driver final : public driver {
     }
     if (!open) return;
     const double secs = std::chrono::duration<double>(now - g.begin).count();
+    const double server_cpu = g.server_cpu >= 0 ? server_cpu_now() - g.server_cpu : -1;
+    const double client_cpu = client_cpu_now() - g.client_cpu;
     std::fprintf(stderr,
                  "growth: to %zu connections in %.0f ms: %.0f q/s during growth (slowest 0.5 s: %.0f q/s), "
-                 "loop_lag_max %.1f ms\n",
+                 "loop_lag_max %.1f ms, server CPU %.2f s, client CPU %.2f s (cores busy: %.2f + %.2f)\n",
                  p_.pool, secs * 1000, secs > 0 ? static_cast<double>(s.completed - g.begin_completed) / secs : 0.0,
-                 g.slowest_slice_qps, static_cast<double>(s.loop_lag_max.count()) / 1000.0);
+                 g.slowest_slice_qps, static_cast<double>(s.loop_lag_max.count()) / 1000.0, server_cpu, client_cpu,
+                 secs > 0 && server_cpu >= 0 ? server_cpu / secs : -1.0, secs > 0 ? client_cpu / secs : 0.0);
   }
 
   driver_params p_;

@@ -92,6 +92,10 @@ options parse_options(int argc, const char* const* argv) {
       o.loops = parse_size(flag, next(), 1);
     } else if (flag == "--grow-from") {
       o.grow_from = parse_size(flag, next(), 1);
+    } else if (flag == "--growth-connects") {
+      o.growth_connects = parse_size(flag, next(), 1);
+    } else if (flag == "--growth-interval") {
+      o.growth_interval_ms = parse_size(flag, next(), 0);
     } else if (flag == "--conninfo") {
       o.conninfo = next();
     } else if (flag == "--no-prepared") {
@@ -129,6 +133,14 @@ std::vector<std::string> child_arguments(const options& o, const std::string& dr
   if (o.grow_from != 0) {
     a.push_back("--grow-from");
     a.push_back(std::to_string(o.grow_from));
+  }
+  if (o.growth_connects) {
+    a.push_back("--growth-connects");
+    a.push_back(std::to_string(*o.growth_connects));
+  }
+  if (o.growth_interval_ms) {
+    a.push_back("--growth-interval");
+    a.push_back(std::to_string(*o.growth_interval_ms));
   }
   if (o.sql_file) {
     a.push_back("--sql");
@@ -174,6 +186,8 @@ Flags:
   --grow-from N      async driver: open N connections up front (min_size) and let
                      the pool grow to the pool size under load; the child prints
                      the growth's duration, q/s and loops' loop_lag_max to stderr
+  --growth-connects N  async driver: pool_params::growth_connects (paced growth)
+  --growth-interval MS async driver: pool_params::growth_interval in ms
   --conninfo STR     use this server (libpq key=value or URI); the table is
                      created and loaded when missing. PGHOST/PGSERVICE also select
                      an existing server. Passwords are never printed.

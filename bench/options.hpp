@@ -31,6 +31,10 @@ struct options {
   /// async driver: the pool starts with this many connections and grows to
   /// the pool size under load (0: every connection opened up front).
   std::size_t grow_from = 0;
+  /// async driver: pool_params::growth_connects / growth_interval (ms); unset:
+  /// the library's defaults.
+  std::optional<std::size_t> growth_connects;
+  std::optional<std::size_t> growth_interval_ms;
   std::optional<std::string> conninfo;
   /// --no-prepared: unnamed statements in every driver (pool_params::
   /// prepared_statements = false, pgbench -M extended), as PgBouncer in

@@ -164,8 +164,9 @@ run_result run_one(run_context& ctx, const std::string& driver, std::size_t pool
       std::vector<std::string> argv{ctx.self_exe};
       for (auto& a : child_arguments(o, driver, pool, 3)) argv.push_back(std::move(a));
       // The child's stdout joins stderr: the parent's stdout carries only the report.
-      pid = spawn(argv, merged_environment({std::string(conninfo_env) + "=" + ctx.conninfo}),
-                  {{3, p1[1]}, {1, STDERR_FILENO}});
+      std::vector<std::string> env{std::string(conninfo_env) + "=" + ctx.conninfo};
+      if (ctx.postmaster) env.push_back(std::string(postmaster_env) + "=" + std::to_string(*ctx.postmaster));
+      pid = spawn(argv, merged_environment(env), {{3, p1[1]}, {1, STDERR_FILENO}});
     }
     ::close(p1[1]);
     main_out.fd = p1[0];
