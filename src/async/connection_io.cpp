@@ -2,9 +2,7 @@
 // PGresults into pipeline_core inputs (contract in pipelined_connection.hpp).
 #include "async/pipelined_connection.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
+#include "async/libpq_socket.hpp"
 #include "async/stream_chunks.hpp"
 #include "pq/libpq_failure.hpp"
 
@@ -33,17 +31,7 @@ void pipelined_connection::reassign_socket() {
   }
   ++sd_gen_;
   read_armed_ = write_armed_ = false;
-  const int fd = PQsocket(pg_);
-  if (fd < 0) return;
-  const int mine = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-  if (mine < 0) return;
-  sd_.emplace(ex_);
-  boost::system::error_code ec;
-  sd_->assign(mine, ec);
-  if (ec) {
-    ::close(mine);
-    sd_.reset();
-  }
+  sd_ = watch_libpq_socket(ex_, pg_);
 }
 
 void pipelined_connection::flush() {

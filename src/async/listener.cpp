@@ -16,6 +16,7 @@
 // the next connection: LISTEN and UNLISTEN are idempotent.
 #include <pgpipe/listener.hpp>
 
+#include "async/libpq_socket.hpp"
 #include "pq/libpq_failure.hpp"
 #include "pq/notice_route.hpp"
 
@@ -25,9 +26,6 @@
 #include <boost/asio/strand.hpp>
 
 #include <libpq-fe.h>
-
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <deque>
 #include <optional>
@@ -148,19 +146,8 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
     }
     ++gen_;
     read_armed_ = write_armed_ = false;
-    const int fd = pg_ ? PQsocket(pg_) : -1;
-    if (fd < 0) return false;
-    const int mine = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (mine < 0) return false;
-    sd_.emplace(strand_);
-    boost::system::error_code ec;
-    sd_->assign(mine, ec);
-    if (ec) {
-      ::close(mine);
-      sd_.reset();
-      return false;
-    }
-    return true;
+    sd_ = watch_libpq_socket(strand_, pg_);
+    return sd_.has_value();
   }
 
   void connect_wait(PostgresPollingStatusType want) {
@@ -240,16 +227,22 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
       lost();
       return;
     }
-    if (r == 1 && !write_armed_) {
-      write_armed_ = true;
-      sd_->async_wait(asio::posix::stream_descriptor::wait_write,
-                      [self = shared_from_this(), gen = gen_](const boost::system::error_code& ec) {
-                        if (gen != self->gen_) return;
-                        self->write_armed_ = false;
-                        if (ec) return;
-                        self->flush();
-                      });
-    }
+    if (r == 1 && !write_armed_)
+      watch(asio::posix::stream_descriptor::wait_write, &listener_impl::write_armed_, &listener_impl::flush);
+  }
+
+  // One wait on the socket, armed once (`armed` set until it fires). A wait
+  // from a socket libpq has since replaced (gen_ moved on) is ignored, flag
+  // included: the replacement cleared the flags itself.
+  void watch(asio::posix::stream_descriptor::wait_type what, bool listener_impl::*armed,
+             void (listener_impl::*then)()) {
+    this->*armed = true;
+    sd_->async_wait(what, [self = shared_from_this(), gen = gen_, armed, then](const boost::system::error_code& ec) {
+      if (gen != self->gen_) return;
+      (*self).*armed = false;
+      if (ec) return;
+      ((*self).*then)();
+    });
   }
 
   void arm_read() {
@@ -257,14 +250,7 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
     // Backpressure: with the buffer full and no command waiting for its
     // answer, leave the rest in the server's notification queue.
     if (queue_.size() >= listener::max_buffered && !in_flight_) return;
-    read_armed_ = true;
-    sd_->async_wait(asio::posix::stream_descriptor::wait_read,
-                    [self = shared_from_this(), gen = gen_](const boost::system::error_code& ec) {
-                      if (gen != self->gen_) return;
-                      self->read_armed_ = false;
-                      if (ec) return;
-                      self->on_readable();
-                    });
+    watch(asio::posix::stream_descriptor::wait_read, &listener_impl::read_armed_, &listener_impl::on_readable);
   }
 
   void on_readable() {
