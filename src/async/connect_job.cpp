@@ -1,9 +1,7 @@
 // connect_job: see connect_job.hpp for the contract.
 #include "async/connect_job.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
+#include "async/libpq_socket.hpp"
 #include "async/pipelined_connection.hpp"
 #include "pq/libpq_failure.hpp"
 
@@ -34,29 +32,63 @@ void connect_job::start() {
     finish(make_error_code(errc::bad_conninfo), "invalid connection string: " + why);
     return;
   }
-  // expand_dbname=1: the whole conninfo (key=value or URI) goes in "dbname".
-  const char* keys[] = {"dbname", "fallback_application_name", nullptr};
-  const char* vals[] = {conninfo_.c_str(), "pgpipe", nullptr};
-  pg_.reset(PQconnectStartParams(keys, vals, 1));
+  attempts_ = plan_host_walk(conninfo_, "pgpipe");
+  start_attempt();
+}
+
+void connect_job::start_attempt() {
+  const connect_attempt& a = attempts_[attempt_];
+  std::vector<const char*> keys, vals;
+  for (std::size_t i = 0; i < a.keys.size(); ++i) {
+    keys.push_back(a.keys[i].c_str());
+    vals.push_back(a.values[i].c_str());
+  }
+  keys.push_back(nullptr);
+  vals.push_back(nullptr);
+  pg_.reset(PQconnectStartParams(keys.data(), vals.data(), a.expand_dbname ? 1 : 0));
   if (!pg_) {
     finish(make_error_code(errc::connect_failed), "out of memory starting a connection");
     return;
   }
   if (PQstatus(pg_.get()) == CONNECTION_BAD) {
-    std::string m = pq_error();
-    finish(classify_connect_error(m), m);
+    attempt_failed(pq_error());
     return;
   }
+  const std::uint64_t gen = ++attempt_gen_;
   if (timeout_.count() > 0) {
     timer_.expires_after(timeout_);
-    timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-      if (ec || self->finished_) return;
-      self->finish(make_error_code(errc::server_unreachable),
-                   "timeout expired after " + std::to_string(self->timeout_.count()) + " ms (connect_timeout)");
+    timer_.async_wait([self = shared_from_this(), gen](const boost::system::error_code& ec) {
+      if (ec || self->finished_ || gen != self->attempt_gen_) return;
+      self->attempt_failed("timeout expired after " + std::to_string(self->timeout_.count()) +
+                           " ms (connect_timeout)");
     });
   }
   // libpq: after PQconnectStart, act as if PQconnectPoll returned WRITING.
   wait(PGRES_POLLING_WRITING);
+}
+
+void connect_job::attempt_failed(std::string message) {
+  const connect_attempt& a = attempts_[attempt_];
+  if (attempts_.size() == 1) {
+    // One attempt: libpq's message (or the timeout) as it is, as before the walk.
+    const bool timed_out = message.rfind("timeout expired", 0) == 0;
+    finish(timed_out ? make_error_code(errc::server_unreachable) : classify_connect_error(message), message);
+    return;
+  }
+  failures_.push_back(a.where + ": " + message);
+  ++attempt_gen_;  // the timer of this attempt no longer applies
+  timer_.cancel();
+  if (sd_) release_descriptor(*sd_);
+  sd_.reset();
+  ++sd_gen_;
+  pg_.reset();
+  if (++attempt_ < attempts_.size()) {
+    start_attempt();
+    return;
+  }
+  std::string all = "every host failed: ";
+  for (std::size_t i = 0; i < failures_.size(); ++i) all += (i ? "; " : "") + failures_[i];
+  finish(classify_connect_error(all), all);
 }
 
 void connect_job::wait(PostgresPollingStatusType want) {
@@ -66,17 +98,7 @@ void connect_job::wait(PostgresPollingStatusType want) {
   if (sd_) release_descriptor(*sd_);
   sd_.reset();
   ++sd_gen_;
-  const int fd = PQsocket(pg_.get());
-  const int mine = fd < 0 ? -1 : ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-  if (mine >= 0) {
-    sd_.emplace(ex_);
-    boost::system::error_code ec;
-    sd_->assign(mine, ec);
-    if (ec) {
-      ::close(mine);
-      sd_.reset();
-    }
-  }
+  sd_ = watch_libpq_socket(ex_, pg_.get());
   if (!sd_) {
     finish(make_error_code(errc::connect_failed), "libpq gave no socket while connecting");
     return;
@@ -104,11 +126,9 @@ void connect_job::step() {
     case PGRES_POLLING_WRITING:
       wait(PGRES_POLLING_WRITING);
       return;
-    default: {
-      std::string m = pq_error();
-      finish(classify_connect_error(m), m);
+    default:
+      attempt_failed(pq_error());
       return;
-    }
   }
 }
 

@@ -13,7 +13,11 @@
 //    executor: with the connected PGconn (ownership passes to the callee;
 //    blocking mode, nothing else set) or with an error code and a message
 //    from which the password was scrubbed.
-//  - The connect is bounded by `timeout` (0: none): then errc::server_unreachable.
+//  - A multi-host string is walked host by host (pq/host_walk.hpp), each
+//    attempt bounded by `timeout` (0: none) on its own, so a host that never
+//    answers costs one timeout, not the whole connect; a single host times
+//    out with errc::server_unreachable. When every attempt fails the message
+//    names each host tried and why (libpq's words, password scrubbed).
 //  - If the executor is destroyed first, `done` is never called and the
 //    PGconn is finished with the job.
 //  - The job watches its own duplicate of libpq's socket, closed before
@@ -25,6 +29,8 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <libpq-fe.h>
+
+#include "pq/host_walk.hpp"
 
 #include <chrono>
 #include <functional>
@@ -57,6 +63,8 @@ class connect_job : public std::enable_shared_from_this<connect_job> {
 
  private:
   void start();
+  void start_attempt();
+  void attempt_failed(std::string message);
   void wait(PostgresPollingStatusType want);
   void step();
   void finish(std::error_code ec, std::string message);
@@ -67,6 +75,10 @@ class connect_job : public std::enable_shared_from_this<connect_job> {
   std::vector<std::string> secrets_;
   std::chrono::milliseconds timeout_;
   done_fn done_;
+  std::vector<connect_attempt> attempts_;
+  std::size_t attempt_ = 0;     // index into attempts_
+  std::uint64_t attempt_gen_ = 0;  // tells a late timer of an earlier attempt from the current one
+  std::vector<std::string> failures_;  // one cleaned message per failed attempt
   pgconn_ptr pg_;
   std::optional<boost::asio::posix::stream_descriptor> sd_;
   std::uint64_t sd_gen_ = 0;

@@ -1,0 +1,104 @@
+// host_walk: see host_walk.hpp.
+#include "pq/host_walk.hpp"
+
+#include <libpq-fe.h>
+
+#include <memory>
+#include <optional>
+
+namespace pgpipe::detail {
+
+namespace {
+
+// libpq's list syntax: comma-separated, an empty entry means the default.
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+connect_attempt whole_string(const std::string& conninfo, const std::string& fallback) {
+  connect_attempt a;
+  a.keys = {"dbname", "fallback_application_name"};
+  a.values = {conninfo, fallback};
+  a.expand_dbname = true;
+  return a;
+}
+
+}  // namespace
+
+std::vector<connect_attempt> plan_host_walk(const std::string& conninfo, const std::string& fallback) {
+  char* err = nullptr;
+  std::unique_ptr<PQconninfoOption, decltype(&PQconninfoFree)> opts(PQconninfoParse(conninfo.c_str(), &err),
+                                                                    &PQconninfoFree);
+  if (err) PQfreemem(err);
+  if (!opts) return {whole_string(conninfo, fallback)};
+
+  // Every option the string set, in libpq's order (a map would lose nothing
+  // but order, which libpq does not care about; keep it anyway for logs).
+  std::vector<std::pair<std::string, std::string>> set;
+  for (const PQconninfoOption* o = opts.get(); o->keyword; ++o)
+    if (o->val) set.emplace_back(o->keyword, o->val);
+  auto value_of = [&](const std::string& key) -> std::optional<std::string> {
+    for (const auto& [k, v] : set)
+      if (k == key) return v;
+    return std::nullopt;
+  };
+
+  const auto host = value_of("host");
+  const auto hostaddr = value_of("hostaddr");
+  const std::vector<std::string> hosts = host ? split_list(*host) : std::vector<std::string>{};
+  const std::vector<std::string> addrs = hostaddr ? split_list(*hostaddr) : std::vector<std::string>{};
+  const std::size_t n = std::max(hosts.size(), addrs.size());
+  if (n <= 1) return {whole_string(conninfo, fallback)};
+  if (!hosts.empty() && !addrs.empty() && hosts.size() != addrs.size()) return {whole_string(conninfo, fallback)};
+  const auto port = value_of("port");
+  const std::vector<std::string> ports = port ? split_list(*port) : std::vector<std::string>{};
+  if (ports.size() > 1 && ports.size() != n) return {whole_string(conninfo, fallback)};
+
+  // prefer-standby: libpq tries every host for a standby first, then every
+  // host again accepting any server.
+  const auto tsa = value_of("target_session_attrs");
+  std::vector<std::optional<std::string>> passes{tsa};
+  if (tsa && *tsa == "prefer-standby") passes = {std::string("standby"), std::string("any")};
+
+  std::vector<connect_attempt> out;
+  for (const auto& pass : passes) {
+    for (std::size_t i = 0; i < n; ++i) {
+      connect_attempt a;
+      for (const auto& [k, v] : set) {
+        if (k == "host" || k == "hostaddr" || k == "port" || k == "target_session_attrs") continue;
+        a.keys.push_back(k);
+        a.values.push_back(v);
+      }
+      auto add = [&a](const char* key, const std::string& v) {
+        if (v.empty()) return;  // empty entry: libpq's default
+        a.keys.push_back(key);
+        a.values.push_back(v);
+      };
+      const std::string h = i < hosts.size() ? hosts[i] : std::string();
+      const std::string addr = i < addrs.size() ? addrs[i] : std::string();
+      const std::string p = ports.empty() ? std::string() : ports.size() == 1 ? ports[0] : ports[i];
+      add("host", h);
+      add("hostaddr", addr);
+      add("port", p);
+      if (pass) add("target_session_attrs", *pass);
+      if (!value_of("fallback_application_name")) add("fallback_application_name", fallback);
+      a.where = "host " + (h.empty() ? addr.empty() ? std::string("(default)") : addr : h) +
+                (p.empty() ? std::string() : " port " + p);
+      out.push_back(std::move(a));
+    }
+  }
+  return out;
+}
+
+}  // namespace pgpipe::detail

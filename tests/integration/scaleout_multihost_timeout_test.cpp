@@ -1,0 +1,101 @@
+// connect_timeout per host in a multi-host string, both drivers: a first host
+// that accepts TCP but never answers (a hung server, a half-dead machine)
+// costs one connect_timeout, then the second host serves. libpq applies the
+// timeout per host in the blocking driver; the async driver walks the hosts
+// itself (pq/host_walk.hpp), because libpq 15's nonblocking connect has no
+// per-host timeout and the silent host used to eat every whole attempt.
+#include "support/cluster_fixture.hpp"
+#include "support/driver_adapter.hpp"
+#include "support/kit.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+namespace {
+
+using namespace std::chrono_literals;
+using pgpipe::test::outcome;
+
+// A loopback port whose listen backlog completes the TCP handshake while
+// nobody ever accepts or writes: the client's startup packet goes unanswered.
+class silent_listener {
+ public:
+  silent_listener() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 64) != 0)
+      throw std::runtime_error("silent_listener: cannot listen on loopback");
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+  }
+  ~silent_listener() { ::close(fd_); }
+  silent_listener(const silent_listener&) = delete;
+  silent_listener& operator=(const silent_listener&) = delete;
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+template <class Driver>
+class scaleout_multihost_timeout : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    unsetenv("PGPASSWORD");
+    setenv("PGPASSFILE", "/nonexistent/pgpipe-test-pgpass", 1);
+  }
+};
+TYPED_TEST_SUITE(scaleout_multihost_timeout, pgpipe::test::drivers, pgpipe::test::driver_names);
+
+TYPED_TEST(scaleout_multihost_timeout, a_silent_first_host_costs_one_connect_timeout) {
+  auto& pg = pgpipe::test::shared_cluster();
+  silent_listener silent;
+  const std::string conninfo = "host=127.0.0.1,127.0.0.1 port=" + std::to_string(silent.port()) + "," +
+                               std::to_string(pg.port()) + " user=" + pg.user() + " password=" + pg.password() +
+                               " dbname=postgres";
+  auto p = pgpipe::test::fault_params(conninfo, 1);
+  p.connect_timeout = 2s;
+  // Long enough for one timeout plus the second host, short of the several
+  // whole-walk timeouts and back-offs a connect without per-host deadlines
+  // would need (which never reach the second host anyway).
+  p.acquire_timeout = 8s;
+  TypeParam d(p);
+  const auto started = std::chrono::steady_clock::now();
+  outcome o = d.run("select current_setting('port')");
+  const auto took = std::chrono::steady_clock::now() - started;
+  ASSERT_FALSE(o.ec) << o.text;
+  EXPECT_EQ(o.first, std::to_string(pg.port())) << "served by the second host";
+  EXPECT_GE(took, 1900ms) << "the silent host was tried first, for its connect_timeout";
+  pgpipe::test::expect_no_secret(o.text + d.log(), {pg.password()}, "error and log");
+}
+
+TYPED_TEST(scaleout_multihost_timeout, every_host_silent_names_each_host_without_the_password) {
+  auto& pg = pgpipe::test::shared_cluster();
+  silent_listener first, second;
+  const std::string conninfo = "host=127.0.0.1,127.0.0.1 port=" + std::to_string(first.port()) + "," +
+                               std::to_string(second.port()) + " user=" + pg.user() +
+                               " password=" + pg.password() + " dbname=postgres";
+  auto p = pgpipe::test::fault_params(conninfo, 1);
+  p.connect_timeout = 2s;
+  p.acquire_timeout = 6s;
+  TypeParam d(p);
+  outcome o = d.run("select 1");
+  EXPECT_EQ(o.ec, pgpipe::make_error_code(pgpipe::errc::server_unreachable)) << o.text;
+  EXPECT_NE(o.text.find(std::to_string(first.port())), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find(std::to_string(second.port())), std::string::npos) << o.text;
+  pgpipe::test::expect_no_secret(o.text + d.log(), {pg.password()}, "error and log");
+}
+
+}  // namespace

@@ -1,0 +1,110 @@
+// plan_host_walk: how the async driver splits a multi-host connection string
+// into one libpq attempt per host (libpq's order, target_session_attrs kept,
+// prefer-standby as two passes). No server: PQconninfoParse only.
+#include "pq/host_walk.hpp"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+
+namespace {
+
+using pgpipe::detail::connect_attempt;
+using pgpipe::detail::plan_host_walk;
+
+std::optional<std::string> value(const connect_attempt& a, const std::string& key) {
+  for (std::size_t i = 0; i < a.keys.size(); ++i)
+    if (a.keys[i] == key) return a.values[i];
+  return std::nullopt;
+}
+
+TEST(host_walk, one_host_is_one_attempt_with_the_string_unchanged) {
+  const std::string s = "host=db port=5433 user=u password=secret dbname=app";
+  const auto plan = plan_host_walk(s, "pgpipe");
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_TRUE(plan[0].expand_dbname);
+  EXPECT_EQ(value(plan[0], "dbname"), s);
+  EXPECT_EQ(value(plan[0], "fallback_application_name"), "pgpipe");
+  EXPECT_TRUE(plan[0].where.empty());
+}
+
+TEST(host_walk, each_host_gets_its_own_attempt_in_order_with_its_port) {
+  const auto plan = plan_host_walk("host=a,b,c port=1,2,3 user=u password=secret dbname=app connect_timeout=7", "pgpipe");
+  ASSERT_EQ(plan.size(), 3u);
+  const char* hosts[] = {"a", "b", "c"};
+  const char* ports[] = {"1", "2", "3"};
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_FALSE(plan[i].expand_dbname);
+    EXPECT_EQ(value(plan[i], "host"), hosts[i]);
+    EXPECT_EQ(value(plan[i], "port"), ports[i]);
+    EXPECT_EQ(value(plan[i], "user"), "u");
+    EXPECT_EQ(value(plan[i], "password"), "secret");
+    EXPECT_EQ(value(plan[i], "dbname"), "app");
+    EXPECT_EQ(value(plan[i], "fallback_application_name"), "pgpipe");
+    EXPECT_EQ(plan[i].where, std::string("host ") + hosts[i] + " port " + ports[i]);
+    EXPECT_EQ(plan[i].where.find("secret"), std::string::npos);
+  }
+}
+
+TEST(host_walk, one_port_applies_to_every_host_and_uris_work_too) {
+  const auto plan = plan_host_walk("postgresql://u:secret@a,b:6000/app?target_session_attrs=read-write", "x");
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_EQ(value(plan[0], "host"), "a");
+  EXPECT_EQ(value(plan[1], "host"), "b");
+  EXPECT_EQ(value(plan[0], "port"), std::nullopt) << "a URI's port belongs to its own host";
+  EXPECT_EQ(value(plan[1], "port"), "6000");
+  EXPECT_EQ(value(plan[0], "target_session_attrs"), "read-write") << "libpq rejects a non-matching host";
+  EXPECT_EQ(value(plan[1], "target_session_attrs"), "read-write");
+}
+
+TEST(host_walk, a_single_port_applies_to_every_host) {
+  const auto plan = plan_host_walk("host=a,b port=6000", "pgpipe");
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_EQ(value(plan[0], "port"), "6000");
+  EXPECT_EQ(value(plan[1], "port"), "6000");
+}
+
+TEST(host_walk, an_empty_entry_means_libpqs_default) {
+  const auto plan = plan_host_walk("host=a, port=5000,", "pgpipe");
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_EQ(value(plan[1], "host"), std::nullopt);
+  EXPECT_EQ(value(plan[1], "port"), std::nullopt);
+  EXPECT_EQ(value(plan[0], "port"), "5000");
+}
+
+TEST(host_walk, prefer_standby_is_a_standby_pass_then_an_any_pass) {
+  const auto plan = plan_host_walk("host=a,b target_session_attrs=prefer-standby", "pgpipe");
+  ASSERT_EQ(plan.size(), 4u);
+  EXPECT_EQ(value(plan[0], "host"), "a");
+  EXPECT_EQ(value(plan[1], "host"), "b");
+  EXPECT_EQ(value(plan[0], "target_session_attrs"), "standby");
+  EXPECT_EQ(value(plan[1], "target_session_attrs"), "standby");
+  EXPECT_EQ(value(plan[2], "host"), "a");
+  EXPECT_EQ(value(plan[3], "host"), "b");
+  EXPECT_EQ(value(plan[2], "target_session_attrs"), "any");
+  EXPECT_EQ(value(plan[3], "target_session_attrs"), "any");
+}
+
+TEST(host_walk, hostaddr_lists_pair_with_hosts) {
+  const auto plan = plan_host_walk("host=a,b hostaddr=127.0.0.1,127.0.0.2", "pgpipe");
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_EQ(value(plan[1], "host"), "b");
+  EXPECT_EQ(value(plan[1], "hostaddr"), "127.0.0.2");
+}
+
+TEST(host_walk, lists_that_do_not_match_are_left_to_libpq) {
+  // libpq's own error ("could not match 3 port numbers to 2 hosts") is the
+  // clearest answer: one attempt with the string unchanged.
+  const auto plan = plan_host_walk("host=a,b port=1,2,3", "pgpipe");
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_TRUE(plan[0].expand_dbname);
+}
+
+TEST(host_walk, an_application_name_given_is_not_overridden) {
+  const auto plan = plan_host_walk("host=a,b fallback_application_name=mine", "pgpipe");
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_EQ(value(plan[0], "fallback_application_name"), "mine");
+}
+
+}  // namespace
