@@ -98,4 +98,23 @@ TYPED_TEST(scaleout_multihost_timeout, every_host_silent_names_each_host_without
   pgpipe::test::expect_no_secret(o.text + d.log(), {pg.password()}, "error and log");
 }
 
+TYPED_TEST(scaleout_multihost_timeout, a_server_refusing_the_login_ends_the_walk_as_in_libpq) {
+  // The first host answers with an authentication error: libpq stops there
+  // (the next host is most likely configured alike), and so does the async
+  // walk; the silent second host is never tried.
+  auto& pg = pgpipe::test::shared_cluster();
+  silent_listener silent;
+  const std::string conninfo = "host=127.0.0.1,127.0.0.1 port=" + std::to_string(pg.port()) + "," +
+                               std::to_string(silent.port()) + " user=" + pg.user() +
+                               " password=wrong-walk-password dbname=postgres";
+  auto p = pgpipe::test::fault_params(conninfo, 1);
+  p.connect_timeout = 2s;
+  p.acquire_timeout = 6s;
+  TypeParam d(p);
+  outcome o = d.run("select 1");
+  EXPECT_EQ(o.ec, pgpipe::make_error_code(pgpipe::errc::auth_failed)) << o.text;
+  EXPECT_EQ(o.text.find(std::to_string(silent.port())), std::string::npos) << o.text;
+  pgpipe::test::expect_no_secret(o.text + d.log(), {"wrong-walk-password"}, "error and log");
+}
+
 }  // namespace
