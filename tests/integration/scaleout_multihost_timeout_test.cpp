@@ -49,6 +49,12 @@ class silent_listener {
   int port_ = 0;
 };
 
+// "host=127.0.0.1,127.0.0.1 port=first,second ..." as `pg`'s superuser.
+std::string two_ports(const pgpipe::devcluster::cluster& pg, int first, int second, const std::string& password) {
+  return "host=127.0.0.1,127.0.0.1 port=" + std::to_string(first) + "," + std::to_string(second) +
+         " user=" + pg.user() + " password=" + password + " dbname=postgres";
+}
+
 template <class Driver>
 class scaleout_multihost_timeout : public ::testing::Test {
  protected:
@@ -62,10 +68,7 @@ TYPED_TEST_SUITE(scaleout_multihost_timeout, pgpipe::test::drivers, pgpipe::test
 TYPED_TEST(scaleout_multihost_timeout, a_silent_first_host_costs_one_connect_timeout) {
   auto& pg = pgpipe::test::shared_cluster();
   silent_listener silent;
-  const std::string conninfo = "host=127.0.0.1,127.0.0.1 port=" + std::to_string(silent.port()) + "," +
-                               std::to_string(pg.port()) + " user=" + pg.user() + " password=" + pg.password() +
-                               " dbname=postgres";
-  auto p = pgpipe::test::fault_params(conninfo, 1);
+  auto p = pgpipe::test::fault_params(two_ports(pg, silent.port(), pg.port(), pg.password()), 1);
   p.connect_timeout = 2s;
   // Long enough for one timeout plus the second host, short of the several
   // whole-walk timeouts and back-offs a connect without per-host deadlines
@@ -84,10 +87,7 @@ TYPED_TEST(scaleout_multihost_timeout, a_silent_first_host_costs_one_connect_tim
 TYPED_TEST(scaleout_multihost_timeout, every_host_silent_names_each_host_without_the_password) {
   auto& pg = pgpipe::test::shared_cluster();
   silent_listener first, second;
-  const std::string conninfo = "host=127.0.0.1,127.0.0.1 port=" + std::to_string(first.port()) + "," +
-                               std::to_string(second.port()) + " user=" + pg.user() +
-                               " password=" + pg.password() + " dbname=postgres";
-  auto p = pgpipe::test::fault_params(conninfo, 1);
+  auto p = pgpipe::test::fault_params(two_ports(pg, first.port(), second.port(), pg.password()), 1);
   p.connect_timeout = 2s;
   p.acquire_timeout = 6s;
   TypeParam d(p);
@@ -104,10 +104,7 @@ TYPED_TEST(scaleout_multihost_timeout, a_server_refusing_the_login_ends_the_walk
   // walk; the silent second host is never tried.
   auto& pg = pgpipe::test::shared_cluster();
   silent_listener silent;
-  const std::string conninfo = "host=127.0.0.1,127.0.0.1 port=" + std::to_string(pg.port()) + "," +
-                               std::to_string(silent.port()) + " user=" + pg.user() +
-                               " password=wrong-walk-password dbname=postgres";
-  auto p = pgpipe::test::fault_params(conninfo, 1);
+  auto p = pgpipe::test::fault_params(two_ports(pg, pg.port(), silent.port(), "wrong-walk-password"), 1);
   p.connect_timeout = 2s;
   p.acquire_timeout = 6s;
   TypeParam d(p);
