@@ -1,16 +1,16 @@
 #include "sweep_report.hpp"
 
 #include <cmath>
-#include <cstdio>
+#include <iomanip>
 #include <sstream>
 
 namespace pgpipe::bench {
 namespace {
 
 std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(digits) << v;
+  return s.str();
 }
 
 }  // namespace
