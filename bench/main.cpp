@@ -4,9 +4,11 @@
 #include "driver.hpp"
 #include "driver_pgbench.hpp"
 #include "options.hpp"
+#include "preflight.hpp"
 #include "report.hpp"
 #include "runner.hpp"
 #include "sampler.hpp"
+#include "sweep_run.hpp"
 #include "workload.hpp"
 
 #include "devcluster/devcluster.hpp"
@@ -61,6 +63,7 @@ int run(const options& o) {
   }
   if (report.drivers.empty()) throw std::runtime_error("no driver can run");
 
+  if (o.sql_file) check_sql_file(*o.sql_file);
   const workload work = o.sql_file ? load_workload_file(*o.sql_file) : builtin_workload();
   report.workload_name = work.builtin ? "built-in" : work.name;
   report.sql = work.sql;
@@ -69,7 +72,7 @@ int run(const options& o) {
   // The server: --conninfo, else libpq's environment, else our own.
   std::unique_ptr<pgpipe::devcluster::cluster> cluster;
   std::string conninfo;
-  const std::size_t largest_pool = *std::max_element(o.pools.begin(), o.pools.end());
+  const std::size_t largest_pool = o.sweep ? o.sweep_max : *std::max_element(o.pools.begin(), o.pools.end());
   if (o.conninfo) {
     conninfo = *o.conninfo;
     report.server = "given: " + pgpipe::redact_conninfo(conninfo);
@@ -88,6 +91,9 @@ int run(const options& o) {
     report.server = "embedded devcluster on 127.0.0.1 (scram-sha-256, max_connections " +
                     std::to_string(cp.max_connections) + ", shared_buffers 128MB)";
   }
+  // One clear error before any run: an unreachable server or a statement
+  // the server rejects would otherwise fail every run the same way.
+  if (!cluster) check_server(conninfo);
   if (!o.prepared) report.server += "; unnamed statements (--no-prepared)";
   std::cerr << "pgpipe-bench: server " << report.server << "\n";
   // With the user's own statement on the user's own server, san_pham may be
@@ -96,6 +102,8 @@ int run(const options& o) {
     std::cerr << "pgpipe-bench: checking table san_pham...\n";
     if (ensure_table(conninfo)) std::cerr << "pgpipe-bench: loaded san_pham (100,000 rows)\n";
   }
+
+  check_statement(conninfo, work);
 
   server_sampler sampler(conninfo);
   report.server_version = sampler.server_version();
@@ -111,9 +119,20 @@ int run(const options& o) {
 
   // A B B A: round r runs the drivers in reverse order when r is odd, so
   // neither driver always runs first (warm caches) or last (tired machine).
+  std::size_t sweep_cores = 0;
   const std::size_t total = o.repeat * o.pools.size() * report.drivers.size();
   std::size_t index = 0;
-  for (std::size_t round = 1; round <= o.repeat && !interrupted(); ++round) {
+  std::optional<sweep_outcome> sweep;
+  if (o.sweep) {
+    sweep_params sp;
+    sp.max_pool = o.sweep_max;
+    sweep = run_sweep(ctx, report, sp);
+    report.opts = &sweep->shown;
+    report.marks = sweep_marks(sweep->sweeps);
+    sweep_cores = o.server_cores ? o.server_cores : ctx.postmaster ? report.machine.cpus : 0;
+    report.reference_pool = sweep_cores ? rule_of_thumb_pool(sweep_cores) : 0;
+  }
+  for (std::size_t round = 1; !o.sweep && round <= o.repeat && !interrupted(); ++round) {
     std::vector<std::string> order = report.drivers;
     if (round % 2 == 0) std::reverse(order.begin(), order.end());
     for (std::size_t pool : o.pools) {
@@ -134,11 +153,23 @@ int run(const options& o) {
   pgpipe::devcluster::remove_tree(ctx.work_dir);
   if (interrupted()) report.notes.push_back("interrupted: the table covers the runs that finished");
 
-  std::cout << markdown_report(report) << std::flush;
+  if (sweep && sweep->shown.pools.empty()) {
+    std::cerr << "pgpipe-bench: interrupted before the sweep's first pool finished\n";
+    return 130;
+  }
+  std::cout << markdown_report(report);
+  if (sweep) std::cout << sweep_markdown(report, sweep->sweeps, sweep_cores, sweep_params{}.tolerance);
+  std::cout << std::flush;
   if (o.json_file) write_file(*o.json_file, json_report(report));
   if (o.svg_file) write_file(*o.svg_file, svg_chart(report));
   bool all_ok = true;
   for (const auto& r : report.runs) all_ok = all_ok && r.ok;
+  // A sweep ends on a failed run by design (say max_connections at the top
+  // of the ladder): it succeeded when every driver got an answer.
+  if (sweep) {
+    all_ok = std::all_of(sweep->sweeps.begin(), sweep->sweeps.end(),
+                         [](const driver_sweep& s) { return s.plan.answer().has_value(); });
+  }
   if (interrupted()) return 130;
   return all_ok ? 0 : 1;
 }

@@ -80,6 +80,7 @@ options parse_options(int argc, const char* const* argv) {
       o.pools.clear();
       for (const auto& p : split(next(), ',')) o.pools.push_back(parse_size("--pools", p, 1));
       if (o.pools.empty()) throw std::invalid_argument("--pools: empty list");
+      o.pools_explicit = true;
     } else if (flag == "--concurrency") {
       o.concurrency = parse_size(flag, next(), 1);
     } else if (flag == "--duration") {
@@ -106,6 +107,12 @@ options parse_options(int argc, const char* const* argv) {
       o.json_file = next();
     } else if (flag == "--svg") {
       o.svg_file = next();
+    } else if (flag == "--sweep") {
+      o.sweep = true;
+    } else if (flag == "--sweep-max") {
+      o.sweep_max = parse_size(flag, next(), 1);
+    } else if (flag == "--server-cores") {
+      o.server_cores = parse_size(flag, next(), 1);
     } else if (flag == "--child") {
       o.child = true;
     } else if (flag == "--result-fd") {
@@ -113,6 +120,11 @@ options parse_options(int argc, const char* const* argv) {
     } else {
       throw std::invalid_argument("unknown flag '" + flag + "' (see --help)");
     }
+  }
+  // The sweep picks its own pool sizes: a --pools list beside it would be
+  // silently ignored, so it is refused.
+  if (o.sweep && o.pools_explicit) {
+    throw std::invalid_argument("--sweep chooses the pool sizes itself: drop --pools (bound it with --sweep-max)");
   }
   return o;
 }
@@ -201,6 +213,17 @@ Flags:
                      names the pool size with the best throughput per driver
   --json FILE        write every run (rounds included) as JSON
   --svg FILE         write a chart: queries/s and peak RSS against pool size
+  --sweep            pool-size advisor: run each driver at pool 1, 2, 4, 8, ...
+                     (up to --sweep-max) until its throughput has clearly
+                     fallen, then print per driver the smallest pool within 5%
+                     of its best q/s, with p99, client threads, peak RSS and
+                     server CPU, beside the rule of thumb (2 x server cores).
+                     Works with --sql, --drivers, --repeat, --svg (the answer
+                     is ringed on the chart). Not with --pools.
+  --sweep-max N      largest pool --sweep tries, default 64
+  --server-cores N   the server's cores, for the rule of thumb when the server
+                     is not on this machine (default: this machine's CPUs when
+                     the server is local)
   --help             this text
 
 --sql FILE format: '--' comment lines, of which lines '-- param: ...' declare

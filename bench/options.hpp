@@ -48,6 +48,15 @@ struct options {
   /// error instead of being skipped with a note (pgbench not installed).
   bool drivers_explicit = false;
 
+  /// --sweep: find the pool size per driver instead of running --pools
+  /// (see sweep.hpp): 1, 2, 4, ... up to sweep_max, until throughput falls.
+  bool sweep = false;
+  std::size_t sweep_max = 64;
+  /// --server-cores: for the rule of thumb (2 x cores) when the server is
+  /// not on this machine; 0 = this machine's CPUs when the server is local.
+  std::size_t server_cores = 0;
+  bool pools_explicit = false;
+
   // Hidden child mode: run exactly one driver at one pool size and report on
   // result_fd. The conninfo comes from the environment (see child.hpp), never
   // from argv, which any local user can read in /proc.

@@ -12,6 +12,12 @@
 
 namespace pgpipe::bench {
 
+/// A point ringed on the throughput chart (--sweep's answer per driver).
+struct chart_mark {
+  std::string driver;
+  std::size_t pool = 0;
+};
+
 struct report_input {
   const options* opts = nullptr;
   std::vector<std::string> drivers;  ///< the drivers that ran, in listed order
@@ -22,6 +28,8 @@ struct report_input {
   machine_info machine;
   std::vector<run_result> runs;
   std::vector<std::string> notes;  ///< skipped drivers and the like
+  std::vector<chart_mark> marks;    ///< --sweep: ringed on the throughput chart
+  std::size_t reference_pool = 0;   ///< --sweep: the rule of thumb's pool, a dashed line (0: none)
 };
 
 /// Medians over the rounds of one driver x pool (failed runs left out).

@@ -173,6 +173,25 @@ std::string svg_chart(const report_input& in) {
         << "\" stroke-width=\"2.5\" stroke-linejoin=\"round\"/>\n"
         << marks.str();
     }
+    // --sweep: the answer per driver ringed, the rule of thumb dashed.
+    if (p == 0) {
+      for (const auto& m : in.marks) {
+        for (const auto& r : rows) {
+          if (r.driver != m.driver || r.pool != m.pool || r.failed == r.rounds) continue;
+          const double x = xpos(static_cast<double>(r.pool)), y = ypos(r.qps);
+          s << "<circle cx=\"" << f1(x) << "\" cy=\"" << f1(y) << "\" r=\"9\" fill=\"none\" stroke=\"#000\" "
+            << "stroke-width=\"1.5\"><title>" << escape(m.driver) << ": pool " << r.pool
+            << ", the smallest within 5% of its best</title></circle>\n";
+        }
+      }
+      const double ref = static_cast<double>(in.reference_pool);
+      if (in.reference_pool > 0 && ref >= pmin && ref <= pmax) {
+        const double x = xpos(ref);
+        s << "<line x1=\"" << f1(x) << "\" y1=\"" << top << "\" x2=\"" << f1(x) << "\" y2=\"" << top + panel_h
+          << "\" stroke=\"#555\" stroke-dasharray=\"5,4\"/><text x=\"" << f1(x + 4) << "\" y=\"" << top + 14
+          << "\" font-size=\"11\" fill=\"#555\">2 x server cores</text>\n";
+      }
+    }
   }
   s << "</svg>\n";
   return s.str();

@@ -3,8 +3,6 @@
 #include <gtest/gtest.h>
 #include <boost/json/parse.hpp>
 
-#include <fcntl.h>
-#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +16,7 @@
 
 #include <pgpipe/scram.hpp>
 #include "support/cluster_fixture.hpp"
+#include "support/subprocess.hpp"
 
 // Set in the test's environment by src/cli/CMakeLists.txt when the tool is
 // built (PGPIPE_BUILD_TOOLS). An environment variable rather than a compile
@@ -27,78 +26,16 @@ const std::string scram_bin = [] {
   return std::string(path ? path : "");
 }();
 
-extern char** environ;
-
 namespace {
 
-struct run_result {
-  int exit_code = -1;
-  std::string out, err;
-};
+using run_result = pgpipe::test::subprocess_result;
 
 // Runs pgpipe-scram with `args`, feeding `input` on stdin (nullopt: stdin is
-// /dev/null) and adding `env` to the environment.
+// /dev/null) and adding `env` to the environment. A PGPASSWORD of the caller
+// must not leak into the probe under test.
 run_result run(const std::vector<std::string>& args, std::optional<std::string> input,
                const std::map<std::string, std::string>& env = {}) {
-  int in[2], out[2], err[2];
-  EXPECT_EQ(pipe2(in, O_CLOEXEC), 0);
-  EXPECT_EQ(pipe2(out, O_CLOEXEC), 0);
-  EXPECT_EQ(pipe2(err, O_CLOEXEC), 0);
-  std::vector<std::string> envs;
-  for (char** e = environ; *e; ++e) {
-    const std::string kv = *e;
-    // A PGPASSWORD of the caller must not leak into the probe under test.
-    if (kv.rfind("PGPASSWORD=", 0) != 0) envs.push_back(kv);
-  }
-  for (const auto& [k, v] : env) envs.push_back(k + "=" + v);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (input) {
-      dup2(in[0], 0);
-    } else {
-      const int null = open("/dev/null", O_RDONLY);
-      dup2(null, 0);
-    }
-    dup2(out[1], 1);
-    dup2(err[1], 2);
-    std::vector<char*> argv{const_cast<char*>(scram_bin.c_str())};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    std::vector<char*> envp;
-    for (auto& e : envs) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    execve(scram_bin.c_str(), argv.data(), envp.data());
-    _exit(127);
-  }
-  close(in[0]);
-  close(out[1]);
-  close(err[1]);
-  if (input) {
-    EXPECT_EQ(write(in[1], input->data(), input->size()), static_cast<ssize_t>(input->size()));
-  }
-  close(in[1]);
-  run_result r;
-  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
-  int open_fds = 2;
-  while (open_fds > 0) {
-    if (poll(fds, 2, 60000) <= 0) break;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-      char buf[4096];
-      const ssize_t n = read(fds[i].fd, buf, sizeof buf);
-      if (n <= 0) {
-        close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_fds;
-      } else {
-        (i == 0 ? r.out : r.err).append(buf, static_cast<std::size_t>(n));
-      }
-    }
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return pgpipe::test::run_program(scram_bin, args, input, env, {"PGPASSWORD"}, 60);
 }
 
 std::string trimmed(std::string s) {

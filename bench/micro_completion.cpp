@@ -1,0 +1,289 @@
+// What a completion token costs a pgpipe operation, with no I/O (issue 15,
+// part 2). A fake query_target completes every query the way a connection
+// does: one post to the loop, then detail::completion_impl::complete()
+// dispatched from the loop. What is measured is therefore pgpipe's own
+// initiation (async_initiate, type erasure, the query_spec) and completion
+// path, plus what each token adds on top: a callback, use_awaitable,
+// use_future (a second thread waits on the future), deferred; a three-step
+// chain and a two-branch join in each style.
+// Items = completed operations (chains and joins: completed chains/joins).
+#include <pgpipe/detail/async_glue.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <array>
+#include <memory>
+#include <thread>
+
+namespace {
+
+namespace asio = boost::asio;
+using pgpipe::detail::completion;
+using pgpipe::detail::query_spec;
+using pgpipe::result;
+
+constexpr std::size_t batch = 1000;  // operations per benchmark iteration
+
+// Completes each query on the loop, as a connection completes a request it
+// has read: never inline in the initiating function (the driver's rule).
+class loop_target final : public pgpipe::detail::query_target {
+ public:
+  explicit loop_target(asio::io_context& io) : io_(io), ex_(io.get_executor()) {}
+  void submit_query(query_spec, std::unique_ptr<completion<result>> done, asio::cancellation_slot) override {
+    asio::post(io_, [this, d = std::move(done)]() mutable { d->complete(ex_, false, {}, result{}); });
+  }
+
+ private:
+  asio::io_context& io_;
+  asio::any_io_executor ex_;
+};
+
+struct fixture {
+  asio::io_context io{1};
+  std::shared_ptr<pgpipe::detail::query_target> target = std::make_shared<loop_target>(io);
+  template <class Token>
+  auto query(Token&& token) {
+    return pgpipe::detail::initiate_query(target, query_spec{"select 1", {}, std::nullopt},
+                                          std::forward<Token>(token));
+  }
+  void run() {
+    io.run();
+    io.restart();
+  }
+};
+
+using done_t = std::tuple<std::error_code, result>;
+
+// --- one operation ---------------------------------------------------------
+
+struct callback_chain {
+  fixture* f;
+  std::size_t* left;
+  void operator()(std::error_code ec, result) const {
+    benchmark::DoNotOptimize(ec);
+    if (--*left > 0) f->query(*this);
+  }
+};
+
+void one_callback(benchmark::State& st) {
+  fixture f;
+  for (auto _ : st) {
+    std::size_t left = batch;
+    f.query(callback_chain{&f, &left});
+    f.run();
+  }
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * batch));
+}
+BENCHMARK(one_callback);
+
+asio::awaitable<void> awaitable_loop(fixture& f, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    done_t d = co_await f.query(asio::use_awaitable);
+    benchmark::DoNotOptimize(std::get<0>(d));
+  }
+}
+
+void one_use_awaitable(benchmark::State& st) {
+  fixture f;
+  for (auto _ : st) {
+    asio::co_spawn(f.io, awaitable_loop(f, batch), asio::detached);
+    f.run();
+  }
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * batch));
+}
+BENCHMARK(one_use_awaitable);
+
+void one_use_future(benchmark::State& st) {
+  fixture f;
+  auto work = asio::make_work_guard(f.io);
+  std::thread loop([&] { f.io.run(); });
+  for (auto _ : st) {
+    for (std::size_t i = 0; i < batch; ++i) {
+      auto fut = f.query(asio::use_future);
+      benchmark::DoNotOptimize(fut.get());
+    }
+  }
+  work.reset();
+  loop.join();
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * batch));
+}
+BENCHMARK(one_use_future)->UseRealTime();
+
+struct deferred_chain {
+  fixture* f;
+  std::size_t* left;
+  void operator()(std::error_code ec, result) const {
+    benchmark::DoNotOptimize(ec);
+    if (--*left > 0) f->query(asio::deferred)(*this);
+  }
+};
+
+void one_deferred(benchmark::State& st) {
+  fixture f;
+  for (auto _ : st) {
+    std::size_t left = batch;
+    f.query(asio::deferred)(deferred_chain{&f, &left});
+    f.run();
+  }
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * batch));
+}
+BENCHMARK(one_deferred);
+
+// --- three steps, each started when the previous one completed -------------
+
+struct callback_three {
+  fixture* f;
+  std::size_t* left;
+  void operator()(std::error_code, result) const {
+    f->query([*this](std::error_code, result) {
+      f->query([*this](std::error_code ec, result) {
+        benchmark::DoNotOptimize(ec);
+        if (--*left > 0) f->query(*this);
+      });
+    });
+  }
+};
+
+void chain3_callback(benchmark::State& st) {
+  fixture f;
+  for (auto _ : st) {
+    std::size_t left = batch;
+    f.query(callback_three{&f, &left});
+    f.run();
+  }
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * batch));
+}
+BENCHMARK(chain3_callback);
+
+asio::awaitable<void> awaitable_three(fixture& f, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    done_t a = co_await f.query(asio::use_awaitable);
+    done_t b = co_await f.query(asio::use_awaitable);
+    done_t c = co_await f.query(asio::use_awaitable);
+    benchmark::DoNotOptimize(std::get<0>(c));
+  }
+}
+
+void chain3_use_awaitable(benchmark::State& st) {
+  fixture f;
+  for (auto _ : st) {
+    asio::co_spawn(f.io, awaitable_three(f, batch), asio::detached);
+    f.run();
+  }
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * batch));
+}
+BENCHMARK(chain3_use_awaitable);
+
+// deferred(fn) as the token: fn returns the next deferred operation, so the
+// three steps are one composed operation started by the final handler.
+struct deferred_three {
+  fixture* f;
+  std::size_t* left;
+  void operator()(std::error_code ec, result) const {
+    benchmark::DoNotOptimize(ec);
+    if (--*left > 0) start(*f, *this);
+  }
+  static void start(fixture& f, const deferred_three& next) {
+    f.query(asio::deferred([&f](std::error_code, result) {
+      return f.query(asio::deferred([&f](std::error_code, result) { return f.query(asio::deferred); }));
+    }))(next);
+  }
+};
+
+void chain3_deferred(benchmark::State& st) {
+  fixture f;
+  for (auto _ : st) {
+    std::size_t left = batch;
+    deferred_three::start(f, deferred_three{&f, &left});
+    f.run();
+  }
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * batch));
+}
+BENCHMARK(chain3_deferred);
+
+// --- two operations at once, continue when both completed -------------------
+
+// Each join starts the next one when both its branches completed, so every
+// style runs its whole batch inside one run() of the loop.
+struct callback_join {
+  fixture* f;
+  std::size_t* left;
+  void start() const {
+    auto pending = std::make_shared<int>(2);
+    auto on_done = [pending, self = *this](std::error_code ec, result) {
+      benchmark::DoNotOptimize(ec);
+      if (--*pending == 0 && --*self.left > 0) self.start();
+    };
+    f->query(on_done);
+    f->query(on_done);
+  }
+};
+
+void join2_callback(benchmark::State& st) {
+  fixture f;
+  for (auto _ : st) {
+    std::size_t left = batch;
+    callback_join{&f, &left}.start();
+    f.run();
+  }
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * batch));
+}
+BENCHMARK(join2_callback);
+
+struct group_join {
+  fixture* f;
+  std::size_t* left;
+  void start() const {
+    asio::experimental::make_parallel_group(f->query(asio::deferred), f->query(asio::deferred))
+        .async_wait(asio::experimental::wait_for_all(),
+                    [self = *this](std::array<std::size_t, 2>, std::error_code a, result, std::error_code b, result) {
+                      benchmark::DoNotOptimize(a);
+                      benchmark::DoNotOptimize(b);
+                      if (--*self.left > 0) self.start();
+                    });
+  }
+};
+
+void join2_parallel_group(benchmark::State& st) {
+  fixture f;
+  for (auto _ : st) {
+    std::size_t left = batch;
+    group_join{&f, &left}.start();
+    f.run();
+  }
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * batch));
+}
+BENCHMARK(join2_parallel_group);
+
+asio::awaitable<void> awaitable_join(fixture& f, std::size_t n) {
+  using namespace asio::experimental::awaitable_operators;
+  for (std::size_t i = 0; i < n; ++i) {
+    auto both = co_await (f.query(asio::use_awaitable) && f.query(asio::use_awaitable));
+    // operator&& flattens the first branch's tuple: (ec, result, (ec, result)).
+    benchmark::DoNotOptimize(std::get<0>(both));
+  }
+}
+
+void join2_awaitable_operators(benchmark::State& st) {
+  fixture f;
+  for (auto _ : st) {
+    asio::co_spawn(f.io, awaitable_join(f, batch), asio::detached);
+    f.run();
+  }
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * batch));
+}
+BENCHMARK(join2_awaitable_operators);
+
+}  // namespace
+
+BENCHMARK_MAIN();
