@@ -240,6 +240,8 @@ TYPED_TEST(scaleout_routing, with_the_standby_stopped_reads_go_to_the_primary_wi
       }
     });
   }
+  // The readers have been served by the standby before it goes.
+  ASSERT_TRUE(pgpipe::test::wait_until([&] { return router->stats().replicas[0].reads >= 50; }, 30s));
   const int before_stop = reads.load();
   this->standby_->cluster().stop(pgpipe::devcluster::stop_mode::fast);
   const bool to_primary = this->reads_reach(*router, "primary", errors);
