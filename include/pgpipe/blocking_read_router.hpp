@@ -93,6 +93,7 @@ class blocking_read_router {
   blocking_pool& primary() noexcept;
   /// Replica i's pool (0-based, in the order given); throws std::out_of_range.
   blocking_pool& replica(std::size_t i);
+  /// Number of replicas given to the constructor.
   std::size_t replica_count() const noexcept;
 
   /// Routing decisions, each replica's health and lag, and every pool's

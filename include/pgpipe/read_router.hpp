@@ -52,8 +52,10 @@ class read_router {
   /// Stops the probes, then closes and destroys the replicas' clients and the
   /// primary's (see ~async_client).
   ~read_router();
-  read_router(read_router&&) noexcept;
-  read_router& operator=(read_router&&) noexcept;
+  /// Takes `other`'s clients and probes; `other` answers errc::closed afterwards.
+  read_router(read_router&& other) noexcept;
+  /// Stops this router's probes and destroys its clients, then takes `other`'s.
+  read_router& operator=(read_router&& other) noexcept;
   read_router(const read_router&) = delete;
   read_router& operator=(const read_router&) = delete;
 
@@ -93,6 +95,7 @@ class read_router {
   async_client& primary();
   /// Replica i's client (0-based, in the order given); throws std::out_of_range.
   async_client& replica(std::size_t i);
+  /// Number of replicas given to the constructor (0 after a move).
   std::size_t replica_count() const noexcept;
 
   /// Routing decisions, each replica's health and lag, and every pool's

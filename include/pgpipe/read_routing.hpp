@@ -47,7 +47,7 @@ void validate(const read_routing_params& params);
 
 /// One replica, as the router saw it at the snapshot.
 struct replica_stats {
-  std::string name;
+  std::string name;  ///< read_routing_params::replica_names[i] or "replica<i>"
   /// The latest probe succeeded and is recent (within 3 probe intervals plus
   /// probe_timeout), and no read has failed on a lost connection since.
   bool healthy = false;
@@ -83,11 +83,10 @@ struct read_routing_stats {
   /// Reads that failed on a replica with a lost connection or a connect
   /// error and were run again on the primary (the caller saw no error).
   std::uint64_t reads_retried_on_primary = 0;
-  /// Successful and failed probes of the primary's WAL position.
-  std::uint64_t primary_probes_ok = 0;
-  std::uint64_t primary_probes_failed = 0;
+  std::uint64_t primary_probes_ok = 0;      ///< successful probes of the primary's WAL position
+  std::uint64_t primary_probes_failed = 0;  ///< failed or timed-out probes of the primary
   pool_stats primary;  ///< the primary's own pool
-  std::vector<replica_stats> replicas;
+  std::vector<replica_stats> replicas;  ///< one per replica, in the order given
 };
 
 /// Renders the routing metrics of `s` as Prometheus text:
