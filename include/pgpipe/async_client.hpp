@@ -215,6 +215,9 @@ class async_client {
   std::size_t loop_count() const noexcept;
 
  private:
+  // The read router hands encoded queries to its clients' targets directly
+  // (re-running a failed replica read on the primary needs the encoded query).
+  friend class read_router;
   static void submit_acquire(const std::shared_ptr<detail::client_impl>& impl,
                              std::unique_ptr<detail::completion<lease>> done, boost::asio::cancellation_slot slot);
   static void submit_close(const std::shared_ptr<detail::client_impl>& impl,

@@ -14,3 +14,5 @@
 #include <pgpipe/blocking_copy.hpp>
 #include <pgpipe/blocking_executor.hpp>
 #include <pgpipe/scram.hpp>
+#include <pgpipe/read_router.hpp>
+#include <pgpipe/blocking_read_router.hpp>

@@ -1,0 +1,111 @@
+// pgpipe::blocking_read_router: read routing to streaming replicas for the
+// blocking driver, the counterpart of pgpipe::read_router.
+//
+// Holds one blocking_pool for the primary and one per replica. exec() with
+// the pgpipe::read_only marker runs on a healthy replica within the lag
+// bound (round-robin), else on the primary; exec() without it, transaction()
+// and acquire() always use the primary. Reads on a replica may be stale by
+// its lag (docs/scaling.md, "Read replicas").
+//
+//   std::vector<std::unique_ptr<pgpipe::blocking_pool>> replicas;
+//   replicas.push_back(std::make_unique<pgpipe::blocking_pool>(replica_params));
+//   pgpipe::blocking_read_router router(std::make_unique<pgpipe::blocking_pool>(primary_params),
+//                                       std::move(replicas), {.max_lag = std::chrono::seconds(5)});
+//   pqxx::result r = router.exec(pgpipe::read_only, "select ... where id = $1", id);  // a replica
+//   router.exec("update ...", id);                                                 // the primary
+//
+// Health and lag: one thread of the router's own runs, every probe_interval,
+// one short query on the primary and on each replica, borrowing one pooled
+// connection for that query only (acquire bounded by probe_timeout). The
+// blocking driver cannot time out a statement on a hung server: a probe stuck
+// there leaves that replica unhealthy (no recent probe) and delays only the
+// probes and the router's destructor, never a caller.
+#pragma once
+
+#include <pgpipe/blocking_pool.hpp>
+#include <pgpipe/error.hpp>
+#include <pgpipe/read_routing.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace pgpipe {
+
+namespace detail {
+struct blocking_read_router_impl;
+}  // namespace detail
+
+/// Routes read-only blocking statements to replicas (see the file comment).
+/// Thread-safe: any thread may call any member. Not movable (its probe thread
+/// refers to it); hold it by unique_ptr to move it.
+class blocking_read_router {
+ public:
+  /// Takes the pools (non-null; give replicas a short acquire_timeout: a read
+  /// waiting on a dead replica's pool is re-run on the primary only when that
+  /// wait fails). Starts probing at once. Throws pgpipe::error(errc::bad_params)
+  /// for invalid `params` or a null pool.
+  blocking_read_router(std::unique_ptr<blocking_pool> primary, std::vector<std::unique_ptr<blocking_pool>> replicas,
+                       read_routing_params params = {});
+  /// Stops the probes (waiting for one in progress), then destroys the pools.
+  ~blocking_read_router();
+  blocking_read_router(const blocking_read_router&) = delete;
+  blocking_read_router& operator=(const blocking_read_router&) = delete;
+
+  /// An unmarked statement: always the primary (blocking_pool::exec).
+  template <typename... Args>
+  pqxx::result exec(std::string_view sql, Args&&... args) {
+    return primary().exec(sql, std::forward<Args>(args)...);
+  }
+  /// A read-only statement: a healthy replica within max_lag, else the
+  /// primary. Same arguments, blocking and errors as blocking_pool::exec, and:
+  /// a read that fails on a replica because its connection was lost or could
+  /// not be opened, or the server is shutting down (SQLSTATE 57P01-57P03), is
+  /// run again on the primary and the caller sees the primary's answer (safe:
+  /// a standby refuses writes, so nothing ran). Reads may see data older than
+  /// the primary's by the replica's lag. Marking a statement that writes is a
+  /// caller's error: a standby refuses it with SQLSTATE 25006.
+  template <typename... Args>
+  pqxx::result exec(read_only_t, std::string_view sql, Args&&... args) {
+    if (const std::optional<std::size_t> i = route_read()) {
+      try {
+        return replica(*i).exec(sql, args...);  // not forwarded: the primary may need them again
+      } catch (const pgpipe::error& e) {
+        if (!rerun_on_primary(*i, e.code())) throw;
+      }
+    }
+    return primary().exec(sql, std::forward<Args>(args)...);
+  }
+
+  /// A transaction on the primary (blocking_pool::transaction).
+  template <typename Fn>
+  auto transaction(Fn&& fn) -> std::invoke_result_t<Fn&, pqxx::work&> {
+    return primary().transaction(std::forward<Fn>(fn));
+  }
+  /// A lease on the primary (blocking_pool::acquire).
+  blocking_lease acquire() { return primary().acquire(); }
+
+  /// The primary's pool.
+  blocking_pool& primary() noexcept;
+  /// Replica i's pool (0-based, in the order given); throws std::out_of_range.
+  blocking_pool& replica(std::size_t i);
+  /// Number of replicas given to the constructor.
+  std::size_t replica_count() const noexcept;
+
+  /// Routing decisions, each replica's health and lag, and every pool's
+  /// stats. Thread-safe. Render with to_prometheus(read_routing_stats).
+  read_routing_stats stats() const;
+
+ private:
+  std::optional<std::size_t> route_read();
+  // Marks replica i unhealthy and counts the re-run when `ec` says it is
+  // unreachable; false when the caller should see the error instead.
+  bool rerun_on_primary(std::size_t i, const std::error_code& ec);
+  std::unique_ptr<detail::blocking_read_router_impl> impl_;
+};
+
+}  // namespace pgpipe

@@ -1,0 +1,115 @@
+// pgpipe::read_router: read routing to streaming replicas for the async driver.
+//
+// A small layer above async_client pools: one for the primary, one per
+// replica. A query marked read-only (query_options::read_only) goes to a
+// healthy replica within the lag bound, round-robin; when none is, it goes to
+// the primary. Everything else (unmarked queries, leases, transactions) goes
+// to the primary. Reads on a replica may be stale by its lag
+// (replica_stats::lag); docs/scaling.md, "Read replicas", says what that
+// figure means and how to run with replicas.
+//
+//   pgpipe::read_router router(pgpipe::async_client(primary_params),
+//                              [&] { std::vector<pgpipe::async_client> v;
+//                                    v.emplace_back(replica_params); return v; }(),
+//                              {.max_lag = std::chrono::seconds(5)});
+//   router.async_query({.read_only = true}, "select ...", key, token);  // a replica
+//   router.async_query("update ...", key, token);                        // the primary
+//
+// Health and lag come from probes: one thread of the router's own starts, every
+// probe_interval, one short query on the primary (pg_current_wal_lsn()) and
+// one on each replica (pg_is_in_recovery(), its replayed WAL position),
+// pipelined with users' queries, bounded by probe_timeout. It never waits for
+// them and never runs on an event loop. A read that fails on a replica with a
+// lost connection or a connect error marks that replica unhealthy at once.
+#pragma once
+
+#include <pgpipe/async_client.hpp>
+#include <pgpipe/read_routing.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace pgpipe {
+
+namespace detail {
+struct read_router_impl;
+}  // namespace detail
+
+/// Routes read-only async queries to replicas (see the file comment).
+/// Thread-safe: every member may be called from any thread at the same time.
+/// Move-only; a moved-from router answers errc::closed.
+class read_router {
+ public:
+  /// Takes the primary's client and the replicas' clients (each configured as
+  /// you like: loops, io_context, pool_params; give replicas a short
+  /// acquire_timeout, since a read waiting on a dead replica's pool is
+  /// re-run on the primary only when that wait fails). Starts probing at once.
+  /// Throws pgpipe::error(errc::bad_params) for invalid `params`.
+  read_router(async_client primary, std::vector<async_client> replicas, read_routing_params params = {});
+  /// Stops the probes, then closes and destroys the replicas' clients and the
+  /// primary's (see ~async_client).
+  ~read_router();
+  /// Takes `other`'s clients and probes; `other` answers errc::closed afterwards.
+  read_router(read_router&& other) noexcept;
+  /// Stops this router's probes and destroys its clients, then takes `other`'s.
+  read_router& operator=(read_router&& other) noexcept;
+  read_router(const read_router&) = delete;
+  read_router& operator=(const read_router&) = delete;
+
+  /// An unmarked query: always the primary (async_client::async_query).
+  template <class... ArgsAndToken>
+  auto async_query(std::string_view sql, ArgsAndToken&&... args_and_token) {
+    return detail::initiate_query_args(primary_target(), query_options{}, sql,
+                                       std::forward<ArgsAndToken>(args_and_token)...);
+  }
+  /// With opts.read_only, the query goes to a healthy replica within
+  /// read_routing_params::max_lag, else to the primary; without it, to the
+  /// primary. Same parameters, token, errors, executor and cancellation as
+  /// async_client::async_query, and:
+  ///  - a read that fails on a replica because its connection was lost
+  ///    (errc::not_sent, errc::connection_lost), no connection could be opened
+  ///    (connect errors) or the server is shutting down (SQLSTATE 57P01-57P03)
+  ///    is run again on the primary: the caller sees the primary's answer,
+  ///    never that error. Safe because a read-only query changes nothing (a
+  ///    standby refuses writes). The re-run cannot be cancelled through the
+  ///    caller's slot; its timeout still bounds it.
+  ///  - a read may see data older than the primary's by the replica's lag.
+  template <class... ArgsAndToken>
+  auto async_query(const query_options& opts, std::string_view sql, ArgsAndToken&&... args_and_token) {
+    return detail::initiate_query_args(opts.read_only ? read_target() : primary_target(), opts, sql,
+                                       std::forward<ArgsAndToken>(args_and_token)...);
+  }
+
+  /// A lease on the primary (async_client::async_acquire): transactions and
+  /// anything needing a whole connection never go to a replica.
+  template <class CompletionToken>
+  auto async_acquire(CompletionToken&& token) {
+    return primary().async_acquire(std::forward<CompletionToken>(token));
+  }
+
+  /// The primary's client. Use it for what the router does not wrap (streams,
+  /// listeners); it must not outlive the router.
+  async_client& primary();
+  /// Replica i's client (0-based, in the order given); throws std::out_of_range.
+  async_client& replica(std::size_t i);
+  /// Number of replicas given to the constructor (0 after a move).
+  std::size_t replica_count() const noexcept;
+
+  /// Routing decisions, each replica's health and lag, and every pool's
+  /// stats. Thread-safe; takes each pool's lock briefly. Render with
+  /// to_prometheus(read_routing_stats).
+  read_routing_stats stats() const;
+
+  /// close() on every client (async_client::close). Probes stop. Idempotent.
+  void close();
+
+ private:
+  std::shared_ptr<detail::query_target> primary_target() const noexcept;
+  std::shared_ptr<detail::query_target> read_target() const noexcept;
+  std::unique_ptr<detail::read_router_impl> impl_;
+};
+
+}  // namespace pgpipe
