@@ -14,3 +14,4 @@
 #include <pgpipe/blocking_copy.hpp>
 #include <pgpipe/blocking_executor.hpp>
 #include <pgpipe/scram.hpp>
+#include <pgpipe/query_observer.hpp>

@@ -67,8 +67,9 @@ class connection_owner {
   virtual void conn_lease_returned(slot_id slot) = 0;
   /// The socket is closed; the connection will do nothing more.
   virtual void conn_finished(slot_id slot) = 0;
-  /// Counts a request outcome in stats.
-  virtual void count_outcome(const std::error_code& ec) = 0;
+  /// Counts a request outcome in stats (and tells the query observer),
+  /// before the caller's handler runs.
+  virtual void count_outcome(const query_request& req, const std::error_code& ec, const result& r) = 0;
   virtual void log(log_level level, const std::string& line) = 0;
 };
 
@@ -113,6 +114,8 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
 
   const boost::asio::any_io_executor& get_executor() const noexcept { return ex_; }
   slot_id slot() const noexcept { return slot_; }
+  /// The server process behind this connection (0 before it is connected).
+  int backend_pid() const noexcept { return pg_ != nullptr ? PQbackendPID(pg_) : 0; }
 
   // Everything below runs on get_executor() only.
 
