@@ -10,6 +10,8 @@ pool_params async_pool_params(const driver_params& p) {
   pp.max_size = p.pool;
   pp.min_size = p.grow_from != 0 ? std::min(p.grow_from, p.pool) : p.pool;
   pp.prepared_statements = p.prepared;
+  // The observer's cost alone: both virtual calls do nothing.
+  if (p.empty_observer) pp.observer = std::make_shared<pgpipe::query_observer>();
   // 10,000 clients at pool 20 leave 10,000 - 20 * pipeline_depth requests
   // waiting in the pool: they must queue, not fail.
   pp.max_queued = std::max<std::size_t>(pp.max_queued, p.concurrency + 100);

@@ -50,6 +50,7 @@ int child_main(const options& o) {
     p.loops = o.loops;
     p.prepared = o.prepared;
     p.grow_from = o.grow_from;
+    p.empty_observer = o.empty_observer;
     p.work = o.sql_file ? load_workload_file(*o.sql_file) : builtin_workload();
 
     measurement m(o.warmup_s, o.duration_s);

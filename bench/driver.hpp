@@ -20,6 +20,7 @@ struct driver_params {
   std::size_t loops = 0;  ///< 0 = hardware concurrency
   bool prepared = true;   ///< named statements (--no-prepared turns them off)
   std::size_t grow_from = 0;  ///< async: min_size (0 = the pool size)
+  bool empty_observer = false;  ///< async: install a query_observer that does nothing (--observer empty)
   workload work;
 };
 
