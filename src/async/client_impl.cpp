@@ -229,6 +229,7 @@ client_impl::client_impl(pool_params params, async_client_options options, asio:
   cfg->pipeline_depth = std::max<std::size_t>(1, params_.pipeline_depth);
   cfg->prepared_statements = params_.prepared_statements;
   cfg->on_connect = params_.on_connect;
+  cfg->observer = params_.observer;
   conn_cfg_ = std::move(cfg);
   if (options_.logger) logger_ = std::make_shared<const logger_fn>(std::move(options_.logger));
   observer_ = params_.observer;
@@ -462,10 +463,11 @@ void client_impl::finish_unstarted(const std::shared_ptr<query_request>& req, co
 
 void client_impl::post_enqueue(const std::shared_ptr<pipelined_connection>& conn,
                                const std::shared_ptr<query_request>& req) const {
-  // The observer travels with the handler: on a caller's io_context it may
-  // run after the client is gone. Copying a null shared_ptr costs nothing.
-  asio::post(conn->get_executor(), [c = conn, req, obs = observer_] {
-    if (obs) observe_start(*obs, *req, *c);
+  // The observer is reached through the connection (which the handler
+  // holds, and which holds it): on a caller's io_context the handler may run
+  // after the client is gone, and no reference count is touched per query.
+  asio::post(conn->get_executor(), [c = conn, req] {
+    if (query_observer* obs = c->observer()) observe_start(*obs, *req, *c);
     c->enqueue(req);
   });
 }

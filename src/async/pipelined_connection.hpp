@@ -85,6 +85,9 @@ struct connection_config {
   std::vector<std::string> on_connect;  ///< pool_params::on_connect, run before the pool hears of the connection
   /// Requests written and not yet answered, at most (pool_params::pipeline_depth).
   std::size_t pipeline_depth = 128;
+  /// pool_params::observer: held here so a handler that holds the connection
+  /// can reach it without touching a reference count.
+  std::shared_ptr<query_observer> observer;
 };
 
 class pipelined_connection;
@@ -116,6 +119,8 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   slot_id slot() const noexcept { return slot_; }
   /// The server process behind this connection (0 before it is connected).
   int backend_pid() const noexcept { return pg_ != nullptr ? PQbackendPID(pg_) : 0; }
+  /// pool_params::observer, or null.
+  query_observer* observer() const noexcept { return cfg_->observer.get(); }
 
   // Everything below runs on get_executor() only.
 
