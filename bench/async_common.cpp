@@ -12,6 +12,8 @@ pool_params async_pool_params(const driver_params& p) {
   pp.prepared_statements = p.prepared;
   if (p.growth_connects) pp.growth_connects = *p.growth_connects;
   if (p.growth_interval_ms) pp.growth_interval = std::chrono::milliseconds(*p.growth_interval_ms);
+  // The observer's cost alone: both virtual calls do nothing.
+  if (p.empty_observer) pp.observer = std::make_shared<pgpipe::query_observer>();
   // 10,000 clients at pool 20 leave 10,000 - 20 * pipeline_depth requests
   // waiting in the pool: they must queue, not fail.
   pp.max_queued = std::max<std::size_t>(pp.max_queued, p.concurrency + 100);

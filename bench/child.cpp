@@ -53,6 +53,7 @@ int child_main(const options& o) {
     p.growth_connects = o.growth_connects;
     p.growth_interval_ms = o.growth_interval_ms;
     if (const char* pm = std::getenv(postmaster_env)) p.postmaster = std::atol(pm);
+    p.empty_observer = o.empty_observer;
     p.work = o.sql_file ? load_workload_file(*o.sql_file) : builtin_workload();
 
     measurement m(o.warmup_s, o.duration_s);

@@ -95,6 +95,7 @@ int run(const options& o) {
   // the server rejects would otherwise fail every run the same way.
   if (!cluster) check_server(conninfo);
   if (!o.prepared) report.server += "; unnamed statements (--no-prepared)";
+  if (o.empty_observer) report.server += "; an empty query_observer (--observer empty)";
   std::cerr << "pgpipe-bench: server " << report.server << "\n";
   // With the user's own statement on the user's own server, san_pham may be
   // irrelevant: only create it for the built-in workload or our own server.

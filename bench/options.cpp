@@ -101,6 +101,10 @@ options parse_options(int argc, const char* const* argv) {
       o.conninfo = next();
     } else if (flag == "--no-prepared") {
       o.prepared = false;
+    } else if (flag == "--observer") {
+      const std::string v = next();
+      if (v != "none" && v != "empty") throw std::invalid_argument("--observer: expected none or empty, got '" + v + "'");
+      o.empty_observer = v == "empty";
     } else if (flag == "--sql") {
       o.sql_file = next();
     } else if (flag == "--json") {
@@ -142,6 +146,10 @@ std::vector<std::string> child_arguments(const options& o, const std::string& dr
     a.push_back(std::to_string(o.loops));
   }
   if (!o.prepared) a.push_back("--no-prepared");
+  if (o.empty_observer) {
+    a.push_back("--observer");
+    a.push_back("empty");
+  }
   if (o.grow_from != 0) {
     a.push_back("--grow-from");
     a.push_back(std::to_string(o.grow_from));
@@ -209,6 +217,9 @@ Flags:
                      async, coroutine and blocking, pgbench -M extended. Needed
                      behind PgBouncer in transaction pool mode, whose server
                      connections change between transactions.
+  --observer KIND    none (default) or empty: async and coroutine drivers run
+                     with a pool_params::observer that does nothing, to measure
+                     the cost of installing one
   --sql FILE         run your own statement instead (format below); the report
                      names the pool size with the best throughput per driver
   --json FILE        write every run (rounds included) as JSON

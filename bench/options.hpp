@@ -40,6 +40,9 @@ struct options {
   /// prepared_statements = false, pgbench -M extended), as PgBouncer in
   /// transaction pool mode needs.
   bool prepared = true;
+  /// --observer empty: async drivers run with a query_observer that does
+  /// nothing, to measure what installing one costs ("none": no observer).
+  bool empty_observer = false;
   std::optional<std::string> sql_file;
   std::optional<std::string> json_file;
   std::optional<std::string> svg_file;

@@ -41,6 +41,7 @@ namespace detail {
 struct blocking_pool_impl;
 class pooled_connection;
 struct lease_access;
+class exec_watch;
 
 /// Translates the exception being handled (call from a catch block) into a
 /// pgpipe::error and throws it: pqxx::sql_error becomes its SQLSTATE code with
@@ -127,7 +128,8 @@ class blocking_lease {
   friend class blocking_pool;
   friend struct detail::blocking_pool_impl;
   friend void detail::rethrow_translated(blocking_lease* lease);
-  friend struct detail::lease_access;  // COPY (blocking_copy.hpp) drives libpq on the leased connection
+  friend struct detail::lease_access;
+  friend class detail::exec_watch;  // the observer's slot and backend pid  // COPY (blocking_copy.hpp) drives libpq on the leased connection
   /// blocking_pool::exec after the server refused the cached statement for
   /// `sql` (26000, or a stale plan): a fresh statement under a new name.
   const std::string* renew_statement(std::string_view sql);

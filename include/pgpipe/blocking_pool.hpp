@@ -130,7 +130,9 @@ class blocking_pool {
   /// COMMIT fails with 40001 (serialization failure) or 40P01 (deadlock). fn
   /// must therefore be safe to run again (no side effects outside the
   /// transaction). After the last try the server's error is thrown as
-  /// pgpipe::error with its SQLSTATE and diagnostics.
+  /// pgpipe::error with its SQLSTATE and diagnostics. A work that caught a
+  /// server error and returned normally fails with SQLSTATE 25P02 (the
+  /// transaction was rolled back), as in the async helper.
   /// Under connection loss: errc::connection_lost, never retried (a loss
   /// during COMMIT may have committed).
   template <typename Fn>
@@ -194,6 +196,43 @@ inline bool is_stale_statement(const pqxx::sql_error& e) {
           std::string_view(e.what()).find("cached plan must not change result type") != std::string_view::npos);
 }
 
+/// One exec() as the pool's query_duration histogram and its query_observer
+/// (pool_params::observer) see it: times the wait for a connection and the
+/// statement, reports start and end. Used by blocking_pool::exec only.
+class exec_watch {
+ public:
+  exec_watch(blocking_pool_impl& pool, std::string_view sql) noexcept;
+  exec_watch(const exec_watch&) = delete;
+  exec_watch& operator=(const exec_watch&) = delete;
+  /// blocking_pool::acquire(); on success the observer's on_start runs, on
+  /// failure its on_end, then the error is thrown.
+  blocking_lease acquire();
+  /// The statement succeeded: on_end with its rows.
+  pqxx::result done(pqxx::result r) noexcept;
+  /// Call from a catch block: translates the exception as rethrow_translated
+  /// does, reports it to on_end, throws it.
+  [[noreturn]] void fail(blocking_lease* lease);
+
+ private:
+  void end(const std::error_code& ec, std::string_view sqlstate, std::uint64_t rows) noexcept;
+
+  blocking_pool_impl& pool_;
+  std::string_view sql_;
+  std::chrono::steady_clock::time_point submitted_;
+  std::chrono::steady_clock::time_point started_;
+  std::chrono::nanoseconds waited_{0};
+  std::uint64_t slot_ = 0;
+  int backend_pid_ = 0;
+  void* user_ = nullptr;
+  bool observed_start_ = false;
+};
+
+/// tx.commit(), except that a work which caught a server error and returned
+/// normally fails with SQLSTATE 25P02, as in the async helper: libpqxx 6.4
+/// rolled that transaction back when the statement failed, and refuses the
+/// commit with a usage_error that would otherwise read as invalid_argument.
+void commit_work(pqxx::work& tx, const blocking_lease& lease);
+
 /// Throws errc::invalid_argument naming the first parameter ($n) holding a NUL byte.
 template <typename... Args>
 void check_text_params(const Args&... args) {
@@ -213,13 +252,18 @@ pqxx::result blocking_pool::exec(std::string_view sql, Args&&... args) {
 
 template <typename... Args>
 pqxx::result blocking_pool::exec_converted(std::string_view sql, Args&&... args) {
-  detail::check_text_params(args...);
-  blocking_lease lease = acquire();
+  detail::exec_watch watch(*impl_, sql);
+  try {
+    detail::check_text_params(args...);
+  } catch (...) {
+    watch.fail(nullptr);
+  }
+  blocking_lease lease = watch.acquire();
   try {
     if (const std::string* name = prepared_statements_ ? lease.statement_for(sql) : nullptr) {
       try {
         pqxx::nontransaction tx{*lease};
-        return tx.exec_prepared(*name, args...);
+        return watch.done(tx.exec_prepared(*name, args...));
       } catch (const pqxx::sql_error& e) {
         // Names are never reused on a connection: one that already exists
         // was made by another client of the same server session.
@@ -231,7 +275,7 @@ pqxx::result blocking_pool::exec_converted(std::string_view sql, Args&&... args)
       }
       try {
         pqxx::nontransaction tx{*lease};
-        return tx.exec_prepared(*lease.renew_statement(sql), std::forward<Args>(args)...);
+        return watch.done(tx.exec_prepared(*lease.renew_statement(sql), std::forward<Args>(args)...));
       } catch (const pqxx::sql_error& e) {
         // The statement was just prepared afresh: gone again, or its new name
         // taken, means the server session changes between our calls.
@@ -240,9 +284,9 @@ pqxx::result blocking_pool::exec_converted(std::string_view sql, Args&&... args)
       }
     }
     pqxx::nontransaction tx{*lease};
-    return tx.exec_params(std::string{sql}, std::forward<Args>(args)...);
+    return watch.done(tx.exec_params(std::string{sql}, std::forward<Args>(args)...));
   } catch (...) {
-    detail::rethrow_translated(&lease);
+    watch.fail(&lease);
   }
 }
 
@@ -267,11 +311,11 @@ auto blocking_pool::transaction(const transaction_options& opts, Fn&& fn)
         if (!modes.empty()) tx.exec("SET TRANSACTION " + modes);
         if constexpr (std::is_void_v<result_type>) {
           fn(tx);
-          tx.commit();
+          detail::commit_work(tx, lease);
           return;
         } else {
           result_type out = fn(tx);
-          tx.commit();
+          detail::commit_work(tx, lease);
           return out;
         }
       } catch (...) {

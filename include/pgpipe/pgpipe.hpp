@@ -16,3 +16,4 @@
 #include <pgpipe/scram.hpp>
 #include <pgpipe/read_router.hpp>
 #include <pgpipe/blocking_read_router.hpp>
+#include <pgpipe/query_observer.hpp>

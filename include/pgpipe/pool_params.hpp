@@ -3,8 +3,11 @@
 // documented defaults, then hand it to a driver, which validates it.
 #pragma once
 
+#include <pgpipe/query_observer.hpp>
+
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -106,6 +109,11 @@ struct pool_params {
   /// connection could be opened). Settings a lease changes with plain SET
   /// stay on its connection after the lease ends: use SET LOCAL there.
   std::vector<std::string> on_connect;
+
+  /// Both drivers: called at the start and end of every query
+  /// (query_observer.hpp: which thread, what it must not do). Null (the
+  /// default) costs one pointer test per query.
+  std::shared_ptr<query_observer> observer;
 };
 
 /// Throws pgpipe::error(errc::bad_params) naming the first invalid field and

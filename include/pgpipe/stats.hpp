@@ -2,6 +2,7 @@
 // rendering in the Prometheus text exposition format.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -19,6 +20,20 @@ struct error_counts {
   std::uint64_t server = 0;           ///< SQLSTATE errors
   std::uint64_t connect = 0;          ///< failed connection attempts
   std::uint64_t other = 0;           ///< any other error
+};
+
+/// A latency distribution in Prometheus' histogram shape: cumulative counts
+/// of samples at or below each bound, the count of all samples and their sum.
+/// Bounds suit a database client: 100 µs (a cached read on loopback) to 10 s.
+struct latency_histogram {
+  /// Upper bounds of the buckets, in microseconds; the +Inf bucket is `count`.
+  static constexpr std::array<std::int64_t, 16> bounds_us{
+      100, 250, 500, 1'000, 2'500, 5'000, 10'000, 25'000, 50'000,
+      100'000, 250'000, 500'000, 1'000'000, 2'500'000, 5'000'000, 10'000'000};
+  /// le[i]: samples <= bounds_us[i] (cumulative, as Prometheus' `le` buckets).
+  std::array<std::uint64_t, bounds_us.size()> le{};
+  std::uint64_t count = 0;         ///< all samples (the +Inf bucket)
+  std::chrono::nanoseconds sum{0};  ///< all samples added together
 };
 
 /// A point-in-time snapshot of a pool (async_client::stats(), blocking_pool::stats()).
@@ -43,10 +58,20 @@ struct pool_stats {
   std::chrono::microseconds loop_lag_last{0};  ///< the latest probe's lag
   std::chrono::microseconds loop_lag_max{0};   ///< the largest lag seen
   std::size_t threads = 0;    ///< threads the driver runs (event loops or workers)
+  /// Every query from the call to its completion, success or not (async:
+  /// async_query, lease queries and streams; blocking: exec()).
+  latency_histogram query_duration;
+  /// Every request for pool capacity (a shared query, an acquire, a blocking
+  /// exec) from the call to the grant, or to its failure by the pool
+  /// (timeout, connect error). Requests refused at once (queue full, closed)
+  /// waited for nothing and are not counted.
+  latency_histogram acquire_wait;
 };
 
 /// Renders `s` as Prometheus text: gauges `<prefix>_connections{state=...}`,
-/// `<prefix>_requests_in_flight`, counters `<prefix>_errors_total{kind=...}`...
+/// `<prefix>_requests_in_flight`, counters `<prefix>_errors_total{kind=...}`...,
+/// histograms `<prefix>_query_duration_seconds` and `<prefix>_acquire_wait_seconds`
+/// (`_bucket{le=...}` up to `le="+Inf"`, `_sum`, `_count`).
 std::string to_prometheus(const pool_stats& s, std::string_view prefix = "pgpipe");
 
 }  // namespace pgpipe

@@ -61,6 +61,50 @@ std::optional<shared_refusal> check_shared_sql(const std::string& sql) {
   return refused;
 }
 
+std::uint64_t rows_of(const result& r) noexcept { return r.size() != 0 ? r.size() : r.affected_rows(); }
+
+// The observer runs on the hot path: nothing it throws may reach a
+// connection's read loop.
+void observe_start(query_observer& obs, query_request& req, const pipelined_connection& c) {
+  if (req.completed.load(std::memory_order_acquire)) return;  // cancelled on its way: enqueue drops it
+  req.started = pool_clock::now();
+  req.backend_pid = c.backend_pid();
+  query_event e;
+  e.sql = req.spec.sql;
+  e.slot = c.slot();
+  e.backend_pid = req.backend_pid;
+  e.on_lease = req.on_lease;
+  e.wait = req.waited;
+  try {
+    req.observer_user = obs.on_start(e);
+  } catch (...) {
+  }
+  req.observed_start = true;
+}
+
+void observe_end(query_observer& obs, const query_request& req, const std::error_code& ec, const result& r,
+                 time_point now) {
+  query_event e;
+  e.sql = req.spec.sql;
+  e.on_lease = req.on_lease;
+  e.wait = req.waited;
+  e.total = now - req.submitted;
+  e.ec = ec;
+  e.sqlstate = r.diag().sqlstate;
+  if (!ec) e.rows = rows_of(r);
+  if (req.observed_start) {
+    e.started = true;
+    e.slot = req.slot;
+    e.backend_pid = req.backend_pid;
+    e.server = now - req.started;
+    e.user = req.observer_user;
+  }
+  try {
+    obs.on_end(e);
+  } catch (...) {
+  }
+}
+
 class null_target final : public query_target {
  public:
   void submit_query(query_spec, std::unique_ptr<completion<result>> done, asio::cancellation_slot) override {
@@ -90,19 +134,26 @@ void lease_impl::submit_query(query_spec spec, std::unique_ptr<completion<result
   auto req = std::make_shared<query_request>();
   req->on_lease = true;
   req->done = std::move(done);
+  const auto now = pool_clock::now();
+  req->submitted = now;
   if (owner_->loops_stopped()) {
     // The client is gone: its loops will never run this handler.
-    req->try_complete(asio::system_executor(), true, make_error_code(errc::closed),
-                      client_error_result("the client was destroyed before this lease"));
+    req->spec.sql = std::move(spec.sql);
+    owner_->finish_unstarted(req, asio::system_executor(), make_error_code(errc::closed),
+                             client_error_result("the client was destroyed before this lease"));
     return;
   }
   if (released_.load(std::memory_order_acquire)) {
-    req->try_complete(conn_->get_executor(), true, make_error_code(errc::closed),
-                      client_error_result("the lease was released"));
+    req->spec.sql = std::move(spec.sql);
+    owner_->finish_unstarted(req, conn_->get_executor(), make_error_code(errc::closed),
+                             client_error_result("the lease was released"));
     return;
   }
   if (spec.params.ec) {
-    req->try_complete(conn_->get_executor(), true, spec.params.ec, client_error_result(spec.params.error_message));
+    auto ec = spec.params.ec;
+    auto msg = std::move(spec.params.error_message);
+    req->spec.sql = std::move(spec.sql);
+    owner_->finish_unstarted(req, conn_->get_executor(), ec, client_error_result(std::move(msg)));
     return;
   }
   // A session change on a lease (SET, LISTEN, temp tables...: the statements
@@ -112,12 +163,12 @@ void lease_impl::submit_query(query_spec spec, std::unique_ptr<completion<result
       r && r->code == errc::session_state_needs_lease && r->outlives_transaction)
     changed_session_.store(true, std::memory_order_relaxed);
   const auto timeout = spec.timeout.value_or(owner_->params().query_timeout);
-  req->deadline = add_or_max(pool_clock::now(), timeout);
+  req->deadline = add_or_max(now, timeout);
   req->spec = std::move(spec);
   req->conn = conn_;
   req->slot = slot_;
   if (slot.is_connected()) slot.template emplace<query_cancel_hook>(query_cancel_hook{req});
-  asio::post(conn_->get_executor(), [c = conn_, req] { c->enqueue(req); });
+  owner_->post_enqueue(conn_, req);
 }
 
 std::shared_ptr<stream_state> lease_impl::start_stream(query_spec spec) {
@@ -125,6 +176,7 @@ std::shared_ptr<stream_state> lease_impl::start_stream(query_spec spec) {
   st->conn = conn_;
   auto req = std::make_shared<query_request>();
   req->on_lease = true;
+  req->submitted = pool_clock::now();
   req->stream = st;
   st->req = req;
   // The reader is the stream; the request's own handler has nothing to do.
@@ -146,7 +198,7 @@ std::shared_ptr<stream_state> lease_impl::start_stream(query_spec spec) {
     asio::post(conn_->get_executor(),
                [c = conn_, req, ec, why] { c->fail_request(req, ec, client_error_result(why)); });
   } else {
-    asio::post(conn_->get_executor(), [c = conn_, req] { c->enqueue(req); });
+    owner_->post_enqueue(conn_, req);
   }
   return st;
 }
@@ -177,8 +229,10 @@ client_impl::client_impl(pool_params params, async_client_options options, asio:
   cfg->pipeline_depth = std::max<std::size_t>(1, params_.pipeline_depth);
   cfg->prepared_statements = params_.prepared_statements;
   cfg->on_connect = params_.on_connect;
+  cfg->observer = params_.observer;
   conn_cfg_ = std::move(cfg);
   if (options_.logger) logger_ = std::make_shared<const logger_fn>(std::move(options_.logger));
+  observer_ = params_.observer;
 
   loops_ = std::make_shared<event_loops>(options_, external,
                                          [this](log_level level, const std::string& line) { log(level, line); });
@@ -237,6 +291,9 @@ asio::any_io_executor client_impl::get_executor() const noexcept { return loops_
 
 void client_impl::collect_locked(todo& out, bool timing_may_change) {
   auto actions = core_.take_actions();
+  // Read the clock only when a waiter leaves the queue (its wait ends now).
+  std::optional<time_point> now_cache;
+  auto now = [&] { return now_cache ? *now_cache : *(now_cache = pool_clock::now()); };
   for (auto& a : actions) {
     switch (a.what) {
       case pool_action::kind::open: {
@@ -277,11 +334,14 @@ void client_impl::collect_locked(todo& out, bool timing_may_change) {
           req->conn = cit->second;
           req->slot = a.slot;
           req->pooled = true;
-          out.push_back([c = cit->second, req] { asio::post(c->get_executor(), [c, req] { c->enqueue(req); }); });
+          req->waited = now() - req->submitted;
+          wait_hist_.record(req->waited);
+          out.push_back([this, c = cit->second, req] { post_enqueue(c, req); });
         } else if (auto ait = acquire_waiters_.find(a.waiter); ait != acquire_waiters_.end()) {
           auto req = ait->second;
           acquire_waiters_.erase(ait);
           req->waiter = 0;
+          wait_hist_.record(now() - req->submitted);
           if (cit == conns_.end()) {
             out.push_back([this, req] { complete_acquire_failure(req, make_error_code(errc::not_sent), "connection gone"); });
             break;
@@ -303,6 +363,8 @@ void client_impl::collect_locked(todo& out, bool timing_may_change) {
           auto req = qit->second;
           query_waiters_.erase(qit);
           req->waiter = 0;
+          req->waited = now() - req->submitted;
+          wait_hist_.record(req->waited);
           auto ec = a.ec;
           // The caller's own query deadline was the binding one: say so.
           if (ec == errc::pool_timeout && req->deadline <= pool_clock::now()) ec = make_error_code(errc::query_timeout);
@@ -311,6 +373,7 @@ void client_impl::collect_locked(todo& out, bool timing_may_change) {
           auto req = ait->second;
           acquire_waiters_.erase(ait);
           req->waiter = 0;
+          wait_hist_.record(now() - req->submitted);
           out.push_back([this, req, ec = a.ec, msg] { complete_acquire_failure(req, ec, msg); });
         }
         break;
@@ -382,7 +445,31 @@ void client_impl::complete_query_failure(const std::shared_ptr<query_request>& r
              ec.category() != sqlstate_category()) {
     err_other_.fetch_add(1, std::memory_order_relaxed);
   }
-  req->try_complete(loops_->first(), true, ec, client_error_result(std::move(message)));
+  const auto now = pool_clock::now();
+  query_hist_.record(now - req->submitted);
+  auto r = client_error_result(std::move(message));
+  if (observer_) observe_end(*observer_, *req, ec, r, now);
+  req->try_complete(loops_->first(), true, ec, std::move(r));
+}
+
+void client_impl::finish_unstarted(const std::shared_ptr<query_request>& req, const asio::any_io_executor& ex,
+                                   std::error_code ec, result r) {
+  if (req->completed.load(std::memory_order_acquire)) return;
+  const auto now = pool_clock::now();
+  query_hist_.record(now - req->submitted);
+  if (observer_) observe_end(*observer_, *req, ec, r, now);
+  req->try_complete(ex, true, ec, std::move(r));
+}
+
+void client_impl::post_enqueue(const std::shared_ptr<pipelined_connection>& conn,
+                               const std::shared_ptr<query_request>& req) const {
+  // The observer is reached through the connection (which the handler
+  // holds, and which holds it): on a caller's io_context the handler may run
+  // after the client is gone, and no reference count is touched per query.
+  asio::post(conn->get_executor(), [c = conn, req] {
+    if (query_observer* obs = c->observer()) observe_start(*obs, *req, *c);
+    c->enqueue(req);
+  });
 }
 
 void client_impl::complete_acquire_failure(const std::shared_ptr<acquire_request>& req, std::error_code ec,
@@ -421,9 +508,14 @@ void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<resul
                                asio::cancellation_slot slot) {
   auto req = std::make_shared<query_request>();
   req->done = std::move(done);
+  const auto now = pool_clock::now();
+  req->submitted = now;
   if (spec.params.ec) {
     err_other_.fetch_add(1, std::memory_order_relaxed);
-    req->try_complete(loops_->first(), true, spec.params.ec, client_error_result(spec.params.error_message));
+    auto ec = spec.params.ec;
+    auto msg = std::move(spec.params.error_message);
+    req->spec.sql = std::move(spec.sql);
+    finish_unstarted(req, loops_->first(), ec, client_error_result(std::move(msg)));
     return;
   }
   // Sharing rules (core/shared_statement.hpp): a shared connection refuses
@@ -431,10 +523,10 @@ void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<resul
   // (lease_impl::submit_query) are not checked.
   if (auto refused = check_shared_sql(spec.sql)) {
     err_other_.fetch_add(1, std::memory_order_relaxed);
-    req->try_complete(loops_->first(), true, make_error_code(refused->code), client_error_result(refused->message));
+    req->spec.sql = std::move(spec.sql);
+    finish_unstarted(req, loops_->first(), make_error_code(refused->code), client_error_result(refused->message));
     return;
   }
-  const auto now = pool_clock::now();
   req->deadline = add_or_max(now, spec.timeout.value_or(params_.query_timeout));
   req->spec = std::move(spec);
   req->owner = weak_from_this();
@@ -452,7 +544,8 @@ void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<resul
         req->conn = c;
         req->slot = out.slot;
         req->pooled = true;
-        t.push_back([c, req] { asio::post(c->get_executor(), [c, req] { c->enqueue(req); }); });
+        wait_hist_.record(std::chrono::nanoseconds(0));
+        t.push_back([this, c, req] { post_enqueue(c, req); });
         break;
       }
       case request_outcome::kind::queued:
@@ -477,6 +570,7 @@ void client_impl::submit_acquire(std::unique_ptr<completion<lease>> done, asio::
   if (slot.is_connected())
     slot.template emplace<acquire_cancel_hook>(acquire_cancel_hook{req, weak_from_this()});
   const auto now = pool_clock::now();
+  req->submitted = now;
   todo t;
   {
     std::lock_guard lk(mu_);
@@ -484,6 +578,7 @@ void client_impl::submit_acquire(std::unique_ptr<completion<lease>> done, asio::
     bool timing = false;
     switch (out.what) {
       case request_outcome::kind::granted: {
+        wait_hist_.record(std::chrono::nanoseconds(0));
         auto impl = std::make_shared<lease_impl>(conns_.at(out.slot), out.slot, shared_from_this());
         t.push_back([req, impl] { req->try_complete(impl->get_executor(), {}, lease(impl)); });
         break;
@@ -647,7 +742,10 @@ void client_impl::conn_finished(slot_id slot) {
   run(t);
 }
 
-void client_impl::count_outcome(const std::error_code& ec) {
+void client_impl::count_outcome(const query_request& req, const std::error_code& ec, const result& r) {
+  const auto now = pool_clock::now();
+  query_hist_.record(now - req.submitted);
+  if (observer_) observe_end(*observer_, req, ec, r, now);
   completed_.fetch_add(1, std::memory_order_relaxed);
   if (!ec) return;
   if (ec.category() == sqlstate_category()) {
@@ -698,6 +796,8 @@ pool_stats client_impl::stats() const {
   s.loop_lag_last = loops_->lag_last();
   s.loop_lag_max = loops_->lag_max();
   s.threads = loops_->thread_count();
+  s.query_duration = query_hist_.snapshot();
+  s.acquire_wait = wait_hist_.snapshot();
   return s;
 }
 

@@ -8,6 +8,7 @@
 #include "async/event_loops.hpp"
 #include "async/pipelined_connection.hpp"
 #include "async/request.hpp"
+#include "core/latency_recorder.hpp"
 #include "core/pool_core.hpp"
 
 #include <pgpipe/async_client.hpp>
@@ -32,6 +33,7 @@ struct acquire_request {
   std::unique_ptr<completion<lease>> done;
   std::atomic<bool> completed{false};
   waiter_id waiter = 0;  // guarded by the client's mutex
+  time_point submitted{};  // for the acquire_wait histogram
   bool try_complete(const boost::asio::any_io_executor& ex, std::error_code ec, lease l);
 };
 
@@ -92,7 +94,14 @@ class client_impl final : public query_target,
   /// it comes back instead of sharing it.
   void retire_after_lease(slot_id slot);
   void conn_finished(slot_id slot) override;
-  void count_outcome(const std::error_code& ec) override;
+  void count_outcome(const query_request& req, const std::error_code& ec, const result& r) override;
+  /// Completes a query that never reached a connection (refused, failed
+  /// in the pool, its lease gone): counted and observed like the others.
+  void finish_unstarted(const std::shared_ptr<query_request>& req, const boost::asio::any_io_executor& ex,
+                        std::error_code ec, result r);
+  /// Hands `req` to `conn` on the connection's executor, telling the query
+  /// observer first when one is installed.
+  void post_enqueue(const std::shared_ptr<pipelined_connection>& conn, const std::shared_ptr<query_request>& req) const;
   void log(log_level level, const std::string& line) override;
 
   const pool_params& params() const noexcept { return params_; }
@@ -147,6 +156,11 @@ class client_impl final : public query_target,
   std::atomic<std::uint64_t> err_cancelled_{0};
   std::atomic<std::uint64_t> err_server_{0};
   std::atomic<std::uint64_t> err_other_{0};
+
+  // pool_params::observer, fixed for the client's life: tested once per query.
+  std::shared_ptr<query_observer> observer_;
+  latency_recorder query_hist_;  ///< stats().query_duration
+  latency_recorder wait_hist_;   ///< stats().acquire_wait
 };
 
 }  // namespace pgpipe::detail

@@ -249,7 +249,7 @@ void pipelined_connection::complete(const std::shared_ptr<query_request>& req, s
   }
   // Count before delivering: stats read right after a completion include it.
   if (!req->internal && !req->completed.load(std::memory_order_acquire)) {
-    if (auto owner = owner_.lock()) owner->count_outcome(ec);
+    if (auto owner = owner_.lock()) owner->count_outcome(*req, ec, r);
   }
   if (req->stream) {
     // The stream's reader gets the outcome (end marker or error); the

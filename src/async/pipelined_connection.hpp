@@ -67,8 +67,9 @@ class connection_owner {
   virtual void conn_lease_returned(slot_id slot) = 0;
   /// The socket is closed; the connection will do nothing more.
   virtual void conn_finished(slot_id slot) = 0;
-  /// Counts a request outcome in stats.
-  virtual void count_outcome(const std::error_code& ec) = 0;
+  /// Counts a request outcome in stats (and tells the query observer),
+  /// before the caller's handler runs.
+  virtual void count_outcome(const query_request& req, const std::error_code& ec, const result& r) = 0;
   virtual void log(log_level level, const std::string& line) = 0;
 };
 
@@ -84,6 +85,9 @@ struct connection_config {
   std::vector<std::string> on_connect;  ///< pool_params::on_connect, run before the pool hears of the connection
   /// Requests written and not yet answered, at most (pool_params::pipeline_depth).
   std::size_t pipeline_depth = 128;
+  /// pool_params::observer: held here so a handler that holds the connection
+  /// can reach it without touching a reference count.
+  std::shared_ptr<query_observer> observer;
 };
 
 class pipelined_connection;
@@ -113,6 +117,10 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
 
   const boost::asio::any_io_executor& get_executor() const noexcept { return ex_; }
   slot_id slot() const noexcept { return slot_; }
+  /// The server process behind this connection (0 before it is connected).
+  int backend_pid() const noexcept { return pg_ != nullptr ? PQbackendPID(pg_) : 0; }
+  /// pool_params::observer, or null.
+  query_observer* observer() const noexcept { return cfg_->observer.get(); }
 
   // Everything below runs on get_executor() only.
 

@@ -10,6 +10,7 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <utility>
@@ -71,6 +72,15 @@ struct query_request {
   std::unique_ptr<PGresult, pgresult_deleter> err;
   /// Set for lease::stream(): rows go to the stream, `done` is a no-op.
   std::shared_ptr<stream_state> stream;
+
+  // Timing and tracing (stats histograms, pool_params::observer).
+  time_point submitted{};       ///< the caller's call; set before the request is shared
+  std::chrono::nanoseconds waited{0};  ///< for pool capacity (set at grant, before the connection sees it)
+  // Set on the connection's executor, and only with an observer installed.
+  bool observed_start = false;  ///< query_observer::on_start was called
+  int backend_pid = 0;
+  time_point started{};
+  void* observer_user = nullptr;  ///< what on_start returned
 
   /// Delivers the outcome unless someone already did. must_post: never run
   /// the handler inline (we may be inside the initiating function).

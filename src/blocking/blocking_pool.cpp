@@ -8,8 +8,10 @@
 // happens after the mutex is released ("graveyard").
 #include <pgpipe/blocking_pool.hpp>
 
+#include "blocking/lease_access.hpp"
 #include "blocking/pooled_connection.hpp"
 #include "pq/libpq_failure.hpp"
+#include "core/latency_recorder.hpp"
 #include "core/pool_core.hpp"
 
 #include <algorithm>
@@ -146,6 +148,8 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
   std::atomic<std::uint64_t> connection_lost{0};
   std::atomic<std::uint64_t> server_errors{0};
   std::atomic<std::uint64_t> other_errors{0};
+  latency_recorder query_hist;  // stats().query_duration (exec() calls)
+  latency_recorder wait_hist;   // stats().acquire_wait (every acquire)
 
   void start() {
     std::unique_lock lk(mu);
@@ -397,11 +401,18 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
     return error(ec, msg);
   }
 
-  blocking_lease acquire(std::chrono::milliseconds timeout) {
+  // `waited`, when given, receives the time until the grant (or the pool's failure).
+  blocking_lease acquire(std::chrono::milliseconds timeout, std::chrono::nanoseconds* waited = nullptr) {
     // Held for the whole wait: a waiter woken by close() still touches the
     // pool after it wakes, and it becomes the lease's reference.
     auto self = shared_from_this();
-    const auto deadline = pool_clock::now() + timeout;
+    const auto start = pool_clock::now();
+    const auto deadline = start + timeout;
+    auto waited_until_now = [&] {
+      const std::chrono::nanoseconds w = pool_clock::now() - start;
+      wait_hist.record(w);
+      if (waited) *waited = w;
+    };
     for (;;) {
       std::unique_lock lk(mu);
       const auto outcome = core.request(pool_clock::now(), request_kind::exclusive, deadline);
@@ -423,6 +434,7 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
         // the latest, driven by the housekeeper's tick.
         w.cv.wait(lk, [&] { return w.done; });
         if (w.ec) {
+          waited_until_now();
           error e = make_error(w.ec, timeout);
           bury(lk);
           throw e;
@@ -433,6 +445,7 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
       pooled_connection* conn = entry.conn.get();
       bury(lk);
       if (conn != nullptr && conn->looks_alive()) {
+        waited_until_now();
         return blocking_lease(std::move(self), slot, conn);
       }
       // The server side of this idle connection went away while it sat in
@@ -520,6 +533,8 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
     s.errors.server += server_errors.load(std::memory_order_relaxed);
     s.errors.other += other_errors.load(std::memory_order_relaxed);
     s.threads = (stopping ? 0 : 1) + io_running;  // the housekeeper, then connectors
+    s.query_duration = query_hist.snapshot();
+    s.acquire_wait = wait_hist.snapshot();
     return s;
   }
 };
@@ -617,6 +632,102 @@ void blocking_lease::note_error(const std::error_code& ec) noexcept {
     pool_->other_errors.fetch_add(1, std::memory_order_relaxed);
   }
 }
+
+// ---- exec_watch -----------------------------------------------------------
+
+namespace detail {
+
+void commit_work(pqxx::work& tx, const blocking_lease& lease) {
+  try {
+    tx.commit();
+    return;
+  } catch (const pqxx::usage_error&) {
+    // Only when no transaction is open on the server any more (libpqxx
+    // aborted it after the failed statement) is this the swallowed error;
+    // any other misuse keeps libpqxx's own error.
+    PGconn* pg = lease_access::raw(lease);
+    const auto status = pg != nullptr ? PQtransactionStatus(pg) : PQTRANS_UNKNOWN;
+    if (status != PQTRANS_IDLE && status != PQTRANS_INERROR) throw;
+  }
+  diagnostics d;
+  d.sqlstate = "25P02";
+  d.client_message = "the transaction had failed (an error inside the work was not passed on): it was rolled back";
+  throw error(make_sqlstate("25P02"), std::move(d));
+}
+
+exec_watch::exec_watch(blocking_pool_impl& pool, std::string_view sql) noexcept
+    : pool_(pool), sql_(sql), submitted_(pool_clock::now()) {}
+
+blocking_lease exec_watch::acquire() {
+  blocking_lease lease;
+  try {
+    lease = pool_.acquire(pool_.params.acquire_timeout, &waited_);
+  } catch (...) {
+    fail(nullptr);
+  }
+  if (query_observer* obs = pool_.params.observer.get()) {
+    started_ = pool_clock::now();
+    slot_ = lease.slot_;
+    backend_pid_ = lease.conn_->backend_pid();
+    query_event e;
+    e.sql = sql_;
+    e.slot = slot_;
+    e.backend_pid = backend_pid_;
+    e.wait = waited_;
+    try {
+      user_ = obs->on_start(e);
+    } catch (...) {
+      // An observer must not throw (query_observer.hpp); it cannot fail the query.
+    }
+    observed_start_ = true;
+  }
+  return lease;
+}
+
+pqxx::result exec_watch::done(pqxx::result r) noexcept {
+  end({}, {}, r.empty() ? static_cast<std::uint64_t>(r.affected_rows()) : static_cast<std::uint64_t>(r.size()));
+  return r;
+}
+
+void exec_watch::fail(blocking_lease* lease) {
+  try {
+    rethrow_translated(lease);
+  } catch (const error& e) {
+    end(e.code(), e.diag().sqlstate, 0);
+    throw;
+  } catch (...) {
+    diagnostics d;
+    end(translate_exception(std::current_exception(), &d), d.sqlstate, 0);
+    throw;
+  }
+}
+
+void exec_watch::end(const std::error_code& ec, std::string_view sqlstate, std::uint64_t rows) noexcept {
+  const auto now = pool_clock::now();
+  pool_.query_hist.record(now - submitted_);
+  query_observer* obs = pool_.params.observer.get();
+  if (!obs) return;
+  query_event e;
+  e.sql = sql_;
+  e.wait = waited_;
+  e.total = now - submitted_;
+  e.ec = ec;
+  e.sqlstate = sqlstate;
+  e.rows = rows;
+  if (observed_start_) {
+    e.started = true;
+    e.slot = slot_;
+    e.backend_pid = backend_pid_;
+    e.server = now - started_;
+    e.user = user_;
+  }
+  try {
+    obs->on_end(e);
+  } catch (...) {
+  }
+}
+
+}  // namespace detail
 
 // ---- blocking_pool --------------------------------------------------------
 

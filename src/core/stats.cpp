@@ -8,6 +8,8 @@
 namespace pgpipe {
 namespace {
 
+std::string seconds_text(std::int64_t us);
+
 class writer {
  public:
   explicit writer(std::string_view prefix) : prefix_(prefix) {}
@@ -51,6 +53,22 @@ class writer {
                   static_cast<unsigned long long>(abs / 1'000'000), static_cast<unsigned long long>(abs % 1'000'000));
     sample(name, labels, std::string_view(text));
   }
+  // A histogram family's samples: cumulative _bucket{le=...} ending in
+  // le="+Inf" (equal to _count, as the format requires), then _sum, _count.
+  void histogram(std::string_view name, const latency_histogram& h) {
+    const std::string base(name);
+    for (std::size_t i = 0; i < h.le.size(); ++i) {
+      const std::string labels = "le=\"" + seconds_text(latency_histogram::bounds_us[i]) + "\"";
+      sample(base + "_bucket", labels, h.le[i]);
+    }
+    sample(base + "_bucket", "le=\"+Inf\"", h.count);
+    const auto ns = h.sum.count() < 0 ? 0 : h.sum.count();
+    char text[48];
+    std::snprintf(text, sizeof text, "%llu.%09llu", static_cast<unsigned long long>(ns / 1'000'000'000),
+                  static_cast<unsigned long long>(ns % 1'000'000'000));
+    sample(base + "_sum", "", std::string_view(text));
+    sample(base + "_count", "", h.count);
+  }
   std::string take() { return std::move(out_); }
 
  private:
@@ -62,6 +80,18 @@ class writer {
   std::string_view prefix_;
   std::string out_;
 };
+
+// A bucket bound in seconds, shortest form ("0.00025", "1", "2.5"): the
+// `le` label is compared as a string by some tools, so one spelling per bound.
+std::string seconds_text(std::int64_t us) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%lld.%06lld", static_cast<long long>(us / 1'000'000),
+                static_cast<long long>(us % 1'000'000));
+  std::string out(text);
+  while (out.back() == '0') out.pop_back();
+  if (out.back() == '.') out.pop_back();
+  return out;
+}
 
 }  // namespace
 
@@ -102,6 +132,11 @@ std::string to_prometheus(const pool_stats& s, std::string_view prefix) {
 
   w.family("threads", "gauge", "Threads the driver runs (event loops or workers).");
   w.sample("threads", "", s.threads);
+
+  w.family("query_duration_seconds", "histogram", "Queries from the call to their completion, success or not.");
+  w.histogram("query_duration_seconds", s.query_duration);
+  w.family("acquire_wait_seconds", "histogram", "Waits for pool capacity, from the call to the grant or the pool's failure.");
+  w.histogram("acquire_wait_seconds", s.acquire_wait);
   return w.take();
 }
 

@@ -34,6 +34,11 @@ pgpipe::pool_stats sample_stats() {
   s.loop_lag_last = std::chrono::microseconds(1500);
   s.loop_lag_max = std::chrono::microseconds(2'000'001);
   s.threads = 2;
+  // 3 queries: 80 us, 1.2 ms, 20 s (above every bound).
+  s.query_duration.le = {1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2};
+  s.query_duration.count = 3;
+  s.query_duration.sum = std::chrono::nanoseconds(20'001'280'000);
+  s.acquire_wait.count = 0;
   return s;
 }
 
@@ -55,7 +60,7 @@ TEST(stats, every_line_is_valid_exposition_format) {
   ASSERT_FALSE(text.empty());
   EXPECT_EQ(text.back(), '\n');
   const std::regex help(R"(# HELP [a-zA-Z_:][a-zA-Z0-9_:]* .+)");
-  const std::regex type(R"(# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (gauge|counter))");
+  const std::regex type(R"(# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (gauge|counter|histogram))");
   const std::regex sample(R"(([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*"\})? -?[0-9]+(\.[0-9]+)?)");
   std::set<std::string> typed;
   std::istringstream in(text);
@@ -65,7 +70,11 @@ TEST(stats, every_line_is_valid_exposition_format) {
     if (std::regex_match(line, m, type)) {
       EXPECT_TRUE(typed.insert(m[1]).second) << "TYPE given twice for " << m[1];
     } else if (std::regex_match(line, m, sample)) {
-      EXPECT_TRUE(typed.contains(m[1])) << "sample before its TYPE: " << line;
+      // A histogram's samples are its family name plus _bucket, _sum or _count.
+      std::string family = m[1];
+      for (std::string_view suffix : {"_bucket", "_sum", "_count"})
+        if (!typed.contains(family) && family.ends_with(suffix)) family.resize(family.size() - suffix.size());
+      EXPECT_TRUE(typed.contains(family)) << "sample before its TYPE: " << line;
       EXPECT_EQ(m[1].str().rfind("app_db_", 0), 0u) << line;
     } else {
       EXPECT_TRUE(std::regex_match(line, help)) << "not a valid line: '" << line << "'";
@@ -111,6 +120,38 @@ TEST(stats, zero_stats_render_zeros) {
   const auto s = samples(pgpipe::to_prometheus(pgpipe::pool_stats{}));
   EXPECT_EQ(s.at("pgpipe_requests_queued"), "0");
   EXPECT_EQ(s.at("pgpipe_loop_lag_seconds{stat=\"max\"}"), "0.000000");
+}
+
+TEST(stats, histograms_have_cumulative_buckets_up_to_inf_then_sum_and_count) {
+  const std::string text = pgpipe::to_prometheus(sample_stats());
+  EXPECT_NE(text.find("# TYPE pgpipe_query_duration_seconds histogram\n"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE pgpipe_acquire_wait_seconds histogram\n"), std::string::npos);
+  const auto s = samples(text);
+  EXPECT_EQ(s.at("pgpipe_query_duration_seconds_bucket{le=\"0.0001\"}"), "1");
+  EXPECT_EQ(s.at("pgpipe_query_duration_seconds_bucket{le=\"0.00025\"}"), "1");
+  EXPECT_EQ(s.at("pgpipe_query_duration_seconds_bucket{le=\"0.0025\"}"), "2");
+  EXPECT_EQ(s.at("pgpipe_query_duration_seconds_bucket{le=\"1\"}"), "2");
+  EXPECT_EQ(s.at("pgpipe_query_duration_seconds_bucket{le=\"2.5\"}"), "2");
+  EXPECT_EQ(s.at("pgpipe_query_duration_seconds_bucket{le=\"10\"}"), "2");
+  EXPECT_EQ(s.at("pgpipe_query_duration_seconds_bucket{le=\"+Inf\"}"), "3");
+  EXPECT_EQ(s.at("pgpipe_query_duration_seconds_count"), "3");
+  EXPECT_EQ(s.at("pgpipe_query_duration_seconds_sum"), "20.001280000");
+  EXPECT_EQ(s.at("pgpipe_acquire_wait_seconds_bucket{le=\"+Inf\"}"), "0");
+  EXPECT_EQ(s.at("pgpipe_acquire_wait_seconds_count"), "0");
+  EXPECT_EQ(s.at("pgpipe_acquire_wait_seconds_sum"), "0.000000000");
+  // Buckets in increasing `le` order, +Inf last, then _sum and _count.
+  const auto first = text.find("pgpipe_query_duration_seconds_bucket{le=\"0.0001\"}");
+  const auto inf = text.find("pgpipe_query_duration_seconds_bucket{le=\"+Inf\"}");
+  const auto sum = text.find("pgpipe_query_duration_seconds_sum");
+  const auto count = text.find("pgpipe_query_duration_seconds_count");
+  EXPECT_LT(first, inf);
+  EXPECT_LT(inf, sum);
+  EXPECT_LT(sum, count);
+  std::size_t buckets = 0;
+  for (auto at = text.find("pgpipe_query_duration_seconds_bucket"); at != std::string::npos;
+       at = text.find("pgpipe_query_duration_seconds_bucket", at + 1))
+    ++buckets;
+  EXPECT_EQ(buckets, pgpipe::latency_histogram::bounds_us.size() + 1);
 }
 
 }  // namespace
