@@ -84,6 +84,9 @@ struct connection_config {
   std::vector<std::string> on_connect;  ///< pool_params::on_connect, run before the pool hears of the connection
   /// Requests written and not yet answered, at most (pool_params::pipeline_depth).
   std::size_t pipeline_depth = 128;
+  /// Read-only requests sharing one Sync on a read-only session, at most
+  /// (pool_params::read_batch_max, at most pipeline_depth; 1: off).
+  std::size_t sync_batch = 1;
 };
 
 class pipelined_connection;
@@ -159,6 +162,8 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   void apply();
   void apply_one(pipe_action& a, bool& flush_wanted);
   bool send(const pipe_action& a);
+  /// The server says new transactions of this session are read-only.
+  bool session_read_only() const;
   void flush();
   void arm_read();
   void arm_write();

@@ -134,6 +134,7 @@ struct query_spec {
   std::string sql;
   encoded_params params;
   std::optional<std::chrono::milliseconds> timeout;
+  bool read_only = false;  ///< query_options::read_only (or the pool's default)
 };
 
 /// Something queries can be sent to: the pool (async_client) or one leased
@@ -166,7 +167,7 @@ template <class Tuple, std::size_t... I>
 auto initiate_query_split(std::shared_ptr<query_target> target, const query_options& opts, std::string_view sql,
                           Tuple&& t, std::index_sequence<I...>) {
   constexpr std::size_t n = sizeof...(I);
-  query_spec spec{std::string(sql), encode_params(std::get<I>(t)...), opts.timeout};
+  query_spec spec{std::string(sql), encode_params(std::get<I>(t)...), opts.timeout, opts.read_only};
   return initiate_query(std::move(target), std::move(spec),
                         std::forward<std::tuple_element_t<n, std::remove_reference_t<Tuple>>>(std::get<n>(t)));
 }
