@@ -20,6 +20,8 @@ struct driver_params {
   std::size_t loops = 0;  ///< 0 = hardware concurrency
   bool prepared = true;   ///< named statements (--no-prepared turns them off)
   std::size_t grow_from = 0;  ///< async: min_size (0 = the pool size)
+  /// async-coalesced: queries marked read-only on read-only sessions (Sync coalescing).
+  bool read_only = false;
   workload work;
 };
 
