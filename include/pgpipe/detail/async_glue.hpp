@@ -41,6 +41,12 @@ struct query_options {
   /// replica; a marked query that tries to write fails with SQLSTATE 25006
   /// instead of writing. Unmarked queries (the default) keep one Sync each
   /// and always go to the primary.
+  /// Sync coalescing happens only on a session the server reports read-only
+  /// (pool_params::read_only_sessions), where every write fails with 25006,
+  /// marked or not. On a read-write session the marker changes nothing for
+  /// the query: it keeps its own Sync, and a write in it runs and commits
+  /// like an unmarked one (no 25006, but never a success that a neighbour's
+  /// error rolls back). Leases ignore the marker for Syncs.
   bool read_only = false;
 };
 
