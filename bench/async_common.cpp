@@ -17,6 +17,8 @@ pool_params async_pool_params(const driver_params& p) {
   // 10,000 clients at pool 20 leave 10,000 - 20 * pipeline_depth requests
   // waiting in the pool: they must queue, not fail.
   pp.max_queued = std::max<std::size_t>(pp.max_queued, p.concurrency + 100);
+  // async-coalesced: the lookup is a read; on read-only sessions marked reads share Syncs.
+  pp.read_only_sessions = p.read_only;
   return pp;
 }
 

@@ -25,6 +25,8 @@ struct driver_params {
   std::optional<std::size_t> growth_interval_ms;  ///< async: pool_params::growth_interval
   long postmaster = 0;  ///< local server's postmaster pid (0: unknown), for --grow-from's CPU figures
   bool empty_observer = false;  ///< async: install a query_observer that does nothing (--observer empty)
+  /// async-coalesced: queries marked read-only on read-only sessions (Sync coalescing).
+  bool read_only = false;
   workload work;
 };
 

@@ -1,4 +1,5 @@
-// async: callbacks on async_client. Each logical client is a small state
+// async: callbacks on async_client (async-coalesced: the same, every query
+// marked read-only on read-only sessions, so reads share Syncs). Each logical client is a small state
 // record; its completion handler records the latency and issues the next
 // query, so the event loops do all the work and no thread waits.
 #include "driver.hpp"
@@ -58,7 +59,9 @@ class async_driver final : public driver {
     auto& c = clients_[i];
     for (std::size_t k = 0; k < c.args.size(); ++k) c.args[k] = draw(p_.work.params[k], c.random);
     c.started = bench_clock::now();
-    async_query_n(*client_, p_.work.sql, c.args, [this, i](std::error_code ec, pgpipe::result r) {
+    pgpipe::query_options opts;
+    opts.read_only = p_.read_only;  // async-coalesced
+    async_query_n(*client_, opts, p_.work.sql, c.args, [this, i](std::error_code ec, pgpipe::result r) {
       auto& c = clients_[i];
       if (!ec) {
         if (auto bad = consume(r, p_.work.builtin); !bad.empty()) {

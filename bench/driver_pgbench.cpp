@@ -49,12 +49,19 @@ std::optional<std::string> find_pgbench() {
 
 pgbench_command prepare_pgbench(const std::string& pgbench, const std::string& dir, const std::string& run_tag,
                                 const workload& w, const std::string& conninfo, std::size_t pool,
-                                double warmup_s, double duration_s, bool prepared) {
+                                double warmup_s, double duration_s, bool prepared, std::size_t pipeline) {
   pgbench_command c;
   const std::string script_path = dir + "/" + run_tag + ".sql";
   {
     std::ofstream out(script_path);
-    out << pgbench_script(w);
+    if (pipeline > 1) {
+      // Each query draws its own parameters (\\set) inside the pipeline.
+      out << "\\startpipeline\n";
+      for (std::size_t i = 0; i < pipeline; ++i) out << pgbench_script(w);
+      out << "\\endpipeline\n";
+    } else {
+      out << pgbench_script(w);
+    }
     if (!out) throw std::runtime_error("cannot write the pgbench script in " + dir);
   }
   c.log_prefix = dir + "/" + run_tag + "_log";

@@ -26,11 +26,16 @@ struct pgbench_command {
   std::string log_prefix;
 };
 
+/// Queries per pgbench transaction of the pgbench-pipeline driver.
+inline constexpr std::size_t pgbench_pipeline_queries = 10;
+
 /// Writes the script into `dir` and builds the command for one run.
+/// pipeline > 1: the script runs that many queries between \startpipeline
+/// and \endpipeline (one Sync for all of them).
 /// Throws std::runtime_error when the conninfo cannot be parsed.
 pgbench_command prepare_pgbench(const std::string& pgbench, const std::string& dir, const std::string& run_tag,
                                 const workload& w, const std::string& conninfo, std::size_t pool,
-                                double warmup_s, double duration_s, bool prepared = true);
+                                double warmup_s, double duration_s, bool prepared = true, std::size_t pipeline = 1);
 
 /// Reads the per-transaction logs of the pgbench process `pid` and fills
 /// queries, qps, latency, errors and startup_ms of `r`. Times are

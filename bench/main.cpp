@@ -49,13 +49,14 @@ int run(const options& o) {
   report_input report;
   report.opts = &o;
   for (const auto& d : o.drivers) {
-    const bool available = d == "pgbench" ? pgbench.has_value()
+    const bool is_pgbench = d == "pgbench" || d == "pgbench-pipeline";
+    const bool available = is_pgbench ? pgbench.has_value()
                                           : std::find(built.begin(), built.end(), d) != built.end();
     if (available) {
       report.drivers.push_back(d);
       continue;
     }
-    const std::string why = d == "pgbench" ? "pgbench: not found on PATH nor in PostgreSQL's bindir"
+    const std::string why = is_pgbench ? "pgbench: not found on PATH nor in PostgreSQL's bindir"
                                            : d + ": this build of pgpipe-bench does not include its driver";
     if (o.drivers_explicit) throw std::runtime_error(why);
     report.notes.push_back("skipped " + why);

@@ -73,7 +73,7 @@ options parse_options(int argc, const char* const* argv) {
       for (const auto& d : o.drivers) {
         const auto& k = known_drivers();
         if (std::find(k.begin(), k.end(), d) == k.end()) {
-          throw std::invalid_argument("--drivers: unknown driver '" + d + "' (known: async, coroutine, blocking, pgbench, blocking-threads)");
+          throw std::invalid_argument("--drivers: unknown driver '" + d + "' (known: async, coroutine, blocking, pgbench, blocking-threads, async-coalesced, pgbench-pipeline)");
         }
       }
     } else if (flag == "--pools") {
@@ -195,6 +195,12 @@ Flags:
                        blocking-threads  one OS thread per logical client
                                   calling blocking_pool directly (thread per
                                   request): threads grow with --concurrency
+                       async-coalesced  async with every query marked
+                                  read-only on read-only sessions: up to
+                                  10 reads share one Sync
+                       pgbench-pipeline  pgbench, 10 queries between
+                                  \startpipeline and \endpipeline (one Sync
+                                  per 10); q/s = 10 x its tps
   --pools LIST       pool sizes (connections), default 20,50,200
   --concurrency N    logical clients in a closed loop, default 500
                      (pgbench runs one client per connection: its concurrency is the pool)

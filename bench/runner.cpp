@@ -138,10 +138,12 @@ run_result run_one(run_context& ctx, const std::string& driver, std::size_t pool
   r.driver = driver;
   r.pool = pool;
   r.round = round;
-  r.concurrency = driver == "pgbench" ? pool : o.concurrency;
+  const bool is_pgbench = driver == "pgbench" || driver == "pgbench-pipeline";
+  // pgbench-pipeline: each pgbench transaction is a pipeline of this many queries.
+  const std::size_t per_txn = driver == "pgbench-pipeline" ? pgbench_pipeline_queries : 1;
+  r.concurrency = is_pgbench ? pool : o.concurrency;
   r.duration_s = o.duration_s;
 
-  const bool is_pgbench = driver == "pgbench";
   const bool tty = isatty(STDERR_FILENO) != 0;
   line_reader main_out, err_out;  // self child: main_out = fd 3; pgbench: stdout, stderr
   pid_t pid = -1;
@@ -155,7 +157,7 @@ run_result run_one(run_context& ctx, const std::string& driver, std::size_t pool
       if (pipe2(p2, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
       const std::string tag = "run_" + driver + "_" + std::to_string(pool) + "_" + std::to_string(round);
       pgb = prepare_pgbench(*ctx.pgbench, ctx.work_dir, tag, *ctx.work, ctx.conninfo, pool, o.warmup_s, o.duration_s,
-                            o.prepared);
+                            o.prepared, per_txn);
       spawned_us = epoch_us();
       pid = spawn(pgb.argv, merged_environment(pgb.env), {{1, p1[1]}, {2, p2[1]}});
       ::close(p2[1]);
@@ -274,7 +276,7 @@ run_result run_one(run_context& ctx, const std::string& driver, std::size_t pool
                 alarm_at = *first_tx + std::chrono::milliseconds(static_cast<long>((o.warmup_s + o.duration_s) * 1000) + 300);
               }
               const double since = first_tx ? std::chrono::duration<double>(steady::now() - *first_tx).count() : 0;
-              progress(std::chrono::duration<double>(steady::now() - started).count(), *tps,
+              progress(std::chrono::duration<double>(steady::now() - started).count(), *tps * static_cast<double>(per_txn),
                        !first_tx ? 0 : since < o.warmup_s ? 1 : 2);
             } else {
               pgbench_stderr += line + "\n";
@@ -305,6 +307,8 @@ run_result run_one(run_context& ctx, const std::string& driver, std::size_t pool
 
   if (is_pgbench) {
     read_pgbench_logs(pgb, pid, spawned_us, o.warmup_s, o.duration_s, r);
+    r.queries *= per_txn;  // latencies stay per pipeline (per pgbench transaction)
+    r.qps *= static_cast<double>(per_txn);
     r.rss_end_mb = static_cast<double>(rss_last_kb) / 1024.0;
     r.threads_end = threads_last;
     const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;

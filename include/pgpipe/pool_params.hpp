@@ -114,7 +114,35 @@ struct pool_params {
   /// (query_observer.hpp: which thread, what it must not do). Null (the
   /// default) costs one pointer test per query.
   std::shared_ptr<query_observer> observer;
+  /// Both drivers: open every session read-only (default_transaction_read_only
+  /// = on, set after on_connect, before the connection serves anyone), as a
+  /// pool for a read replica would. Every write through the pool then fails
+  /// with SQLSTATE 25006 (read_only_sql_transaction). The async driver lets
+  /// read-only requests share a Sync only on such sessions (read_batch_max).
+  bool read_only_sessions = false;
+
+  /// async driver: the pool's default for query_options::read_only. When
+  /// true, every async_query of the client (not its leases) is marked
+  /// read-only; a call cannot unmark itself, so keep writes on another pool.
+  bool read_only_queries = false;
+
+  /// async driver: Sync coalescing for reads. Up to this many requests marked
+  /// read-only, pipelined one after the other on a connection whose session
+  /// is read-only (see read_only_sessions: the server reports
+  /// default_transaction_read_only), share one Sync; the batch never waits to
+  /// fill (it closes when the queue is empty), and never exceeds
+  /// pipeline_depth. If one of them fails, those behind it in the batch,
+  /// which the server skipped without running them, are sent again
+  /// transparently: each caller still gets its own result or its own error.
+  /// On a read-write session, leases, unmarked requests and statements that
+  /// do not start with SELECT, WITH, VALUES or TABLE (or that mention
+  /// set_config or pg_notify) keep one Sync each. 1 turns coalescing off.
+  std::size_t read_batch_max = 10;
 };
+
+/// on_connect, then what the pool's own settings add (read_only_sessions):
+/// the statements each driver runs on a new connection.
+std::vector<std::string> session_statements(const pool_params& params);
 
 /// Throws pgpipe::error(errc::bad_params) naming the first invalid field and
 /// why (e.g. "pool_params.min_size (12) exceeds max_size (10)").

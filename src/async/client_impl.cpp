@@ -228,8 +228,9 @@ client_impl::client_impl(pool_params params, async_client_options options, asio:
   cfg->stall_timeout = params_.stall_timeout;
   cfg->pipeline_depth = std::max<std::size_t>(1, params_.pipeline_depth);
   cfg->prepared_statements = params_.prepared_statements;
-  cfg->on_connect = params_.on_connect;
+  cfg->on_connect = session_statements(params_);
   cfg->observer = params_.observer;
+  cfg->sync_batch = std::clamp<std::size_t>(params_.read_batch_max, 1, cfg->pipeline_depth);
   conn_cfg_ = std::move(cfg);
   if (options_.logger) logger_ = std::make_shared<const logger_fn>(std::move(options_.logger));
   observer_ = params_.observer;
@@ -527,6 +528,7 @@ void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<resul
     finish_unstarted(req, loops_->first(), make_error_code(refused->code), client_error_result(refused->message));
     return;
   }
+  if (params_.read_only_queries) spec.read_only = true;
   req->deadline = add_or_max(now, spec.timeout.value_or(params_.query_timeout));
   req->spec = std::move(spec);
   req->owner = weak_from_this();

@@ -13,6 +13,17 @@
 //    first among the waiting when it was written, and gets a fresh Parse.
 //  - Stalls, unanswered cancels, COPY and session-fatal errors all end in the
 //    same break: whatever was written may have executed; the rest was not sent.
+//  - Coalesced batches: outcomes wait for the batch's Sync (like capacity), so
+//    a break mid-batch reports every request of it as lost, never half of the
+//    batch as answered. A request the server skipped never ran: it is written
+//    again ahead of newer work, so its caller sees no difference except time;
+//    one that ran (result or error) is never written again. Progress is
+//    certain: a re-sent request is older than anything behind it, so only its
+//    own error can stop it once it leads a batch.
+//  - A request carrying a Parse always leads its batch: nothing before it in
+//    the segment can fail and skip the Parse, so a statement named by requests
+//    already written in later batches is never missing for a neighbour's sake
+//    (which would cost them their one statement repair).
 #include "async/pipeline_core.hpp"
 
 #include "pq/libpq_failure.hpp"
@@ -60,7 +71,8 @@ bool pipeline_core::head_is_internal() const { return !written_.empty() && writt
 
 bool pipeline_core::can_close() const {
   if (!waiting_.empty()) return false;
-  return std::all_of(written_.begin(), written_.end(), [](const entry& e) { return e.detached || e.core_owned; });
+  auto done = [](const entry& e) { return e.detached || e.core_owned; };
+  return std::all_of(written_.begin(), written_.end(), done) && std::all_of(batch_.begin(), batch_.end(), done);
 }
 
 void pipeline_core::complete(entry& e, pipe_outcome o) {
@@ -111,6 +123,8 @@ bool pipeline_core::send(entry& e) {
   e.has_ok = e.has_error = e.err_in_parse = e.retryable = false;
   e.sqlstate.clear();
   e.single_row_set = false;
+  e.batch_last = true;
+  e.aborted = false;
   if (e.core_owned) {
     pipe_action a{pipe_action::kind::send_internal};
     a.id = e.id;
@@ -128,7 +142,7 @@ bool pipeline_core::send(entry& e) {
     } else {
       if (!cache_.has_room()) {
         // Room for the DEALLOCATE too, or this one simply goes unnamed.
-        if (written_.size() + 2 <= p_.depth) {
+        if (written() + 2 <= p_.depth) {
           if (auto old = cache_.evict()) {
             entry d;
             d.id = next_internal_--;
@@ -136,6 +150,7 @@ bool pipeline_core::send(entry& e) {
             d.req.internal = true;
             d.req.sql = "deallocate " + *old;
             send(d);
+            ++syncs_sent_;  // it closes an open batch, if any (batch_last)
             written_.push_back(std::move(d));
           }
         }
@@ -151,14 +166,25 @@ bool pipeline_core::send(entry& e) {
   a.parse = e.carried_parse;
   a.name = e.name;
   actions_.push_back(std::move(a));
+  ++requests_sent_;
   return true;
+}
+
+bool pipeline_core::needs_parse(const entry& e) const {
+  return p_.prepared_statements && !pooler_seen_ && p_.max_prepared > 0 && !cache_.contains(e.req.sql);
+}
+
+bool pipeline_core::may_coalesce(const entry& e) const {
+  return p_.sync_batch > 1 && e.req.coalesce && !e.req.on_lease && !e.req.stream && !e.req.internal && !e.core_owned &&
+         e.req.param_count <= max_params;
 }
 
 void pipeline_core::write_pass(time_point now) {
   if (broken_ || writes_held()) return;
   const bool was_quiet = written_.empty();
   bool sent = false;
-  while (!waiting_.empty() && written_.size() < p_.depth) {
+  std::size_t batch_run = 0;  // requests in the batch being written, this one excluded
+  while (!waiting_.empty() && written() < p_.depth) {
     entry e = std::move(waiting_.front());
     waiting_.pop_front();
     if (e.req.param_count > max_params) {
@@ -167,6 +193,18 @@ void pipeline_core::write_pass(time_point now) {
       continue;
     }
     send(e);
+    // Leave the batch open only if the next request joins it now: a batch
+    // never waits to fill, so low load keeps one round trip per request.
+    const bool more = may_coalesce(e) && batch_run + 1 < p_.sync_batch && written() + 1 < p_.depth &&
+                      !waiting_.empty() && may_coalesce(waiting_.front()) && !needs_parse(waiting_.front());
+    if (more) {
+      actions_.back().sync = false;  // send() pushed e's action last
+      e.batch_last = false;
+      ++batch_run;
+    } else {
+      ++syncs_sent_;
+      batch_run = 0;
+    }
     written_.push_back(std::move(e));
     sent = true;
   }
@@ -195,6 +233,7 @@ pipe_keep pipeline_core::on_result(pipe_result r, std::string_view sqlstate, boo
   entry& h = written_.front();
   switch (r) {
     case pipe_result::aborted:
+      h.aborted = true;  // an earlier request of its batch failed: this command never ran
       return pipe_keep::discard;
     case pipe_result::error:
       if (h.has_error) return pipe_keep::discard;  // the first error is the one that matters
@@ -220,7 +259,12 @@ void pipeline_core::on_command_end() {
   if (!h.in_execute) {
     h.in_execute = true;
     prime_single_row();
+    return;
   }
+  if (h.batch_last) return;
+  // A coalesced request's results are over; the batch's Sync decides its outcome.
+  batch_.push_back(std::move(h));
+  written_.pop_front();
 }
 
 void pipeline_core::finish_statement(entry& e) {
@@ -232,6 +276,10 @@ void pipeline_core::finish_statement(entry& e) {
 
 void pipeline_core::on_sync(time_point now, tx_state tx) {
   if (written_.empty() || broken_) return;
+  if (!batch_.empty()) {
+    on_batch_sync(now, tx);
+    return;
+  }
   entry e = std::move(written_.front());
   written_.pop_front();
   last_progress_ = now;
@@ -280,14 +328,76 @@ void pipeline_core::on_sync(time_point now, tx_state tx) {
   prime_single_row();
 }
 
+void pipeline_core::on_batch_sync(time_point now, tx_state tx) {
+  batch_.push_back(std::move(written_.front()));
+  written_.pop_front();
+  auto batch = std::exchange(batch_, {});
+  last_progress_ = now;
+  for (auto& e : batch) {
+    finish_statement(e);
+    // A Parse the server skipped made no statement.
+    if (e.carried_parse && e.aborted && !e.has_ok && !e.has_error) cache_.forget(e.req.sql, e.name);
+    if (e.id == cancel_target_) cancel_target_ = 0;
+  }
+  if (tx == tx_state::in_transaction || tx == tx_state::failed) {
+    // Coalesced requests are reads that cannot open a block; if one did
+    // anyway, nobody knows which: the last one is blamed, the others may
+    // have executed inside it.
+    for (auto& e : batch) {
+      release_unit(e);
+      complete(e, &e == &batch.back() ? pipe_outcome::transaction_left_open : pipe_outcome::connection_lost);
+    }
+    break_all("a request on the shared path left a transaction open; the connection was retired", std::nullopt);
+    return;
+  }
+  std::vector<entry*> again;  // written again, in their order
+  for (auto& e : batch) {
+    const bool never_ran = e.aborted && !e.has_ok && !e.has_error;
+    if (never_ran) {
+      if (e.detached) {
+        release_unit(e);  // its caller was answered (cancel, timeout): nothing to run
+      } else {
+        again.push_back(&e);
+      }
+      continue;
+    }
+    if (e.has_error && e.carried_parse && is_pooler_symptom(e.sqlstate)) {
+      pooler_seen_ = true;  // as in on_sync
+      release_unit(e);
+      complete(e, pipe_outcome::pooler_suspected);
+      continue;
+    }
+    if (e.has_error && e.retryable && !e.retried && !e.detached) {
+      // Stale statement, refused before executing: repaired as in on_sync.
+      const bool exists = e.sqlstate != "26000";
+      if (cache_.forget(e.req.sql, e.name) && exists) push_internal("deallocate " + e.name, false);
+      e.retried = true;
+      again.push_back(&e);
+      continue;
+    }
+    release_unit(e);
+    if (e.has_error) {
+      complete(e, pipe_outcome::sql_error);
+    } else if (e.has_ok) {
+      complete(e, pipe_outcome::ok);
+    } else {
+      complete(e, pipe_outcome::no_result);
+    }
+  }
+  for (auto it = again.rbegin(); it != again.rend(); ++it) waiting_.push_front(std::move(**it));
+  prime_single_row();
+}
+
 void pipeline_core::on_input(time_point now) { last_progress_ = now; }
 
 // ---- breaks ---------------------------------------------------------------------
 
 void pipeline_core::break_all(const std::string& reason, std::optional<pipe_outcome> head_outcome) {
   if (broken_) return;
+  auto batch = std::move(batch_);
   auto written = std::move(written_);
   auto waiting = std::move(waiting_);
+  batch_.clear();
   written_.clear();
   waiting_.clear();
   release_units_ = 0;  // the pool forgets every grant of a broken slot
@@ -299,6 +409,7 @@ void pipeline_core::break_all(const std::string& reason, std::optional<pipe_outc
   c.reason = reason;
   if (head_outcome && !written.empty()) complete(written.front(), *head_outcome);
   actions_.push_back(std::move(c));
+  for (auto& e : batch) complete(e, pipe_outcome::connection_lost);
   for (auto& e : written) complete(e, pipe_outcome::connection_lost);
   for (auto& e : waiting) complete(e, pipe_outcome::not_sent);
 }
@@ -313,8 +424,10 @@ void pipeline_core::abort() {
   release_units_ = 0;
   cancel_running_ = false;
   cancel_target_ = 0;
+  for (auto& e : batch_) complete(e, pipe_outcome::closed);
   for (auto& e : written_) complete(e, pipe_outcome::closed);
   for (auto& e : waiting_) complete(e, pipe_outcome::closed);
+  batch_.clear();
   written_.clear();
   waiting_.clear();
 }
@@ -323,7 +436,7 @@ void pipeline_core::abort() {
 
 void pipeline_core::on_tick(time_point now) {
   if (broken_) return;
-  if (p_.stall_timeout.count() > 0 && !written_.empty() && now - last_progress_ >= p_.stall_timeout) {
+  if (p_.stall_timeout.count() > 0 && written() > 0 && now - last_progress_ >= p_.stall_timeout) {
     break_all("no progress for " + std::to_string(p_.stall_timeout.count()) + " ms (stall_timeout)", std::nullopt);
     return;
   }
@@ -344,9 +457,11 @@ void pipeline_core::on_tick(time_point now) {
     }
     ++it;
   }
-  for (auto& e : written_) {
-    if (e.detached || e.core_owned || e.req.deadline > now) continue;
-    complete(e, e.cancel_sent ? pipe_outcome::cancel_unconfirmed : pipe_outcome::timeout_detached);
+  for (auto* q : {&batch_, &written_}) {
+    for (auto& e : *q) {
+      if (e.detached || e.core_owned || e.req.deadline > now) continue;
+      complete(e, e.cancel_sent ? pipe_outcome::cancel_unconfirmed : pipe_outcome::timeout_detached);
+    }
   }
 }
 
@@ -355,9 +470,10 @@ std::optional<time_point> pipeline_core::next_timer() const {
   time_point next = cancel_running_ ? cancel_deadline_ : time_point::max();
   for (const auto& e : waiting_)
     if (!e.core_owned) next = std::min(next, e.req.deadline);
-  for (const auto& e : written_)
-    if (!e.detached && !e.core_owned) next = std::min(next, e.req.deadline);
-  if (p_.stall_timeout.count() > 0 && !written_.empty()) next = std::min(next, last_progress_ + p_.stall_timeout);
+  for (const auto* q : {&batch_, &written_})
+    for (const auto& e : *q)
+      if (!e.detached && !e.core_owned) next = std::min(next, e.req.deadline);
+  if (p_.stall_timeout.count() > 0 && written() > 0) next = std::min(next, last_progress_ + p_.stall_timeout);
   if (next == time_point::max()) return std::nullopt;
   return next;
 }
@@ -365,6 +481,8 @@ std::optional<time_point> pipeline_core::next_timer() const {
 // ---- cancellation ---------------------------------------------------------------
 
 pipeline_core::entry* pipeline_core::find_written(pipe_id id) {
+  for (auto& e : batch_)
+    if (e.id == id) return &e;
   for (auto& e : written_)
     if (e.id == id) return &e;
   return nullptr;
@@ -374,7 +492,8 @@ bool pipeline_core::try_start_cancel(time_point now, entry& e) {
   // The signal hits whatever the backend is executing when it arrives: only
   // safe if nothing but the target can be executing, i.e. it is the only
   // request written (writes_held() keeps it so until the signal has landed).
-  if (!e.req.on_lease || e.cancel_sent || writes_held() || written_.size() != 1 || &written_.front() != &e)
+  if (!e.req.on_lease || e.cancel_sent || writes_held() || written() != 1 || written_.empty() ||
+      &written_.front() != &e)
     return false;
   e.cancel_sent = true;
   cancel_running_ = true;

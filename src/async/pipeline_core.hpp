@@ -46,6 +46,17 @@
 //    with `transaction_left_open` and the connection is closed (the server
 //    rolls the transaction back when the session ends); requests behind it
 //    fail as after a break.
+//  - Sync coalescing (opt-in, `sync_batch` > 1): consecutive requests marked
+//    `coalesce` are written in one batch closed by a single Sync, at most
+//    `sync_batch` of them and never past the depth limit. A batch never waits
+//    to fill: each write_pass closes its last batch. The batch is one implicit
+//    transaction: an error in one request makes the server skip (abort) the
+//    requests behind it in the batch; those never ran and are written again
+//    (front of the queue, in order), while every request that ran completes
+//    with its own result or its own error and is never written again. Outcomes
+//    are decided at the batch's Sync. The shell marks `coalesce` only where a
+//    rollback of the batch cannot undo anything a caller was told succeeded
+//    (reads on a read-only session: see sync_coalescing.hpp).
 #pragma once
 
 #include "async/statement_cache.hpp"
@@ -68,6 +79,8 @@ struct pipeline_params {
   std::size_t max_prepared = 1000;
   std::chrono::milliseconds stall_timeout{0};  ///< 0: none
   std::chrono::milliseconds cancel_bound{1000};  ///< PQcancel must return within this
+  /// Requests marked `coalesce` sharing one Sync, at most (1: one Sync each).
+  std::size_t sync_batch = 1;
 };
 
 /// What the core needs to know about a request.
@@ -78,6 +91,8 @@ struct pipe_request {
   bool internal = false;  ///< health check, rollback: never named
   bool on_lease = false;  ///< exclusive connection: PQcancel may be used
   bool pooled = false;    ///< holds a unit of pool capacity until synced
+  /// May share a Sync with its coalesce neighbours (ignored on leases, streams, internal).
+  bool coalesce = false;
   time_point deadline = time_point::max();
 };
 
@@ -103,7 +118,7 @@ enum class pipe_outcome : unsigned char {
 struct pipe_action {
   enum class kind : unsigned char {
     send,         ///< write `id`: Parse of `name` first if `parse`; Bind/Execute of `name`
-                  ///< (unnamed with the request's SQL if empty); then Sync
+                  ///< (unnamed with the request's SQL if empty); then Sync if `sync`
     send_internal,///< write `sql` (no parameters, unnamed) + Sync; its results are the core's
     flush,        ///< everything sent since the last flush
     single_row,   ///< set single-row mode now: `id` is the head at its Execute
@@ -117,6 +132,7 @@ struct pipe_action {
   pipe_id id = 0;
   pipe_outcome outcome = pipe_outcome::ok;
   bool parse = false;
+  bool sync = true;  ///< send: a Sync follows (false: more of the same batch follow)
   std::string name;  ///< send: statement name; send_internal: the SQL
   std::string reason;
   std::size_t units = 0;
@@ -187,11 +203,16 @@ class pipeline_core {
   bool head_is_internal() const;
   bool is_broken() const noexcept { return broken_; }
   bool writes_held() const noexcept { return cancel_running_ || cancel_target_ != 0; }
-  std::size_t written() const noexcept { return written_.size(); }
+  /// Written and not yet synced (a coalesced batch's finished requests included).
+  std::size_t written() const noexcept { return written_.size() + batch_.size(); }
   std::size_t waiting() const noexcept { return waiting_.size(); }
   /// Nothing waiting and every written request detached: a graceful close may proceed.
   bool can_close() const;
-  bool has_written_or_waiting() const noexcept { return !written_.empty() || !waiting_.empty(); }
+  bool has_written_or_waiting() const noexcept { return written() > 0 || !waiting_.empty(); }
+  /// Syncs written, and requests written (re-sends included): their ratio is
+  /// the coalescing achieved.
+  std::uint64_t syncs_sent() const noexcept { return syncs_sent_; }
+  std::uint64_t requests_sent() const noexcept { return requests_sent_; }
   const statement_cache& statements() const noexcept { return cache_; }
   /// Pooler detection tripped: named statements are off on this connection.
   bool pooler_detected() const noexcept { return pooler_seen_; }
@@ -215,6 +236,8 @@ class pipeline_core {
     bool cancel_sent = false;
     bool single_row_set = false;
     bool abandoned = false;     ///< stream stopped by its reader
+    bool batch_last = true;     ///< its send carried the Sync (false: mid-batch)
+    bool aborted = false;       ///< the server skipped a command of it (PIPELINE_ABORTED)
     std::string sqlstate;
   };
 
@@ -230,11 +253,21 @@ class pipeline_core {
   void push_internal(std::string sql, bool front);
   /// Removes a request not yet written (completed cancelled_unsent); false if it was not waiting.
   bool drop_unsent(pipe_id id);
+  bool may_coalesce(const entry& e) const;
+  /// send() would carry a Parse for it (its statement is not cached yet).
+  bool needs_parse(const entry& e) const;
+  /// on_sync for a Sync that closes a coalesced batch (batch_ not empty).
+  void on_batch_sync(time_point now, tx_state tx);
 
   pipeline_params p_;
   statement_cache cache_;
   std::deque<entry> waiting_;
   std::deque<entry> written_;
+  /// Requests of the open coalesced batch whose results are over (they left
+  /// written_ at their last command); decided at the batch's Sync.
+  std::deque<entry> batch_;
+  std::uint64_t syncs_sent_ = 0;
+  std::uint64_t requests_sent_ = 0;
   std::vector<pipe_action> actions_;
   std::size_t release_units_ = 0;
   bool broken_ = false;

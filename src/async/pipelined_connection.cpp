@@ -4,6 +4,7 @@
 #include "async/pipelined_connection.hpp"
 
 #include "async/request_outcome.hpp"
+#include "async/sync_coalescing.hpp"
 #include "pq/libpq_failure.hpp"
 
 #include <boost/asio/post.hpp>
@@ -25,6 +26,7 @@ pipeline_params core_params(const connection_config& c) {
   p.prepared_statements = c.prepared_statements;
   p.max_prepared = c.max_prepared;
   p.stall_timeout = c.stall_timeout;
+  p.sync_batch = c.sync_batch;
   // PQcancel returns once the postmaster signalled the backend: give it what
   // a connect may take.
   p.cancel_bound = std::max(c.connect_timeout, milliseconds(1000));
@@ -102,6 +104,11 @@ void pipelined_connection::enqueue(std::shared_ptr<query_request> req) {
   r.on_lease = req->on_lease;
   r.pooled = req->pooled;
   r.deadline = req->deadline;
+  // Sync coalescing only where a rollback of the batch cannot undo anything
+  // a caller was told succeeded: a read-only session, and a statement that
+  // cannot turn its batch read-write or act at commit (sync_coalescing.hpp).
+  r.coalesce = req->spec.read_only && cfg_->sync_batch > 1 && !req->on_lease && !req->internal && !req->stream &&
+               session_read_only() && may_share_sync(req->spec.sql);
   reqs_.emplace(req->id, req);
   core_.submit(pool_clock::now(), req->id, std::move(r));
   if (req->deadline < timer_at_) set_timer(req->deadline);
@@ -229,8 +236,19 @@ bool pipelined_connection::send(const pipe_action& a) {
   int ok = !a.name.empty() ? PQsendQueryPrepared(pg_, a.name.c_str(), n, p, lens, fmts, 0)
                            : PQsendQueryParams(pg_, sql.c_str(), n, oids, p, lens, fmts, 0);
   if (!ok) return false;
-  // One Sync per request: an error aborts this request's segment only.
+  // One Sync per request (an error aborts this request's segment only),
+  // unless the core coalesces this read with the next ones.
+  if (!a.sync) return true;
   return PQpipelineSync(pg_) == 1;
+}
+
+bool pipelined_connection::session_read_only() const {
+  // Reported by the server (ParameterStatus, PostgreSQL 14+) whenever it
+  // changes, so a lease that turned it off is seen before the next request.
+  // in_hot_standby alone is not enough: a batch started after a promotion
+  // that the connection has not heard of yet would be read-write.
+  const char* v = pg_ ? PQparameterStatus(pg_, "default_transaction_read_only") : nullptr;
+  return v && std::string_view(v) == "on";
 }
 
 

@@ -88,6 +88,9 @@ struct connection_config {
   /// pool_params::observer: held here so a handler that holds the connection
   /// can reach it without touching a reference count.
   std::shared_ptr<query_observer> observer;
+  /// Read-only requests sharing one Sync on a read-only session, at most
+  /// (pool_params::read_batch_max, at most pipeline_depth; 1: off).
+  std::size_t sync_batch = 1;
 };
 
 class pipelined_connection;
@@ -167,6 +170,8 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   void apply();
   void apply_one(pipe_action& a, bool& flush_wanted);
   bool send(const pipe_action& a);
+  /// The server says new transactions of this session are read-only.
+  bool session_read_only() const;
   void flush();
   void arm_read();
   void arm_write();

@@ -73,7 +73,7 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
 
   blocking_pool_impl(pool_params p, logger_fn logger)
       : params(std::move(p)),
-        settings(with_on_connect(make_connect_settings(params.conninfo, params.connect_timeout), params.on_connect)),
+        settings(with_on_connect(make_connect_settings(params.conninfo, params.connect_timeout), session_statements(params))),
         core(params, 1) {
     if (logger) logger_ = std::make_shared<const logger_fn>(std::move(logger));
   }

@@ -39,6 +39,7 @@ void validate(const pool_params& p) {
   if (p.pipeline_depth == 0) reject("pipeline_depth (0) must be at least 1");
   // growth_connects == 0 would never let a pool with open connections grow.
   if (p.growth_connects == 0) reject("growth_connects (0) must be at least 1");
+  if (p.read_batch_max == 0) reject("read_batch_max (0) must be at least 1 (1 turns Sync coalescing off)");
   // max_queued == 0 is allowed: "never wait", every request that cannot be
   // served at once gets errc::queue_full.
 
@@ -64,6 +65,14 @@ void validate(const pool_params& p) {
   if (p.connect_backoff_max < p.connect_backoff_initial)
     reject("connect_backoff_initial (" + ms(p.connect_backoff_initial) +
            ") exceeds connect_backoff_max (" + ms(p.connect_backoff_max) + ")");
+}
+
+std::vector<std::string> session_statements(const pool_params& p) {
+  std::vector<std::string> out = p.on_connect;
+  // Last, so that no on_connect entry can turn it off again; the entries
+  // themselves may still write (e.g. fill a temporary table).
+  if (p.read_only_sessions) out.emplace_back("set default_transaction_read_only = on");
+  return out;
 }
 
 }  // namespace pgpipe

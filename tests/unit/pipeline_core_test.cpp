@@ -1,7 +1,10 @@
 // pipeline_core tests with a scripted fake server: no libpq, no sockets, no
 // sleeping. Time moves only when a test advances it. The fake answers each
 // written request the way libpq reports a pipeline segment: (Parse result,
-// NULL)?, Execute result(s), NULL, PIPELINE_SYNC.
+// NULL)?, Execute result(s), NULL, PIPELINE_SYNC. A coalesced batch (sends
+// without a Sync) is one segment: after an error, every later command of it
+// is PIPELINE_ABORTED (+ NULL), and only the last request is followed by the
+// PIPELINE_SYNC.
 #include "async/pipeline_core.hpp"
 
 #include <gtest/gtest.h>
@@ -78,6 +81,7 @@ struct harness {
     bool parse;
     std::string name;  ///< statement executed, or the SQL of an internal send
     bool internal;
+    bool sync = true;  ///< a Sync follows it
   };
   std::deque<wire_entry> wire;  ///< sent, Sync not yet answered
   std::vector<wire_entry> sent_log;
@@ -90,6 +94,12 @@ struct harness {
   std::size_t flushes = 0;
   bool sent_after_close = false;
   std::size_t max_outstanding = 0;
+  // Coalesced batches, as the server sees them.
+  bool batch_failed = false;          ///< a command of the open batch failed: the rest is skipped
+  std::vector<pipe_id> batch_answered;  ///< answered requests of the open batch (no Sync yet)
+  std::set<pipe_id> executed;           ///< requests whose Execute ran on the server
+  bool replayed_executed = false;       ///< one of those was written again
+  std::size_t syncs_on_wire = 0;
 
   void pump() {
     for (pipe_action& a : core.take_actions()) {
@@ -97,10 +107,12 @@ struct harness {
         case kind::send:
         case kind::send_internal: {
           if (!closes.empty()) sent_after_close = true;
-          wire_entry w{a.id, a.parse, a.name, a.what == kind::send_internal};
+          wire_entry w{a.id, a.parse, a.name, a.what == kind::send_internal, a.sync};
+          if (executed.count(a.id)) replayed_executed = true;
           wire.push_back(w);
           sent_log.push_back(w);
-          max_outstanding = std::max(max_outstanding, wire.size());
+          if (w.sync) ++syncs_on_wire;
+          max_outstanding = std::max(max_outstanding, wire.size() + batch_answered.size());
           break;
         }
         case kind::flush:
@@ -122,6 +134,7 @@ struct harness {
         case kind::close:
           closes.push_back(a.reason);
           wire.clear();
+          batch_answered.clear();
           break;
       }
     }
@@ -137,13 +150,23 @@ struct harness {
   }
 
   using answer = server_answer;
-  std::vector<pipe_keep> reply(answer a = answer()) {
+  /// Answers the oldest request on the wire; `synced` gets the requests whose
+  /// Sync this answer read (the whole batch when it was the batch's last).
+  std::vector<pipe_keep> reply(answer a = answer(), std::vector<pipe_id>* synced = nullptr) {
     std::vector<pipe_keep> keeps;
     EXPECT_FALSE(wire.empty());
     if (wire.empty()) return keeps;
     wire_entry w = wire.front();
     EXPECT_EQ(core.head(), w.id);
-    if (w.parse) {
+    if (batch_failed) {
+      // Skipped: an earlier request of this batch failed.
+      if (w.parse) {
+        keeps.push_back(core.on_result(pipe_result::aborted));
+        core.on_command_end();
+      }
+      keeps.push_back(core.on_result(pipe_result::aborted));
+      core.on_command_end();
+    } else if (w.parse) {
       if (a.err_in_parse) {
         keeps.push_back(core.on_result(pipe_result::error, "42601"));
         core.on_command_end();
@@ -154,12 +177,24 @@ struct harness {
         pump();
       }
     }
-    if (!(w.parse && a.err_in_parse)) {
+    if (!batch_failed && !(w.parse && a.err_in_parse)) {
       for (int i = 0; i < a.rows; ++i) keeps.push_back(core.on_result(pipe_result::rows));
       keeps.push_back(core.on_result(a.exec, a.sqlstate, a.retryable));
+      if (!(a.exec == pipe_result::error && a.retryable)) executed.insert(w.id);
     }
-    core.on_command_end();
+    if (!batch_failed) {
+      core.on_command_end();
+      if ((w.parse && a.err_in_parse) || a.exec == pipe_result::error) batch_failed = true;
+    }
     wire.pop_front();
+    batch_answered.push_back(w.id);
+    if (!w.sync) {
+      pump();
+      return keeps;
+    }
+    if (synced) *synced = batch_answered;
+    batch_answered.clear();
+    batch_failed = false;
     core.on_sync(now, a.tx);
     pump();
     return keeps;
@@ -775,6 +810,9 @@ TEST(pipeline_core, abandoned_waiting_stream_is_removed) {
 struct model_request {
   bool written = false;  ///< on the wire (written since it was last queued)
   bool lease = false;
+  /// The server's last treatment of it: not answered yet, skipped (aborted
+  /// in its batch), ran fine, failed.
+  enum class treated { no, skipped, ok, error } last = treated::no;
 };
 
 TEST(pipeline_core, randomized_interleavings_keep_the_contract) {
@@ -782,6 +820,8 @@ TEST(pipeline_core, randomized_interleavings_keep_the_contract) {
   constexpr int steps = 200;
   std::size_t total_requests = 0;
   std::size_t total_at_break = 0;  ///< requests pending at a break, over all runs
+  std::size_t total_skipped = 0;   ///< answers that were PIPELINE_ABORTED in a batch
+  std::set<std::size_t> error_positions;  ///< where in a batch a failing request stood
   for (int seed = 1; seed <= runs; ++seed) {
     std::mt19937 rng(static_cast<unsigned>(seed));
     auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
@@ -789,6 +829,7 @@ TEST(pipeline_core, randomized_interleavings_keep_the_contract) {
     p.depth = 1 + static_cast<std::size_t>(pick(6));
     p.max_prepared = static_cast<std::size_t>(pick(4));
     p.stall_timeout = pick(2) ? 300ms : 0ms;
+    p.sync_batch = 1 + static_cast<std::size_t>(pick(5));
     harness h(p);
     const bool lease = pick(2) == 0;
     std::map<pipe_id, model_request> reqs;
@@ -801,13 +842,31 @@ TEST(pipeline_core, randomized_interleavings_keep_the_contract) {
       }
     };
     auto answer = [&](const server_answer& a) {
-      const pipe_id id = h.wire.front().id;
-      h.reply(a);
-      if (!reqs.count(id)) return;
-      answered.push_back(id);
-      // Answered but not completed: refused before executing, queued again
-      // (statement repair). Not on the wire any more.
-      if (h.completions(id) == 0) reqs[id].written = false;
+      const auto w = h.wire.front();
+      const pipe_id id = w.id;
+      const bool skipped = h.batch_failed;
+      if (skipped) ++total_skipped;
+      const std::size_t position = h.batch_answered.size();  // in its batch
+      const bool was_open = reqs.count(id) && h.completions(id) == 0;
+      std::vector<pipe_id> synced;
+      auto keeps = h.reply(a, &synced);
+      if (reqs.count(id)) {
+        answered.push_back(id);
+        using t = model_request::treated;
+        const bool failed = (w.parse && a.err_in_parse) || a.exec == pipe_result::error;
+        reqs[id].last = skipped ? t::skipped : failed ? t::error : t::ok;
+        if (failed && !skipped && !w.sync) error_positions.insert(position);  // a batch went on behind it
+        // The shell keeps the result of the request it belongs to, nothing of a skipped one.
+        if (skipped) {
+          for (auto k : keeps) EXPECT_EQ(k, pipe_keep::discard) << "seed " << seed << " request " << id;
+        } else if (was_open && !failed && !w.internal) {
+          EXPECT_NE(keeps.back(), pipe_keep::discard) << "seed " << seed << " request " << id;
+        }
+      }
+      // Synced but not completed: skipped in its batch, or refused before
+      // executing (statement repair): queued again, not on the wire any more.
+      for (pipe_id s : synced)
+        if (reqs.count(s) && h.completions(s) == 0) reqs[s].written = false;
     };
     // A break's promise to callers, checked at every break: each request still
     // waiting for its answer completes exactly once, with connection_lost when
@@ -820,7 +879,8 @@ TEST(pipeline_core, randomized_interleavings_keep_the_contract) {
       std::map<pipe_id, bool> pending;  // id -> on the wire
       for (auto& [id, m] : reqs) {
         if (h.completions(id) != 0) continue;
-        pending[id] = std::any_of(h.wire.begin(), h.wire.end(), [id = id](const auto& w) { return w.id == id; });
+        pending[id] = std::any_of(h.wire.begin(), h.wire.end(), [id = id](const auto& w) { return w.id == id; }) ||
+                      std::count(h.batch_answered.begin(), h.batch_answered.end(), id) != 0;
       }
       h.core.on_broken(reason);
       h.pump();
@@ -839,8 +899,17 @@ TEST(pipeline_core, randomized_interleavings_keep_the_contract) {
           auto r = lease ? lease_req("q" + std::to_string(pick(5))) : shared_req("q" + std::to_string(pick(5)));
           if (pick(8) == 0) r.deadline = h.now + std::chrono::milliseconds(pick(500));
           if (lease && pick(10) == 0) r.stream = true;
-          reqs[next] = {false, lease};
-          h.submit(next++, r);
+          // Shared runs: reads marked for coalescing, often in bursts of a
+          // few statements, so batches are long and fail at every position.
+          const int burst = !lease && pick(3) != 0 ? 1 + pick(6) : 1;
+          for (int b = 0; b < burst; ++b) {
+            if (burst > 1) {
+              r.coalesce = true;
+              r.sql = "r" + std::to_string(pick(2));
+            }
+            reqs[next] = {false, lease};
+            h.submit(next++, r);
+          }
           break;
         }
         case 3:
@@ -915,6 +984,7 @@ TEST(pipeline_core, randomized_interleavings_keep_the_contract) {
     }
     break_now("end");
     ASSERT_FALSE(h.sent_after_close) << "seed " << seed;
+    ASSERT_FALSE(h.replayed_executed) << "seed " << seed << ": a request that ran was written again";
     for (auto& [id, m] : reqs) {
       ASSERT_EQ(h.completions(id), 1u) << "seed " << seed << " request " << id;
       const pipe_outcome o = h.outcome(id);
@@ -925,6 +995,19 @@ TEST(pipeline_core, randomized_interleavings_keep_the_contract) {
       // A request answered successfully was answered by its own Sync.
       if (o == pipe_outcome::ok) {
         EXPECT_NE(std::find(answered.begin(), answered.end(), id), answered.end()) << "seed " << seed;
+      }
+      // Its outcome is what the server did with it the last time: a skipped
+      // request is never reported as run (it is re-sent, or fails unsent/lost/cancelled).
+      using t = model_request::treated;
+      if (o == pipe_outcome::ok) {
+        EXPECT_EQ(m.last, t::ok) << "seed " << seed << " request " << id;
+      }
+      if (o == pipe_outcome::sql_error || o == pipe_outcome::pooler_suspected) {
+        EXPECT_EQ(m.last, t::error) << "seed " << seed << " request " << id;
+      }
+      if (m.last == t::skipped) {
+        EXPECT_TRUE(o != pipe_outcome::ok && o != pipe_outcome::sql_error && o != pipe_outcome::no_result)
+            << "seed " << seed << " request " << id;
       }
     }
     // In order: requests completed by their Sync complete in the order the
@@ -948,6 +1031,10 @@ TEST(pipeline_core, randomized_interleavings_keep_the_contract) {
   RecordProperty("interleavings", runs);
   RecordProperty("requests", static_cast<int>(total_requests));
   RecordProperty("pending_at_a_break", static_cast<int>(total_at_break));
+  RecordProperty("skipped_in_a_batch", static_cast<int>(total_skipped));
+  // Coalescing really happened and failed mid-batch often.
+  EXPECT_GT(total_skipped, static_cast<std::size_t>(runs / 4));
+  for (std::size_t pos = 0; pos < 4; ++pos) EXPECT_TRUE(error_positions.count(pos)) << "no error at position " << pos;
   EXPECT_GT(total_requests, static_cast<std::size_t>(runs * 10));
   // The break check above saw real work: many requests were pending at a break.
   EXPECT_GT(total_at_break, static_cast<std::size_t>(runs));
@@ -1043,4 +1130,218 @@ TEST(pipeline_core, other_errors_after_a_fresh_parse_are_not_taken_for_a_pooler)
   EXPECT_EQ(h.outcome(1), pipe_outcome::sql_error);
   EXPECT_EQ(h.outcome(2), pipe_outcome::sql_error);
   EXPECT_FALSE(h.core.pooler_detected());
+}
+
+// ---- Sync coalescing ----------------------------------------------------------------
+
+namespace {
+
+pipeline_params coalescing_params(std::size_t batch) {
+  auto p = base_params();
+  p.depth = 16;
+  p.sync_batch = batch;
+  return p;
+}
+
+pipe_request read_req(std::string sql = "select 1") {
+  auto r = shared_req(std::move(sql));
+  r.coalesce = true;
+  return r;
+}
+
+std::vector<bool> syncs_of(const harness& h) {
+  std::vector<bool> v;
+  for (const auto& w : h.sent_log) v.push_back(w.sync);
+  return v;
+}
+
+}  // namespace
+
+TEST(pipeline_core, coalesced_reads_share_one_sync_and_a_batch_never_waits_to_fill) {
+  harness h(coalescing_params(10));
+  for (pipe_id id = 1; id <= 3; ++id) h.submit(id, read_req());
+  h.write();
+  EXPECT_EQ(syncs_of(h), (std::vector<bool>{false, false, true}));
+  EXPECT_EQ(h.core.syncs_sent(), 1u);
+  EXPECT_EQ(h.core.requests_sent(), 3u);
+  // Results of a batch are decided at its Sync, in order.
+  h.reply();
+  h.reply();
+  EXPECT_TRUE(h.outcomes.empty());
+  EXPECT_EQ(h.core.written(), 3u);  // still counted against the depth until the Sync
+  h.reply();
+  EXPECT_EQ(h.completion_order, (std::vector<pipe_id>{1, 2, 3}));
+  EXPECT_EQ(h.released, 3u);
+  // Alone in the queue: written at once with its own Sync.
+  h.submit(4, read_req());
+  h.write();
+  EXPECT_TRUE(h.sent_log.back().sync);
+  h.reply();
+  EXPECT_EQ(h.outcome(4), pipe_outcome::ok);
+}
+
+TEST(pipeline_core, batches_are_bounded_by_count_and_depth) {
+  harness h(coalescing_params(2));
+  for (pipe_id id = 1; id <= 5; ++id) h.submit(id, read_req());
+  h.write();
+  EXPECT_EQ(syncs_of(h), (std::vector<bool>{false, true, false, true, true}));
+  auto p = coalescing_params(10);
+  p.depth = 3;
+  harness d(p);
+  for (pipe_id id = 1; id <= 5; ++id) d.submit(id, read_req());
+  d.write();
+  // The depth limit closes the batch: nothing is left open on the wire.
+  EXPECT_EQ(syncs_of(d), (std::vector<bool>{false, false, true}));
+  d.reply();
+  d.reply();
+  d.reply();
+  d.write();
+  EXPECT_EQ(syncs_of(d), (std::vector<bool>{false, false, true, false, true}));
+}
+
+TEST(pipeline_core, unmarked_lease_and_stream_requests_keep_their_own_sync) {
+  harness h(coalescing_params(10));
+  h.submit(1, read_req());
+  h.submit(2, shared_req());  // unmarked: closes the batch before it
+  h.submit(3, read_req());
+  auto l = lease_req();
+  l.coalesce = true;  // ignored on a lease
+  h.submit(4, l);
+  h.submit(5, read_req());
+  h.write();
+  EXPECT_EQ(syncs_of(h), (std::vector<bool>{true, true, true, true, true}));
+  harness off(coalescing_params(1));  // sync_batch 1: coalescing off
+  off.submit(1, read_req());
+  off.submit(2, read_req());
+  off.write();
+  EXPECT_EQ(syncs_of(off), (std::vector<bool>{true, true}));
+}
+
+TEST(pipeline_core, error_mid_batch_fails_only_its_request_and_resends_the_skipped_ones) {
+  harness h(coalescing_params(10));
+  for (pipe_id id = 1; id <= 4; ++id) h.submit(id, read_req("q"));
+  h.write();
+  EXPECT_EQ(syncs_of(h), (std::vector<bool>{false, false, false, true}));
+  EXPECT_TRUE(h.sent_log[0].parse);
+  h.reply();                                     // 1 runs (and prepares q)
+  h.reply({pipe_result::error, "22012"});        // 2 fails
+  auto k3 = h.reply();                           // 3 and 4 are skipped by the server
+  auto k4 = h.reply();
+  EXPECT_EQ(k3, (std::vector<pipe_keep>{pipe_keep::discard}));
+  EXPECT_EQ(k4, (std::vector<pipe_keep>{pipe_keep::discard}));
+  EXPECT_EQ(h.outcome(1), pipe_outcome::ok);
+  EXPECT_EQ(h.outcome(2), pipe_outcome::sql_error);
+  EXPECT_EQ(h.completions(3), 0u);
+  EXPECT_EQ(h.completions(4), 0u);
+  EXPECT_EQ(h.released, 2u);  // 3 and 4 keep their capacity
+  EXPECT_EQ(h.core.waiting(), 2u);
+  h.write();
+  ASSERT_EQ(h.sent_log.size(), 6u);
+  EXPECT_EQ(h.sent_log[4].id, 3u);
+  EXPECT_EQ(h.sent_log[5].id, 4u);
+  EXPECT_FALSE(h.sent_log[4].parse);  // the statement exists: 1's Parse ran
+  h.reply();
+  h.reply();
+  EXPECT_EQ(h.outcome(3), pipe_outcome::ok);
+  EXPECT_EQ(h.outcome(4), pipe_outcome::ok);
+  EXPECT_FALSE(h.replayed_executed);
+  EXPECT_EQ(h.released, 4u);
+  EXPECT_EQ(h.core.syncs_sent(), 2u);
+  EXPECT_EQ(h.core.requests_sent(), 6u);
+}
+
+TEST(pipeline_core, a_request_carrying_a_parse_leads_its_batch) {
+  harness h(coalescing_params(10));
+  h.submit(1, read_req("a"));
+  h.submit(2, read_req("b"));
+  h.submit(3, read_req("b"));
+  h.submit(4, read_req("a"));
+  h.write();
+  // b's Parse is never behind a neighbour that could fail and skip it.
+  EXPECT_EQ(syncs_of(h), (std::vector<bool>{true, false, false, true}));
+  EXPECT_TRUE(h.sent_log[1].parse);
+  EXPECT_FALSE(h.sent_log[2].parse);
+}
+
+TEST(pipeline_core, skipped_requests_go_ahead_of_newer_work_in_their_order) {
+  harness h(coalescing_params(10));
+  for (pipe_id id = 1; id <= 3; ++id) h.submit(id, read_req());
+  h.write();
+  h.submit(4, shared_req());  // waiting while the batch is answered
+  h.reply({pipe_result::error, "22012"});
+  h.reply();
+  h.reply();
+  h.write();
+  ASSERT_EQ(h.sent_log.size(), 6u);
+  EXPECT_EQ(h.sent_log[3].id, 2u);
+  EXPECT_EQ(h.sent_log[4].id, 3u);
+  EXPECT_EQ(h.sent_log[5].id, 4u);
+  EXPECT_EQ(syncs_of(h), (std::vector<bool>{false, false, true, false, true, true}));
+}
+
+TEST(pipeline_core, break_mid_batch_reports_every_request_of_it_lost_exactly_once) {
+  harness h(coalescing_params(10));
+  for (pipe_id id = 1; id <= 3; ++id) h.submit(id, read_req());
+  h.write();
+  h.submit(4, read_req());
+  h.reply();  // 1 answered, its Sync not read
+  h.core.on_broken("eof");
+  h.pump();
+  for (pipe_id id = 1; id <= 3; ++id) {
+    EXPECT_EQ(h.completions(id), 1u);
+    EXPECT_EQ(h.outcome(id), pipe_outcome::connection_lost);
+  }
+  EXPECT_EQ(h.outcome(4), pipe_outcome::not_sent);
+}
+
+TEST(pipeline_core, cancelled_or_expired_batch_requests_complete_once_and_are_not_resent) {
+  harness h(coalescing_params(10));
+  auto timed = read_req();
+  timed.deadline = h.now + 100ms;
+  h.submit(1, read_req());
+  h.submit(2, read_req());
+  h.submit(3, timed);
+  h.write();
+  h.reply({pipe_result::error, "22012"});
+  h.core.cancel(h.now, 2, true);  // skipped or not, its caller is answered now
+  h.pump();
+  EXPECT_EQ(h.outcome(2), pipe_outcome::cancelled_detached);
+  h.now += 200ms;
+  h.core.on_tick(h.now);
+  h.pump();
+  EXPECT_EQ(h.outcome(3), pipe_outcome::timeout_detached);
+  h.reply();
+  h.reply();
+  h.write();
+  EXPECT_EQ(h.sent_log.size(), 3u);  // nothing re-sent for callers already answered
+  for (pipe_id id = 1; id <= 3; ++id) EXPECT_EQ(h.completions(id), 1u);
+  EXPECT_EQ(h.released, 3u);
+  EXPECT_EQ(h.core.written(), 0u);
+}
+
+TEST(pipeline_core, stale_statement_in_a_batch_is_repaired_and_the_skipped_rest_resent) {
+  harness h(coalescing_params(10));
+  h.submit(1, read_req("a"));
+  h.write();
+  h.reply();  // "a" prepared
+  h.submit(2, read_req("a"));
+  h.submit(3, read_req("a"));
+  h.write();
+  EXPECT_FALSE(h.sent_log[1].sync);
+  h.reply({pipe_result::error, "0A000", true});  // plan changed: refused before executing
+  h.reply();                                      // 3 skipped
+  h.write();
+  EXPECT_EQ(h.completions(2), 0u);
+  EXPECT_EQ(h.completions(3), 0u);
+  // 2 again with a fresh Parse leading the batch, 3 behind it, then the
+  // DEALLOCATE of the stale name.
+  ASSERT_EQ(h.sent_log.size(), 6u);
+  EXPECT_EQ(h.sent_log[3].id, 2u);
+  EXPECT_TRUE(h.sent_log[3].parse);
+  EXPECT_EQ(h.sent_log[4].id, 3u);
+  EXPECT_FALSE(h.sent_log[4].parse);
+  EXPECT_TRUE(h.sent_log[5].internal);
+  while (!h.wire.empty()) h.reply();
+  EXPECT_EQ(h.outcome(2), pipe_outcome::ok);
+  EXPECT_EQ(h.outcome(3), pipe_outcome::ok);
 }

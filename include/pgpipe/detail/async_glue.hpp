@@ -41,6 +41,12 @@ struct query_options {
   /// replica; a marked query that tries to write fails with SQLSTATE 25006
   /// instead of writing. Unmarked queries (the default) keep one Sync each
   /// and always go to the primary.
+  /// Sync coalescing happens only on a session the server reports read-only
+  /// (pool_params::read_only_sessions), where every write fails with 25006,
+  /// marked or not. On a read-write session the marker changes nothing for
+  /// the query: it keeps its own Sync, and a write in it runs and commits
+  /// like an unmarked one (no 25006, but never a success that a neighbour's
+  /// error rolls back). Leases ignore the marker for Syncs.
   bool read_only = false;
 };
 
@@ -134,6 +140,7 @@ struct query_spec {
   std::string sql;
   encoded_params params;
   std::optional<std::chrono::milliseconds> timeout;
+  bool read_only = false;  ///< query_options::read_only (or the pool's default)
 };
 
 /// Something queries can be sent to: the pool (async_client) or one leased
@@ -166,7 +173,7 @@ template <class Tuple, std::size_t... I>
 auto initiate_query_split(std::shared_ptr<query_target> target, const query_options& opts, std::string_view sql,
                           Tuple&& t, std::index_sequence<I...>) {
   constexpr std::size_t n = sizeof...(I);
-  query_spec spec{std::string(sql), encode_params(std::get<I>(t)...), opts.timeout};
+  query_spec spec{std::string(sql), encode_params(std::get<I>(t)...), opts.timeout, opts.read_only};
   return initiate_query(std::move(target), std::move(spec),
                         std::forward<std::tuple_element_t<n, std::remove_reference_t<Tuple>>>(std::get<n>(t)));
 }
