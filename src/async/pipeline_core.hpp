@@ -46,6 +46,15 @@
 //    with `transaction_left_open` and the connection is closed (the server
 //    rolls the transaction back when the session ends); requests behind it
 //    fail as after a break.
+//  - COPY (lease only): a `copy` request waits at the head of the waiting
+//    queue until nothing is written (the pipeline is idle: libpq 15 allows
+//    no COPY in pipeline mode), then `start_copy` hands the connection to the
+//    shell, which leaves pipeline mode, runs the COPY and reports
+//    on_copy_end. Until then nothing else is written (requests submitted
+//    meanwhile wait behind it), the stall timeout does not apply (the caller
+//    paces a COPY), and a break completes the COPY with connection_lost like
+//    any written request. A deadline or a stop completes it early (detached);
+//    the shell then ends the COPY on the wire and still reports on_copy_end.
 #pragma once
 
 #include "async/statement_cache.hpp"
@@ -78,6 +87,7 @@ struct pipe_request {
   bool internal = false;  ///< health check, rollback: never named
   bool on_lease = false;  ///< exclusive connection: PQcancel may be used
   bool pooled = false;    ///< holds a unit of pool capacity until synced
+  bool copy = false;      ///< a COPY: runs alone, outside pipeline mode (lease only)
   time_point deadline = time_point::max();
 };
 
@@ -111,6 +121,7 @@ struct pipe_action {
     release,      ///< `units` shared units of pool capacity go back to the pool
     start_cancel, ///< PQcancel for `id` (off the loop); answer on_cancel_returned / on_cancel_failed
     close,        ///< the connection is unusable (`reason`): tear it down; completes follow
+    start_copy,   ///< nothing is written: leave pipeline mode and start COPY `id`; answer on_copy_end
   };
   explicit pipe_action(kind k, pipe_id i = 0) : what(k), id(i) {}
   kind what;
@@ -174,6 +185,14 @@ class pipeline_core {
   void on_cancel_failed(pipe_id id);
   /// Client teardown: everything completes with `closed`; nothing more is sent.
   void abort();
+  /// The COPY started by `start_copy` is over and the connection is back in
+  /// pipeline mode: it completes (ok, or sql_error when `failed`) unless it
+  /// was completed early, and writing resumes.
+  void on_copy_end(time_point now, bool failed);
+  /// The COPY `id` is not wanted any more: removed if not started; if
+  /// running, a PQcancel is started (start_cancel) unless one already was.
+  /// True when it was removed unstarted.
+  bool copy_stop(time_point now, pipe_id id);
 
   // ---- outputs and state ----
   std::vector<pipe_action> take_actions();
@@ -186,7 +205,9 @@ class pipeline_core {
   std::optional<pipe_id> head() const;
   bool head_is_internal() const;
   bool is_broken() const noexcept { return broken_; }
-  bool writes_held() const noexcept { return cancel_running_ || cancel_target_ != 0; }
+  bool writes_held() const noexcept { return cancel_running_ || cancel_target_ != 0 || copy_id_ != 0; }
+  /// The COPY that owns the connection (start_copy given, on_copy_end not yet), or 0.
+  pipe_id copy_running() const noexcept { return copy_id_; }
   std::size_t written() const noexcept { return written_.size(); }
   std::size_t waiting() const noexcept { return waiting_.size(); }
   /// Nothing waiting and every written request detached: a graceful close may proceed.
@@ -230,6 +251,9 @@ class pipeline_core {
   void push_internal(std::string sql, bool front);
   /// Removes a request not yet written (completed cancelled_unsent); false if it was not waiting.
   bool drop_unsent(pipe_id id);
+  /// write_pass's turn for a COPY at the head of the waiting queue: true when
+  /// the queue must not move (the COPY waits for the pipeline to drain, or started).
+  bool copy_blocks_queue();
 
   pipeline_params p_;
   statement_cache cache_;
@@ -245,6 +269,7 @@ class pipeline_core {
   pipe_id next_internal_ = 0;  ///< counts down from the top of the id space
   bool pooler_seen_ = false;   ///< pooler detection tripped: unnamed from now on
   bool pooler_warned_ = false;
+  pipe_id copy_id_ = 0;  ///< the COPY running outside pipeline mode
 };
 
 }  // namespace pgpipe::detail

@@ -21,6 +21,7 @@ namespace pgpipe::detail {
 class pipelined_connection;
 class client_impl;
 struct query_request;
+struct copy_state;
 
 /// A lease's row_stream: chunks of a single-row-mode result on their way to
 /// the caller. Everything but `conn` is touched only on conn's executor.
@@ -71,6 +72,9 @@ struct query_request {
   std::unique_ptr<PGresult, pgresult_deleter> err;
   /// Set for lease::stream(): rows go to the stream, `done` is a no-op.
   std::shared_ptr<stream_state> stream;
+  /// Set for lease::copy_in()/copy_out(): the outcome goes to the COPY's
+  /// handle (async/copy_state.hpp), `done` is a no-op.
+  std::shared_ptr<copy_state> copy;
 
   /// Delivers the outcome unless someone already did. must_post: never run
   /// the handler inline (we may be inside the initiating function).
