@@ -3,13 +3,13 @@
 // mirror the blocking driver's (<pgpipe/blocking_copy.hpp>).
 //
 //   auto in = lease.copy_in("copy items(id, name) from stdin");
-//   co_await in.async_write(chunk, use_awaitable);   // any split: rows may straddle chunks
-//   auto r = co_await in.async_finish(use_awaitable); // r.affected_rows(); or async_abort(reason)
+//   std::error_code ec = co_await in.async_write(chunk, use_awaitable);  // rows may straddle chunks
+//   auto [ec2, r] = co_await in.async_finish(use_awaitable);  // r.affected_rows(); or async_abort(reason)
 //
 //   auto out = lease.copy_out("copy items to stdout");
 //   for (;;) {
-//     auto chunk = co_await out.async_next(use_awaitable);  // whole rows, up to ~64 KiB
-//     if (chunk.empty()) break;                              // the end; out.rows() is known
+//     auto [ec, chunk] = co_await out.async_next(use_awaitable);  // whole rows, up to ~64 KiB
+//     if (ec || chunk.empty()) break;                             // the end: out.rows() is known
 //   }
 //
 // How it runs: libpq 15 allows no COPY in pipeline mode, so a COPY waits
@@ -71,9 +71,9 @@ class async_copy_in {
 
   /// Sends a chunk of COPY data (text, CSV or binary as the statement says):
   /// token for void(std::error_code). Completes once the connection has
-  /// written the chunk to the socket (or the COPY has not started yet and the
-  /// chunk is the one held for it), so a producer that waits for each write
-  /// holds at most one chunk in the client, whatever its speed. The chunk is
+  /// written the chunk to the socket (a chunk given before the server opened
+  /// the COPY waits for it), so a producer that waits for each write holds
+  /// at most one chunk in the client, whatever its speed. The chunk is
   /// copied; it may end mid-row. The server checks the data as it goes but
   /// reports bad data at async_finish. Errors: the COPY's own error when it
   /// already ended (a SQLSTATE such as 42P01 when it could not start,

@@ -347,11 +347,11 @@ void pipelined_connection::copy_outcome(copy_state& st, std::error_code ec, resu
 
 void pipelined_connection::copy_write(const std::shared_ptr<copy_state>& st, std::string data,
                                       std::unique_ptr<completion<std::monostate>> done) {
-  if (st->end_requested) {
+  if (st->caller_ended) {
     done->complete(ex_, false, make_error_code(errc::invalid_argument), {});
     return;
   }
-  if (st->decided) {
+  if (st->decided || st->end_requested) {
     done->complete(ex_, false, st->ec ? st->ec : make_error_code(errc::closed), {});
     return;
   }
@@ -382,6 +382,7 @@ void pipelined_connection::copy_finish(const std::shared_ptr<copy_state>& st,
   }
   st->finish_waiter = std::move(done);
   st->end_requested = true;
+  st->caller_ended = true;
   if (copy_ == st) copy_feed();
 }
 
@@ -397,6 +398,7 @@ void pipelined_connection::copy_abort(const std::shared_ptr<copy_state>& st, std
     return;
   }
   st->abort_waiter = std::move(done);
+  st->caller_ended = true;
   st->stopped = true;
   st->end_requested = true;
   st->abort_reason = reason.empty() ? std::string("aborted by the client") : std::move(reason);

@@ -47,6 +47,7 @@ struct copy_state {
   std::unique_ptr<completion<std::monostate>> write_waiter;
   bool end_requested = false;  ///< finish or abort asked; CopyDone/CopyFail once the data is out
   bool end_sent = false;
+  bool caller_ended = false;   ///< async_finish or async_abort was called
   std::string abort_reason;    ///< non-empty: CopyFail with it
   std::unique_ptr<completion<result>> finish_waiter;
   std::unique_ptr<completion<std::monostate>> abort_waiter;
