@@ -380,6 +380,11 @@ bool pipeline_core::try_start_cancel(time_point now, entry& e) {
   // request written (writes_held() keeps it so until the signal has landed).
   if (!e.req.on_lease || e.cancel_sent || writes_held() || written_.size() != 1 || &written_.front() != &e)
     return false;
+  emit_cancel(now, e);
+  return true;
+}
+
+void pipeline_core::emit_cancel(time_point now, entry& e) {
   e.cancel_sent = true;
   cancel_running_ = true;
   cancel_target_ = e.id;
@@ -388,7 +393,6 @@ bool pipeline_core::try_start_cancel(time_point now, entry& e) {
   pipe_action a{pipe_action::kind::start_cancel};
   a.id = e.id;
   actions_.push_back(std::move(a));
-  return true;
 }
 
 bool pipeline_core::drop_unsent(pipe_id id) {
@@ -487,15 +491,7 @@ bool pipeline_core::copy_stop(time_point now, pipe_id id) {
   e.abandoned = true;
   // The COPY runs alone on an exclusive connection: the signal can hit
   // nothing else, and writes stay held until on_copy_end.
-  if (!e.req.on_lease || e.cancel_sent || cancel_running_) return false;
-  e.cancel_sent = true;
-  cancel_running_ = true;
-  cancel_target_ = e.id;
-  cancel_deadline_ = now + p_.cancel_bound;
-  if (cancel_deadline_ < e.req.deadline) e.req.deadline = cancel_deadline_;
-  pipe_action a{pipe_action::kind::start_cancel};
-  a.id = e.id;
-  actions_.push_back(std::move(a));
+  if (e.req.on_lease && !e.cancel_sent && !cancel_running_) emit_cancel(now, e);
   return false;
 }
 

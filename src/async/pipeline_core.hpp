@@ -248,6 +248,8 @@ class pipeline_core {
   void finish_statement(entry& e);
   entry* find_written(pipe_id id);
   bool try_start_cancel(time_point now, entry& e);
+  /// start_cancel for `e`, holding writes until it returned and `e` is over.
+  void emit_cancel(time_point now, entry& e);
   void push_internal(std::string sql, bool front);
   /// Removes a request not yet written (completed cancelled_unsent); false if it was not waiting.
   bool drop_unsent(pipe_id id);

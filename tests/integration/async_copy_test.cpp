@@ -7,6 +7,7 @@
 #include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
 #include "support/kit.hpp"
+#include "support/rss.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -17,7 +18,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <future>
 #include <string>
 
@@ -33,19 +33,6 @@ pgpipe::pool_params copy_params(const std::string& app) {
   return p;
 }
 
-long status_kb(const std::string& key) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(key + ":", 0) == 0) return std::stol(line.substr(key.size() + 1));
-  return -1;
-}
-
-bool reset_peak_rss() {
-  std::ofstream out("/proc/self/clear_refs");
-  out << "5";
-  return static_cast<bool>(out.flush());
-}
 
 std::error_code write(pgpipe::async_copy_in& in, std::string_view chunk) {
   return in.async_write(chunk, asio::use_future).get();
