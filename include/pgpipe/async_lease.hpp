@@ -4,6 +4,7 @@
 // queries run in the order started.
 #pragma once
 
+#include <pgpipe/async_copy.hpp>
 #include <pgpipe/detail/async_glue.hpp>
 #include <pgpipe/error.hpp>
 #include <pgpipe/result.hpp>
@@ -93,6 +94,21 @@ class lease {
   row_stream stream(std::string_view sql, const Args&... args) {
     return start_stream(detail::query_spec{std::string(sql), detail::encode_params(args...), std::nullopt});
   }
+
+  /// Starts `copy_sql` (a COPY ... FROM STDIN) and returns the handle that
+  /// feeds it (see async_copy_in and <pgpipe/async_copy.hpp>). Never blocks;
+  /// errors arrive through the handle's operations: errc::invalid_argument
+  /// when `copy_sql` is not a COPY (nothing is sent) or not FROM STDIN,
+  /// the server's SQLSTATE (42P01...), errc::closed on an empty or released
+  /// lease. The COPY runs after the queries started before it on this lease
+  /// and before those started after it, which wait until it is over.
+  /// `opts.timeout` bounds the whole COPY (errc::query_timeout, nothing
+  /// stays); unlike a query, a COPY has no timeout by default: the caller
+  /// paces it. opts.read_only does not apply.
+  async_copy_in copy_in(std::string_view copy_sql, const query_options& opts = {});
+  /// Starts `copy_sql` (a COPY ... TO STDOUT) and returns the handle that
+  /// reads it (see async_copy_out). Errors and order as copy_in.
+  async_copy_out copy_out(std::string_view copy_sql, const query_options& opts = {});
 
   /// Returns the connection to the pool now (what the destructor does):
   /// queries still in flight complete normally, then ROLLBACK is sent if a

@@ -46,6 +46,8 @@ class lease_impl final : public query_target, public std::enable_shared_from_thi
                     boost::asio::cancellation_slot slot) override;
   void release() noexcept;
   std::shared_ptr<stream_state> start_stream(query_spec spec);
+  /// lease::copy_in/copy_out (defined in async/async_copy.cpp).
+  std::shared_ptr<copy_state> start_copy(std::string sql, std::optional<std::chrono::milliseconds> timeout, bool out);
   const boost::asio::any_io_executor& get_executor() const noexcept { return conn_->get_executor(); }
 
  private:

@@ -36,6 +36,10 @@ void pipelined_connection::reassign_socket() {
 
 void pipelined_connection::flush() {
   if (st_ != state::ready) return;
+  if (copy_) {
+    copy_flush();
+    return;
+  }
   const int r = PQflush(pg_);
   if (r < 0) {
     core_.on_broken("flush failed: " + pq_error());
@@ -75,6 +79,10 @@ void pipelined_connection::arm_write() {
 
 void pipelined_connection::on_readable() {
   if (paused_) return;  // resume_if_paused() re-arms
+  if (copy_) {
+    copy_on_readable();
+    return;
+  }
   if (!PQconsumeInput(pg_)) {
     break_connection(pq_error());
     return;
@@ -135,7 +143,7 @@ void pipelined_connection::drain_results_batch() {
   // look the request up only when the head changes.
   pipe_id req_id = 0;
   std::shared_ptr<query_request> req;
-  while (st_ == state::ready && !core_.is_broken()) {
+  while (st_ == state::ready && !core_.is_broken() && !copy_) {
     auto head_id = core_.head();
     if (!head_id) break;
     if (*head_id != req_id) {

@@ -185,6 +185,7 @@ void pipeline_core::write_pass(time_point now) {
   bool sent = false;
   std::size_t batch_run = 0;  // requests in the batch being written, this one excluded
   while (!waiting_.empty() && written() < p_.depth) {
+    if (copy_blocks_queue()) break;
     entry e = std::move(waiting_.front());
     waiting_.pop_front();
     if (e.req.param_count > max_params) {
@@ -405,6 +406,7 @@ void pipeline_core::break_all(const std::string& reason, std::optional<pipe_outc
   cancel_running_ = false;
   cancel_target_ = 0;
   cancel_deadline_ = time_point::max();
+  copy_id_ = 0;
   pipe_action c{pipe_action::kind::close};
   c.reason = reason;
   if (head_outcome && !written.empty()) complete(written.front(), *head_outcome);
@@ -424,6 +426,7 @@ void pipeline_core::abort() {
   release_units_ = 0;
   cancel_running_ = false;
   cancel_target_ = 0;
+  copy_id_ = 0;
   for (auto& e : batch_) complete(e, pipe_outcome::closed);
   for (auto& e : written_) complete(e, pipe_outcome::closed);
   for (auto& e : waiting_) complete(e, pipe_outcome::closed);
@@ -436,7 +439,7 @@ void pipeline_core::abort() {
 
 void pipeline_core::on_tick(time_point now) {
   if (broken_) return;
-  if (p_.stall_timeout.count() > 0 && written() > 0 && now - last_progress_ >= p_.stall_timeout) {
+  if (p_.stall_timeout.count() > 0 && copy_id_ == 0 && written() > 0 && now - last_progress_ >= p_.stall_timeout) {
     break_all("no progress for " + std::to_string(p_.stall_timeout.count()) + " ms (stall_timeout)", std::nullopt);
     return;
   }
@@ -473,7 +476,8 @@ std::optional<time_point> pipeline_core::next_timer() const {
   for (const auto* q : {&batch_, &written_})
     for (const auto& e : *q)
       if (!e.detached && !e.core_owned) next = std::min(next, e.req.deadline);
-  if (p_.stall_timeout.count() > 0 && written() > 0) next = std::min(next, last_progress_ + p_.stall_timeout);
+  if (p_.stall_timeout.count() > 0 && copy_id_ == 0 && written() > 0)
+    next = std::min(next, last_progress_ + p_.stall_timeout);
   if (next == time_point::max()) return std::nullopt;
   return next;
 }
@@ -495,6 +499,11 @@ bool pipeline_core::try_start_cancel(time_point now, entry& e) {
   if (!e.req.on_lease || e.cancel_sent || writes_held() || written() != 1 || written_.empty() ||
       &written_.front() != &e)
     return false;
+  emit_cancel(now, e);
+  return true;
+}
+
+void pipeline_core::emit_cancel(time_point now, entry& e) {
   e.cancel_sent = true;
   cancel_running_ = true;
   cancel_target_ = e.id;
@@ -503,7 +512,6 @@ bool pipeline_core::try_start_cancel(time_point now, entry& e) {
   pipe_action a{pipe_action::kind::start_cancel};
   a.id = e.id;
   actions_.push_back(std::move(a));
-  return true;
 }
 
 bool pipeline_core::drop_unsent(pipe_id id) {
@@ -553,6 +561,58 @@ void pipeline_core::on_cancel_failed(pipe_id id) {
     e->cancel_sent = false;
     if (!e->abandoned) complete(*e, pipe_outcome::cancelled_detached);
   }
+}
+
+}  // namespace pgpipe::detail
+
+namespace pgpipe::detail {
+
+// ---- COPY -------------------------------------------------------------------------
+
+bool pipeline_core::copy_blocks_queue() {
+  if (copy_id_ != 0) return true;
+  entry& w = waiting_.front();
+  if (!w.req.copy) return false;
+  // libpq 15 runs a COPY only outside pipeline mode, which it leaves only
+  // with nothing in flight: everything written before the COPY is read first
+  // (a coalesced batch's finished requests included: their Sync is still due).
+  if (written() != 0) return true;
+  entry e = std::move(w);
+  waiting_.pop_front();
+  e.in_execute = true;
+  copy_id_ = e.id;
+  pipe_action a{pipe_action::kind::start_copy};
+  a.id = e.id;
+  actions_.push_back(std::move(a));
+  written_.push_back(std::move(e));
+  return true;
+}
+
+void pipeline_core::on_copy_end(time_point now, bool failed) {
+  if (broken_ || copy_id_ == 0 || written_.empty() || written_.front().id != copy_id_) return;
+  entry e = std::move(written_.front());
+  written_.pop_front();
+  copy_id_ = 0;
+  last_progress_ = now;
+  if (e.id == cancel_target_) cancel_target_ = 0;  // the backend is past it
+  release_unit(e);
+  if (failed) {
+    complete(e, e.cancel_sent ? pipe_outcome::cancelled_by_server : pipe_outcome::sql_error);
+  } else {
+    complete(e, pipe_outcome::ok);
+  }
+}
+
+bool pipeline_core::copy_stop(time_point now, pipe_id id) {
+  if (broken_) return false;
+  if (drop_unsent(id)) return true;
+  if (id != copy_id_ || written_.empty() || written_.front().id != id) return false;
+  entry& e = written_.front();
+  e.abandoned = true;
+  // The COPY runs alone on an exclusive connection: the signal can hit
+  // nothing else, and writes stay held until on_copy_end.
+  if (e.req.on_lease && !e.cancel_sent && !cancel_running_) emit_cancel(now, e);
+  return false;
 }
 
 }  // namespace pgpipe::detail

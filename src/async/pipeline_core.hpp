@@ -57,6 +57,15 @@
 //    are decided at the batch's Sync. The shell marks `coalesce` only where a
 //    rollback of the batch cannot undo anything a caller was told succeeded
 //    (reads on a read-only session: see sync_coalescing.hpp).
+//  - COPY (lease only): a `copy` request waits at the head of the waiting
+//    queue until nothing is written (the pipeline is idle: libpq 15 allows
+//    no COPY in pipeline mode), then `start_copy` hands the connection to the
+//    shell, which leaves pipeline mode, runs the COPY and reports
+//    on_copy_end. Until then nothing else is written (requests submitted
+//    meanwhile wait behind it), the stall timeout does not apply (the caller
+//    paces a COPY), and a break completes the COPY with connection_lost like
+//    any written request. A deadline or a stop completes it early (detached);
+//    the shell then ends the COPY on the wire and still reports on_copy_end.
 #pragma once
 
 #include "async/statement_cache.hpp"
@@ -93,6 +102,7 @@ struct pipe_request {
   bool pooled = false;    ///< holds a unit of pool capacity until synced
   /// May share a Sync with its coalesce neighbours (ignored on leases, streams, internal).
   bool coalesce = false;
+  bool copy = false;      ///< a COPY: runs alone, outside pipeline mode (lease only)
   time_point deadline = time_point::max();
 };
 
@@ -126,6 +136,7 @@ struct pipe_action {
     release,      ///< `units` shared units of pool capacity go back to the pool
     start_cancel, ///< PQcancel for `id` (off the loop); answer on_cancel_returned / on_cancel_failed
     close,        ///< the connection is unusable (`reason`): tear it down; completes follow
+    start_copy,   ///< nothing is written: leave pipeline mode and start COPY `id`; answer on_copy_end
   };
   explicit pipe_action(kind k, pipe_id i = 0) : what(k), id(i) {}
   kind what;
@@ -190,6 +201,14 @@ class pipeline_core {
   void on_cancel_failed(pipe_id id);
   /// Client teardown: everything completes with `closed`; nothing more is sent.
   void abort();
+  /// The COPY started by `start_copy` is over and the connection is back in
+  /// pipeline mode: it completes (ok, or sql_error when `failed`) unless it
+  /// was completed early, and writing resumes.
+  void on_copy_end(time_point now, bool failed);
+  /// The COPY `id` is not wanted any more: removed if not started; if
+  /// running, a PQcancel is started (start_cancel) unless one already was.
+  /// True when it was removed unstarted.
+  bool copy_stop(time_point now, pipe_id id);
 
   // ---- outputs and state ----
   std::vector<pipe_action> take_actions();
@@ -202,7 +221,9 @@ class pipeline_core {
   std::optional<pipe_id> head() const;
   bool head_is_internal() const;
   bool is_broken() const noexcept { return broken_; }
-  bool writes_held() const noexcept { return cancel_running_ || cancel_target_ != 0; }
+  bool writes_held() const noexcept { return cancel_running_ || cancel_target_ != 0 || copy_id_ != 0; }
+  /// The COPY that owns the connection (start_copy given, on_copy_end not yet), or 0.
+  pipe_id copy_running() const noexcept { return copy_id_; }
   /// Written and not yet synced (a coalesced batch's finished requests included).
   std::size_t written() const noexcept { return written_.size() + batch_.size(); }
   std::size_t waiting() const noexcept { return waiting_.size(); }
@@ -250,6 +271,8 @@ class pipeline_core {
   void finish_statement(entry& e);
   entry* find_written(pipe_id id);
   bool try_start_cancel(time_point now, entry& e);
+  /// start_cancel for `e`, holding writes until it returned and `e` is over.
+  void emit_cancel(time_point now, entry& e);
   void push_internal(std::string sql, bool front);
   /// Removes a request not yet written (completed cancelled_unsent); false if it was not waiting.
   bool drop_unsent(pipe_id id);
@@ -258,6 +281,9 @@ class pipeline_core {
   bool needs_parse(const entry& e) const;
   /// on_sync for a Sync that closes a coalesced batch (batch_ not empty).
   void on_batch_sync(time_point now, tx_state tx);
+  /// write_pass's turn for a COPY at the head of the waiting queue: true when
+  /// the queue must not move (the COPY waits for the pipeline to drain, or started).
+  bool copy_blocks_queue();
 
   pipeline_params p_;
   statement_cache cache_;
@@ -278,6 +304,7 @@ class pipeline_core {
   pipe_id next_internal_ = 0;  ///< counts down from the top of the id space
   bool pooler_seen_ = false;   ///< pooler detection tripped: unnamed from now on
   bool pooler_warned_ = false;
+  pipe_id copy_id_ = 0;  ///< the COPY running outside pipeline mode
 };
 
 }  // namespace pgpipe::detail

@@ -109,6 +109,7 @@ void pipelined_connection::enqueue(std::shared_ptr<query_request> req) {
   // cannot turn its batch read-write or act at commit (sync_coalescing.hpp).
   r.coalesce = req->spec.read_only && cfg_->sync_batch > 1 && !req->on_lease && !req->internal && !req->stream &&
                session_read_only() && may_share_sync(req->spec.sql);
+  r.copy = req->copy != nullptr;
   reqs_.emplace(req->id, req);
   core_.submit(pool_clock::now(), req->id, std::move(r));
   if (req->deadline < timer_at_) set_timer(req->deadline);
@@ -193,6 +194,9 @@ void pipelined_connection::apply_one(pipe_action& a, bool& flush_wanted) {
     case kind::close:
       retire(a.reason);
       return;
+    case kind::start_copy:
+      if (st_ == state::ready && !core_.is_broken()) copy_start(a.id);
+      return;
   }
 }
 
@@ -268,6 +272,12 @@ void pipelined_connection::complete(const std::shared_ptr<query_request>& req, s
   // Count before delivering: stats read right after a completion include it.
   if (!req->internal && !req->completed.load(std::memory_order_acquire)) {
     if (auto owner = owner_.lock()) owner->count_outcome(*req, ec, r);
+  }
+  if (req->copy) {
+    // The COPY's handle gets the outcome; the request's handler is a no-op.
+    if (!req->completed.load(std::memory_order_acquire)) copy_outcome(*req->copy, ec, std::move(r));
+    req->try_complete(ex_, false, ec, result());
+    return;
   }
   if (req->stream) {
     // The stream's reader gets the outcome (end marker or error); the

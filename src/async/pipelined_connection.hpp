@@ -21,7 +21,8 @@
 //
 // Files: pipelined_connection.cpp (requests and the core's actions),
 // connection_connect.cpp, connection_io.cpp (socket, PQflush, results),
-// connection_cancel.cpp, connection_streams.cpp, connection_close.cpp.
+// connection_cancel.cpp, connection_streams.cpp, connection_close.cpp,
+// connection_copy.cpp (COPY outside pipeline mode).
 #pragma once
 
 #include "async/connect_job.hpp"
@@ -154,6 +155,14 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   /// The lease on this connection ended: roll back if a transaction may be
   /// open (or work is still in flight), then conn_lease_returned.
   void lease_returned();
+  /// async_copy_in / async_copy_out operations (connection_copy.cpp).
+  void copy_write(const std::shared_ptr<copy_state>& st, std::string data,
+                  std::unique_ptr<completion<std::monostate>> done);
+  void copy_finish(const std::shared_ptr<copy_state>& st, std::unique_ptr<completion<result>> done);
+  void copy_abort(const std::shared_ptr<copy_state>& st, std::string reason,
+                  std::unique_ptr<completion<std::monostate>> done);
+  void copy_next(const std::shared_ptr<copy_state>& st, std::unique_ptr<completion<std::string>> done);
+  void copy_cancel(const std::shared_ptr<copy_state>& st);
 
  private:
   enum class state { created, connecting, ready, dead };
@@ -194,6 +203,22 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   bool start_cancel_call();
   void cancel_call_returned(const cancel_call* call);
   void end_cancel_calls() noexcept;
+
+  /// The core's start_copy: leave pipeline mode, send the COPY.
+  void copy_start(pipe_id id);
+  void copy_on_readable();
+  /// PQflush for the COPY; once libpq's buffer is out, feeds the next chunk or the end.
+  void copy_flush();
+  void copy_feed();
+  /// Reads what the COPY's state allows (results, copy_out data).
+  void copy_pump();
+  void copy_deliver();
+  /// The COPY's last result was read: back to pipeline mode, on_copy_end.
+  void copy_done_on_wire();
+  /// The COPY request completed (from complete()): the handle's waiters get it.
+  void copy_outcome(copy_state& st, std::error_code ec, result r);
+  /// Ends a running COPY on the wire (CopyFail, or PQcancel for copy_out).
+  void copy_stop_on_wire(copy_state& st, const std::string& reason);
 
   void set_timer(time_point at);
   void on_timer();
@@ -250,7 +275,10 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   // itself is the core's).
   std::shared_ptr<cancel_call> cancel_call_;
 
-  std::unique_ptr<notice_route> notices_;  ///< server NOTICE/WARNING -> owner's log (pq/notice_route.hpp)
+  std::unique_ptr<notice_route> notices_;
+
+  std::shared_ptr<copy_state> copy_;  ///< the COPY running outside pipeline mode
+  bool copy_paused_ = false;          ///< copy_out's reader is behind: the socket is not read  ///< server NOTICE/WARNING -> owner's log (pq/notice_route.hpp)
 };
 
 }  // namespace pgpipe::detail

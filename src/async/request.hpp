@@ -22,6 +22,7 @@ namespace pgpipe::detail {
 class pipelined_connection;
 class client_impl;
 struct query_request;
+struct copy_state;
 
 /// A lease's row_stream: chunks of a single-row-mode result on their way to
 /// the caller. Everything but `conn` is touched only on conn's executor.
@@ -72,6 +73,9 @@ struct query_request {
   std::unique_ptr<PGresult, pgresult_deleter> err;
   /// Set for lease::stream(): rows go to the stream, `done` is a no-op.
   std::shared_ptr<stream_state> stream;
+  /// Set for lease::copy_in()/copy_out(): the outcome goes to the COPY's
+  /// handle (async/copy_state.hpp), `done` is a no-op.
+  std::shared_ptr<copy_state> copy;
 
   // Timing and tracing (stats histograms, pool_params::observer).
   time_point submitted{};       ///< the caller's call; set before the request is shared

@@ -7,6 +7,7 @@
 
 #include "support/cluster_fixture.hpp"
 #include "support/kit.hpp"
+#include "support/rss.hpp"
 
 #include <boost/asio/use_future.hpp>
 
@@ -14,12 +15,13 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <string>
 
 using namespace std::chrono_literals;
 using pgpipe::test::app_conninfo;
 using pgpipe::test::shared_cluster;
+using pgpipe::test::reset_peak_rss;
+using pgpipe::test::status_kb;
 
 namespace {
 
@@ -27,24 +29,6 @@ pgpipe::pool_params copy_params(const std::string& app) {
   pgpipe::pool_params p = pgpipe::test::params_for(app_conninfo(app), 1);
   p.acquire_timeout = 20s;
   return p;
-}
-
-// kB from /proc/self/status ("VmRSS", "VmHWM").
-long status_kb(const std::string& key) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key + ":", 0) == 0) return std::stol(line.substr(key.size() + 1));
-  }
-  return -1;
-}
-
-// Resets the peak (VmHWM) to the current RSS, so a peak measured afterwards
-// belongs to what ran in between (Linux: clear_refs "5").
-bool reset_peak_rss() {
-  std::ofstream out("/proc/self/clear_refs");
-  out << "5";
-  return static_cast<bool>(out.flush());
 }
 
 std::string select_one(pgpipe::blocking_lease& lease) {
