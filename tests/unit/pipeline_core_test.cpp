@@ -1351,6 +1351,8 @@ TEST(pipeline_core, stale_statement_in_a_batch_is_repaired_and_the_skipped_rest_
   while (!h.wire.empty()) h.reply();
   EXPECT_EQ(h.outcome(2), pipe_outcome::ok);
   EXPECT_EQ(h.outcome(3), pipe_outcome::ok);
+}
+
 // ---- COPY ---------------------------------------------------------------------------------
 
 namespace {
