@@ -213,6 +213,9 @@ class async_client {
   executor_type get_executor() const noexcept;
   /// Number of event loops (1 with a caller's io_context).
   std::size_t loop_count() const noexcept;
+  /// The pool_params the client was built with (as blocking_pool::params()).
+  /// Throws std::logic_error on a moved-from client.
+  const pool_params& params() const;
 
  private:
   // The read router hands encoded queries to its clients' targets directly

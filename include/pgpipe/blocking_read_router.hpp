@@ -62,13 +62,15 @@ class blocking_read_router {
     return primary().exec(sql, std::forward<Args>(args)...);
   }
   /// A read-only statement: a healthy replica within max_lag, else the
-  /// primary. Same arguments, blocking and errors as blocking_pool::exec, and:
+  /// primary's read-only pool (read_routing_params::primary_read_only_pool_size).
+  /// Same arguments, blocking and errors as blocking_pool::exec, and:
   /// a read that fails on a replica because its connection was lost or could
   /// not be opened, or the server is shutting down (SQLSTATE 57P01-57P03), is
   /// run again on the primary and the caller sees the primary's answer (safe:
   /// a standby refuses writes, so nothing ran). Reads may see data older than
   /// the primary's by the replica's lag. Marking a statement that writes is a
-  /// caller's error: a standby refuses it with SQLSTATE 25006.
+  /// caller's error, refused with SQLSTATE 25006 wherever it runs (a standby
+  /// refuses it; the primary's read-only pool has read-only sessions).
   template <typename... Args>
   pqxx::result exec(read_only_t, std::string_view sql, Args&&... args) {
     if (const std::optional<std::size_t> i = route_read()) {
@@ -78,7 +80,7 @@ class blocking_read_router {
         if (!rerun_on_primary(*i, e.code())) throw;
       }
     }
-    return primary().exec(sql, std::forward<Args>(args)...);
+    return primary_read_only().exec(sql, std::forward<Args>(args)...);
   }
 
   /// A transaction on the primary (blocking_pool::transaction).
@@ -91,6 +93,8 @@ class blocking_read_router {
 
   /// The primary's pool.
   blocking_pool& primary() noexcept;
+  /// The primary's read-only pool, which serves marked reads on the primary.
+  blocking_pool& primary_read_only() noexcept;
   /// Replica i's pool (0-based, in the order given); throws std::out_of_range.
   blocking_pool& replica(std::size_t i);
   /// Number of replicas given to the constructor.

@@ -3,8 +3,9 @@
 // A small layer above async_client pools: one for the primary, one per
 // replica. A query marked read-only (query_options::read_only) goes to a
 // healthy replica within the lag bound, round-robin; when none is, it goes to
-// the primary. Everything else (unmarked queries, leases, transactions) goes
-// to the primary. Reads on a replica may be stale by its lag
+// the primary, through a small read-only pool of the router's own there, so
+// a marked write fails with 25006 wherever it runs. Everything else
+// (unmarked queries, leases, transactions) goes to the primary. Reads on a replica may be stale by its lag
 // (replica_stats::lag); docs/scaling.md, "Read replicas", says what that
 // figure means and how to run with replicas.
 //
@@ -66,16 +67,22 @@ class read_router {
                                        std::forward<ArgsAndToken>(args_and_token)...);
   }
   /// With opts.read_only, the query goes to a healthy replica within
-  /// read_routing_params::max_lag, else to the primary; without it, to the
-  /// primary. Same parameters, token, errors, executor and cancellation as
+  /// read_routing_params::max_lag, else to the primary's read-only pool
+  /// (read_routing_params::primary_read_only_pool_size: read-only sessions on
+  /// the primary, run on the primary client's first event loop); without it,
+  /// to the primary. A marked statement that writes fails with SQLSTATE
+  /// 25006 wherever it runs. Same parameters, token, errors, executor and cancellation as
   /// async_client::async_query, and:
   ///  - a read that fails on a replica because its connection was lost
   ///    (errc::not_sent, errc::connection_lost), no connection could be opened
   ///    (connect errors) or the server is shutting down (SQLSTATE 57P01-57P03)
-  ///    is run again on the primary: the caller sees the primary's answer,
+  ///    is run again on the primary (its read-only pool): the caller sees the primary's answer,
   ///    never that error. Safe because a read-only query changes nothing (a
-  ///    standby refuses writes). The re-run cannot be cancelled through the
-  ///    caller's slot; its timeout still bounds it.
+  ///    standby refuses writes). The caller's cancellation slot follows
+  ///    the read: a signal emitted while the re-run is pending cancels the
+  ///    re-run, with the same types and effects as async_client::async_query;
+  ///    one emitted earlier, that the replica's attempt ignored (total
+  ///    cancellation of a written query), cancels the re-run as it starts.
   ///  - a read may see data older than the primary's by the replica's lag.
   template <class... ArgsAndToken>
   auto async_query(const query_options& opts, std::string_view sql, ArgsAndToken&&... args_and_token) {

@@ -36,6 +36,16 @@ struct read_routing_params {
   /// whose lag is unknown (the primary has never answered a probe).
   /// std::nullopt: no bound, any healthy replica serves reads.
   std::optional<std::chrono::milliseconds> max_lag;
+  /// Marked reads the router runs on the primary (no replica eligible, or a
+  /// read re-run after its replica failed) go through a second pool of the
+  /// router's own on the primary whose sessions are read-only
+  /// (pool_params::read_only_sessions), so a marked statement that writes
+  /// fails with SQLSTATE 25006 there as it does on a standby: the marker
+  /// means the same wherever the read runs. It is built from the primary
+  /// pool's params with min_size 0 (opened on the first such read, closed
+  /// again by idle_timeout) and this max_size; 0 means the primary pool's
+  /// max_size. Its connections count against the primary's max_connections.
+  std::size_t primary_read_only_pool_size = 0;
   /// Names for the replicas in stats() and to_prometheus() (label
   /// replica="..."), in the order the replicas were given; missing entries
   /// are "replica<i>" (0-based). Never put a password here.
@@ -86,6 +96,9 @@ struct read_routing_stats {
   std::uint64_t primary_probes_ok = 0;      ///< successful probes of the primary's WAL position
   std::uint64_t primary_probes_failed = 0;  ///< failed or timed-out probes of the primary
   pool_stats primary;  ///< the primary's own pool
+  /// The primary's read-only pool (read_routing_params::primary_read_only_pool_size),
+  /// which serves the marked reads that run on the primary.
+  pool_stats primary_read_only;
   std::vector<replica_stats> replicas;  ///< one per replica, in the order given
 };
 

@@ -3,6 +3,7 @@
 
 #include "async/client_impl.hpp"
 
+#include <stdexcept>
 #include <thread>
 
 namespace pgpipe {
@@ -81,6 +82,11 @@ async_client::executor_type async_client::get_executor() const noexcept {
 }
 
 std::size_t async_client::loop_count() const noexcept { return impl_ ? impl_->loop_count() : 0; }
+
+const pool_params& async_client::params() const {
+  if (!impl_) throw std::logic_error("pgpipe::async_client::params: moved-from client");
+  return impl_->params();
+}
 
 std::shared_ptr<detail::query_target> async_client::target() const noexcept { return impl_; }
 

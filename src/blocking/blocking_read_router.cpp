@@ -4,6 +4,7 @@
 #include <pgpipe/blocking_read_router.hpp>
 
 #include "core/probe_scheduler.hpp"
+#include "core/read_only_fallback.hpp"
 #include "core/replica_tracker.hpp"
 
 #include <mutex>
@@ -34,7 +35,11 @@ std::optional<pqxx::result> probe_row(blocking_pool& pool, const char* sql, std:
 struct blocking_read_router_impl {
   blocking_read_router_impl(std::unique_ptr<blocking_pool> p, std::vector<std::unique_ptr<blocking_pool>> r,
                             read_routing_params params)
-      : routing(std::move(params)), tracker(r.size(), routing), primary(std::move(p)), replicas(std::move(r)) {}
+      : routing(std::move(params)),
+        tracker(r.size(), routing),
+        primary(std::move(p)),
+        primary_read_only(std::make_unique<blocking_pool>(primary_read_only_params(primary->params(), routing))),
+        replicas(std::move(r)) {}
 
   void probe() {
     const auto timeout = routing.probe_timeout;
@@ -78,6 +83,9 @@ struct blocking_read_router_impl {
   mutable std::mutex mu;
   replica_tracker tracker;
   std::unique_ptr<blocking_pool> primary;
+  // Marked reads on the primary run here: read-only sessions, so a marked
+  // write fails with 25006 as on a standby.
+  std::unique_ptr<blocking_pool> primary_read_only;
   std::vector<std::unique_ptr<blocking_pool>> replicas;
   // Last: stopped (joined) first, before the pools it uses go away.
   std::unique_ptr<probe_scheduler> probes;
@@ -103,6 +111,8 @@ blocking_read_router::~blocking_read_router() { impl_->probes->stop(); }
 
 blocking_pool& blocking_read_router::primary() noexcept { return *impl_->primary; }
 
+blocking_pool& blocking_read_router::primary_read_only() noexcept { return *impl_->primary_read_only; }
+
 blocking_pool& blocking_read_router::replica(std::size_t i) { return *impl_->replicas.at(i); }
 
 std::size_t blocking_read_router::replica_count() const noexcept { return impl_->replicas.size(); }
@@ -127,6 +137,7 @@ read_routing_stats blocking_read_router::stats() const {
     s = impl_->tracker.snapshot(detail::clock::now());
   }
   s.primary = impl_->primary->stats();
+  s.primary_read_only = impl_->primary_read_only->stats();
   for (std::size_t i = 0; i < impl_->replicas.size(); ++i) s.replicas[i].pool = impl_->replicas[i]->stats();
   return s;
 }

@@ -10,6 +10,11 @@
 // - A replica with an unknown lag is kept off reads only when a bound is
 //   set: without one nobody asked for freshness.
 // - A promoted replica (no longer in recovery) has lag 0: it is a primary.
+// - While the primary's latest probe failed (it is gone: a failover is under
+//   way) the lag bound is not applied: the primary cannot serve the read, so
+//   sending it there trades a stale answer for an error. And the estimate
+//   itself grows with the clock from the last sample the dead primary gave,
+//   although nothing is being written that the replica could miss.
 // - Round-robin over eligible replicas: the replicas' pools balance within
 //   themselves; across servers an even share is the simple, predictable rule.
 #include "core/replica_tracker.hpp"
@@ -65,6 +70,7 @@ bool replica_tracker::begin_replica_probe(std::size_t i) {
 
 void replica_tracker::primary_probed(time_point sent, std::uint64_t wal_lsn) {
   primary_probe_in_flight_ = false;
+  primary_down_ = false;
   ++stats_.primary_probes_ok;
   // A position going backwards is another server (a failover to a standby
   // that had not received everything): the old history means nothing there.
@@ -82,6 +88,7 @@ void replica_tracker::primary_probed(time_point sent, std::uint64_t wal_lsn) {
 
 void replica_tracker::primary_probe_failed() {
   primary_probe_in_flight_ = false;
+  primary_down_ = true;
   ++stats_.primary_probes_failed;
 }
 
@@ -145,7 +152,7 @@ bool replica_tracker::healthy(std::size_t i, time_point now) const {
 }
 
 bool replica_tracker::within_lag_bound(const replica& r) const {
-  if (!params_.max_lag) return true;
+  if (!params_.max_lag || primary_down_) return true;
   return r.lag && *r.lag <= *params_.max_lag;
 }
 

@@ -69,7 +69,9 @@ class replica_tracker {
   void read_retried() { ++stats_.reads_retried_on_primary; }
 
   /// The replica that serves the next read-only request, or std::nullopt for
-  /// the primary; counts the decision. Round-robin over the eligible ones.
+  /// the primary; counts the decision. Round-robin over the eligible ones:
+  /// healthy and within max_lag, except that while the primary's latest
+  /// probe failed (the primary is gone) any healthy replica is eligible.
   std::optional<std::size_t> route_read(time_point now);
 
   /// Whether replica i may serve reads at `now` (healthy and recent).
@@ -105,6 +107,7 @@ class replica_tracker {
   std::vector<replica> replicas_;
   std::deque<sample> history_;  // oldest first, lsn non-decreasing
   bool primary_probe_in_flight_ = false;
+  bool primary_down_ = false;  // the primary's latest probe failed (none yet: not down)
   std::size_t next_ = 0;  // round-robin cursor
   read_routing_stats stats_;
 };

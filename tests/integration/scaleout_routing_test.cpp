@@ -9,18 +9,26 @@
 #include "support/cluster_fixture.hpp"
 #include "support/driver_adapter.hpp"
 #include "support/kit.hpp"
+#include "support/router_adapter.hpp"
 #include "support/standby.hpp"
 #include "support/wait.hpp"
 
 #include <pgpipe/blocking_read_router.hpp>
 #include <pgpipe/read_router.hpp>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/use_future.hpp>
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -31,97 +39,10 @@ namespace {
 
 using namespace std::chrono_literals;
 using pgpipe::test::outcome;
-
-// Both routers behind one small interface: read (marked) and write
-// (unmarked) run one statement and wait for it.
-class async_router {
- public:
-  static constexpr const char* name = "async";
-  async_router(const pgpipe::pool_params& primary, const pgpipe::pool_params& replica,
-               const pgpipe::read_routing_params& rp) {
-    std::vector<pgpipe::async_client> replicas;
-    replicas.emplace_back(replica, std::size_t{1});
-    router_ = std::make_unique<pgpipe::read_router>(pgpipe::async_client(primary, std::size_t{1}),
-                                                    std::move(replicas), rp);
-  }
-  outcome read(std::string_view sql) { return wait(router_->async_query(read_only(), sql, boost::asio::use_future)); }
-  outcome write(std::string_view sql) { return wait(router_->async_query(sql, boost::asio::use_future)); }
-  // A statement on a lease: leases always come from the primary.
-  outcome on_lease(std::string_view sql) {
-    auto [ec, l] = router_->async_acquire(boost::asio::use_future).get();
-    if (ec) return pgpipe::test::outcome_of(ec, pgpipe::result{});
-    return wait(l.async_query(sql, boost::asio::use_future));
-  }
-  pgpipe::read_routing_stats stats() const { return router_->stats(); }
-
- private:
-  static pgpipe::query_options read_only() {
-    pgpipe::query_options o;
-    o.read_only = true;
-    return o;
-  }
-  template <class Future>
-  static outcome wait(Future f) {
-    if (f.wait_for(30s) != std::future_status::ready) {
-      outcome o;
-      o.ec = make_error_code(std::errc::timed_out);
-      o.text = "never completed";
-      return o;
-    }
-    auto [ec, r] = f.get();
-    return pgpipe::test::outcome_of(ec, r);
-  }
-  std::unique_ptr<pgpipe::read_router> router_;
-};
-
-class blocking_router {
- public:
-  static constexpr const char* name = "blocking";
-  blocking_router(const pgpipe::pool_params& primary, const pgpipe::pool_params& replica,
-                  const pgpipe::read_routing_params& rp) {
-    std::vector<std::unique_ptr<pgpipe::blocking_pool>> replicas;
-    replicas.push_back(std::make_unique<pgpipe::blocking_pool>(replica));
-    router_ = std::make_unique<pgpipe::blocking_read_router>(std::make_unique<pgpipe::blocking_pool>(primary),
-                                                             std::move(replicas), rp);
-  }
-  outcome read(std::string_view sql) {
-    return run([&] { return router_->exec(pgpipe::read_only, sql); });
-  }
-  outcome write(std::string_view sql) {
-    return run([&] { return router_->exec(sql); });
-  }
-  outcome on_lease(std::string_view sql) {
-    return run([&] { return router_->transaction([&](pqxx::work& tx) { return tx.exec(std::string(sql)); }); });
-  }
-  pgpipe::read_routing_stats stats() const { return router_->stats(); }
-
- private:
-  template <class Fn>
-  static outcome run(Fn fn) {
-    outcome o;
-    try {
-      const pqxx::result r = fn();
-      if (!r.empty() && r.columns() > 0) o.first = r[0][0].c_str();
-    } catch (const pgpipe::error& e) {
-      o.ec = e.code();
-      o.diag = e.diag();
-      o.text = pgpipe::test::describe(o.ec, o.diag, e.what());
-    } catch (const std::exception& e) {
-      o.ec = std::make_error_code(std::errc::state_not_recoverable);
-      o.text = std::string("non-pgpipe exception: ") + e.what();
-    }
-    return o;
-  }
-  std::unique_ptr<pgpipe::blocking_read_router> router_;
-};
-
-struct router_names {
-  template <class T>
-  static std::string GetName(int) {
-    return T::name;
-  }
-};
-using routers = ::testing::Types<async_router, blocking_router>;
+using pgpipe::test::async_router;
+using pgpipe::test::blocking_router;
+using pgpipe::test::router_names;
+using pgpipe::test::routers;
 
 // Asked in every routed query: where did it run?
 constexpr const char* where_sql = "select case when pg_is_in_recovery() then 'standby' else 'primary' end";
@@ -269,6 +190,42 @@ TYPED_TEST(scaleout_routing, with_the_standby_stopped_reads_go_to_the_primary_wi
   EXPECT_GT(s.reads_retried_on_primary + s.replicas[0].probes_failed, 0u);
 }
 
+// The read-only marker is a promise wherever the read runs: with the
+// standby down, marked reads run on the primary, on read-only sessions, so a
+// marked write is refused there (25006) exactly as the standby refuses it,
+// and nothing is written; a marked SELECT is served by the primary.
+TYPED_TEST(scaleout_routing, with_the_standby_down_a_marked_write_is_refused_on_the_primary_too) {
+  auto router = this->make_router();
+  std::vector<std::string> errors;
+  ASSERT_TRUE(this->reads_reach(*router, "standby", errors)) << "reads never reached the standby";
+  this->standby_->cluster().stop(pgpipe::devcluster::stop_mode::fast);
+  ASSERT_TRUE(this->reads_reach(*router, "primary", errors)) << "reads did not move to the primary";
+  EXPECT_TRUE(errors.empty()) << errors.front();
+
+  const outcome select = router->read(where_sql);
+  ASSERT_FALSE(select.ec) << select.text;
+  EXPECT_EQ(select.first, "primary");
+  const outcome insert = router->read("insert into routed values (7)");
+  EXPECT_EQ(insert.ec, pgpipe::make_sqlstate("25006")) << insert.text;
+  // nextval() writes too (a sequence), and is refused the same way.
+  ASSERT_FALSE(router->write("create sequence routed_seq").ec);
+  const outcome seq = router->read("select nextval('routed_seq')");
+  EXPECT_EQ(seq.ec, pgpipe::make_sqlstate("25006")) << seq.text;
+  // Unmarked, the same statement runs: the primary pool is read-write.
+  const outcome count = router->write("select count(*)::text from routed where v = 7");
+  ASSERT_FALSE(count.ec) << count.text;
+  EXPECT_EQ(count.first, "0") << "a marked INSERT wrote on the primary";
+  EXPECT_FALSE(router->write("insert into routed values (8)").ec);
+
+  const auto s = router->stats();
+  EXPECT_GT(s.reads_to_primary_no_replica, 0u);
+  // The marked reads ran on the router's read-only pool, not the primary's.
+  EXPECT_GE(s.primary_read_only.completed, 1u);
+  EXPECT_GE(s.primary_read_only.connects, 1u);
+  std::printf("[ %s ] standby down: marked INSERT -> %s; primary read-only pool: %llu connects\n", TypeParam::name,
+              insert.diag.sqlstate.c_str(), static_cast<unsigned long long>(s.primary_read_only.connects));
+}
+
 TYPED_TEST(scaleout_routing, reads_leave_a_standby_lagging_past_the_bound_and_return_when_it_catches_up) {
   auto router = this->make_router(1000ms);
   std::vector<std::string> errors;
@@ -300,6 +257,71 @@ TYPED_TEST(scaleout_routing, reads_leave_a_standby_lagging_past_the_bound_and_re
               static_cast<long long>(lagging.replicas[0].lag->count()),
               static_cast<unsigned long long>(lagging.replicas[0].lag_bytes.value_or(0)),
               static_cast<unsigned long long>(lagging.reads_to_primary_lag));
+}
+
+}  // namespace
+
+namespace {
+
+// A read re-run on the primary (its replica died under it) stays cancellable
+// through the caller's slot: the caller emits while the re-run sleeps on the
+// primary and gets errc::cancelled, not the answer 20 s later. The signal is
+// emitted, and the handler runs, on one io_context of the test's, as Asio
+// requires of a slot.
+using namespace std::chrono_literals;
+
+TEST(scaleout_routing_async, a_read_rerun_on_the_primary_is_cancelled_through_the_callers_slot) {
+  unsetenv("PGPASSWORD");
+  setenv("PGPASSFILE", "/nonexistent/pgpipe-test-pgpass", 1);
+  auto primary = pgpipe::test::fresh_cluster();
+  pgpipe::test::standby_instance standby(*primary);
+  standby.wait_for_streaming();
+  auto p = pgpipe::test::fault_params(primary->conninfo(), 2);
+  auto r = pgpipe::test::fault_params(standby.conninfo(), 2);
+  p.query_timeout = r.query_timeout = 60s;
+  r.acquire_timeout = 2s;
+  r.connect_timeout = 1s;
+  pgpipe::read_routing_params rp;
+  rp.probe_interval = 100ms;
+  rp.probe_timeout = 1s;
+  std::vector<pgpipe::async_client> replicas;
+  replicas.emplace_back(r, std::size_t{1});
+  pgpipe::read_router router(pgpipe::async_client(p, std::size_t{1}), std::move(replicas), rp);
+  ASSERT_TRUE(pgpipe::test::wait_until([&] { return router.stats().replicas[0].healthy; }, 30s));
+
+  boost::asio::io_context io;
+  auto work = boost::asio::make_work_guard(io);
+  std::thread io_thread([&] { io.run(); });
+  boost::asio::cancellation_signal signal;
+  std::promise<std::pair<std::error_code, std::string>> done;
+  pgpipe::query_options o;
+  o.read_only = true;
+  constexpr const char* sql = "select pg_sleep(20)::text as rerun_to_cancel";
+  router.async_query(o, sql,
+                     boost::asio::bind_cancellation_slot(
+                         signal.slot(), boost::asio::bind_executor(io, [&](std::error_code ec, pgpipe::result res) {
+                           done.set_value({ec, ec ? std::string() : std::string(res[0][0].text())});
+                         })));
+  auto running_on = [&](const pgpipe::devcluster::cluster& c) {
+    return c.query("select count(*)::text from pg_stat_activity where query = '" + std::string(sql) + "'")[0][0] ==
+           "1";
+  };
+  // On the standby first; the standby dies under it; it is re-run on the primary.
+  const bool on_standby = pgpipe::test::wait_until([&] { return running_on(standby.cluster()); }, 30s);
+  if (on_standby) standby.cluster().stop(pgpipe::devcluster::stop_mode::immediate);
+  const bool on_primary = on_standby && pgpipe::test::wait_until([&] { return running_on(*primary); }, 30s);
+  boost::asio::post(io, [&] { signal.emit(boost::asio::cancellation_type::terminal); });
+  auto f = done.get_future();
+  const bool completed = f.wait_for(10s) == std::future_status::ready;
+  work.reset();
+  if (!completed) f.wait();  // the 20 s sleep ends; never leave the handler dangling
+  io_thread.join();
+  ASSERT_TRUE(on_standby) << "the read never ran on the standby";
+  ASSERT_TRUE(on_primary) << "the read was not re-run on the primary";
+  ASSERT_TRUE(completed) << "the cancelled re-run did not complete until its statement ended";
+  const auto [ec, text] = f.get();
+  EXPECT_EQ(ec, make_error_code(pgpipe::errc::cancelled)) << ec.message() << " " << text;
+  EXPECT_EQ(router.stats().reads_retried_on_primary, 1u);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // replica_tracker: health, lag and routing decisions with made-up times and
 // WAL positions, no server (src/core/replica_tracker.hpp).
+#include "core/read_only_fallback.hpp"
 #include "core/replica_tracker.hpp"
 
 #include <pgpipe/error.hpp>
@@ -181,6 +182,44 @@ TEST(replica_tracker, a_promoted_replica_has_no_lag) {
   EXPECT_FALSE(s.replicas[0].in_recovery);
 }
 
+TEST(replica_tracker, while_the_primary_is_down_a_lagging_replica_still_serves_reads) {
+  replica_tracker t(1, params(1000ms));
+  primary_at(t, t0, 1000);
+  primary_at(t, t0 + 10s, 5000);
+  replica_at(t, 0, t0 + 10s, 1000);  // ~10 s behind: kept off while the primary answers
+  EXPECT_FALSE(t.route_read(t0 + 10s).has_value());
+  // The primary stops answering (a failover): the primary cannot serve the
+  // read, the replica can, stale or not.
+  ASSERT_TRUE(t.begin_primary_probe());
+  t.primary_probe_failed();
+  replica_at(t, 0, t0 + 11s, 1000);
+  EXPECT_EQ(t.route_read(t0 + 11s), 0u);
+  // Promoted: no longer in recovery, lag 0, reads stay there.
+  replica_at(t, 0, t0 + 12s, 1000, /*in_recovery=*/false);
+  EXPECT_EQ(t.route_read(t0 + 12s), 0u);
+  // A primary answering again (here the old one, still far ahead) brings the
+  // bound back for a replica in recovery.
+  primary_at(t, t0 + 13s, 6000);
+  replica_at(t, 0, t0 + 13s, 1000);
+  EXPECT_FALSE(t.route_read(t0 + 13s).has_value());
+  const auto s = t.snapshot(t0 + 13s);
+  EXPECT_EQ(s.reads_to_replica, 2u);
+  EXPECT_EQ(s.reads_to_primary_lag, 2u);
+  EXPECT_EQ(s.primary_probes_failed, 1u);
+}
+
+TEST(replica_tracker, a_down_primary_does_not_make_an_unhealthy_replica_eligible) {
+  replica_tracker t(1, params(1000ms));
+  primary_at(t, t0, 1000);
+  replica_at(t, 0, t0, 1000);
+  ASSERT_TRUE(t.begin_primary_probe());
+  t.primary_probe_failed();
+  ASSERT_TRUE(t.begin_replica_probe(0));
+  t.replica_probe_failed(0);
+  EXPECT_FALSE(t.route_read(t0 + 1s).has_value());
+  EXPECT_EQ(t.snapshot(t0 + 1s).reads_to_primary_no_replica, 1u);
+}
+
 TEST(replica_tracker, which_read_failures_mean_the_replica_is_unreachable) {
   using pgpipe::errc;
   using pgpipe::detail::replica_unreachable;
@@ -194,6 +233,29 @@ TEST(replica_tracker, which_read_failures_mean_the_replica_is_unreachable) {
   EXPECT_FALSE(replica_unreachable(make_error_code(errc::cancelled)));
   EXPECT_FALSE(replica_unreachable(pgpipe::make_sqlstate("25006")));
   EXPECT_FALSE(replica_unreachable(pgpipe::make_sqlstate("42P01")));
+}
+
+TEST(primary_read_only_params, read_only_sessions_opened_lazily_sized_by_the_routing_params) {
+  pgpipe::pool_params primary;
+  primary.conninfo = "host=127.0.0.1,127.0.0.2 target_session_attrs=read-write";
+  primary.max_size = 12;
+  primary.min_size = 4;
+  primary.on_connect = {"set timezone = 'UTC'"};
+  pgpipe::read_routing_params routing;
+  auto p = pgpipe::detail::primary_read_only_params(primary, routing);
+  EXPECT_TRUE(p.read_only_sessions);
+  EXPECT_EQ(p.min_size, 0u);
+  EXPECT_EQ(p.max_size, 12u);  // 0: the primary's
+  EXPECT_EQ(p.conninfo, primary.conninfo);
+  // The statements each new session runs end with the read-only setting,
+  // after the user's own.
+  const auto stmts = pgpipe::session_statements(p);
+  ASSERT_EQ(stmts.size(), 2u);
+  EXPECT_EQ(stmts[0], "set timezone = 'UTC'");
+  EXPECT_NE(stmts[1].find("default_transaction_read_only"), std::string::npos);
+  routing.primary_read_only_pool_size = 3;
+  EXPECT_EQ(pgpipe::detail::primary_read_only_params(primary, routing).max_size, 3u);
+  EXPECT_NO_THROW(pgpipe::validate(pgpipe::detail::primary_read_only_params(primary, routing)));
 }
 
 TEST(read_routing_stats, prometheus_names_every_decision_and_replica) {
