@@ -5,8 +5,9 @@
 // turned out to be unreachable, marks it unhealthy and hands the same
 // encoded query to the primary's read-only pool. Marked reads meant for the
 // primary always go through that pool (read-only sessions, on one of the
-// primary's event loops), so a marked write fails with 25006 there too. The user's completion travels unchanged, so
-// the handler's executor and the exactly-once guarantee are the clients'.
+// primary's event loops), so a marked write fails with 25006 there too. The
+// user's completion travels unchanged, so the handler's executor and the
+// exactly-once guarantee are the clients'.
 // Health and lag live in the sans-IO replica_tracker under one mutex; probe
 // answers arrive on the clients' loops and only take that mutex briefly.
 #include <pgpipe/read_router.hpp>
@@ -15,11 +16,10 @@
 #include "core/read_only_fallback.hpp"
 #include "core/replica_tracker.hpp"
 
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/execution/context.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/query.hpp>
-
-#include <boost/asio/cancellation_signal.hpp>
 
 #include <mutex>
 #include <optional>
@@ -62,9 +62,12 @@ struct read_cancel {
 struct read_cancel_hook {
   std::shared_ptr<read_cancel> st;
   void operator()(boost::asio::cancellation_type_t type) const {
-    std::lock_guard lk(st->mu);
-    st->requested = type;
-    st->inner.emit(type);
+    // A copy: emitting may complete the read inline, whose completion clears
+    // the caller's slot and destroys this hook while it runs.
+    const std::shared_ptr<read_cancel> s = st;
+    std::lock_guard lk(s->mu);
+    s->requested = type;
+    s->inner.emit(type);
   }
 };
 

@@ -8,6 +8,7 @@
 // while no primary exists and resume on their own. The read errors and the
 // write gap are printed and recorded as test properties (docs/scaling.md).
 #include "support/cluster_fixture.hpp"
+#include "support/failover_errors.hpp"
 #include "support/kit.hpp"
 #include "support/router_adapter.hpp"
 #include "support/standby.hpp"
@@ -41,14 +42,6 @@ class scaleout_failover_routing : public ::testing::Test {
   }
 };
 TYPED_TEST_SUITE(scaleout_failover_routing, pgpipe::test::routers, pgpipe::test::router_names);
-
-// What a write may fail with while no primary exists: lost with the old
-// primary, nothing to connect to yet, or the pool's wait for a connection
-// ran out. Anything else (a hang, 25006 from a standby) is a fault.
-bool acceptable_write_error(const std::error_code& ec) {
-  return ec == pgpipe::errc_condition::connection_lost || ec == pgpipe::errc_condition::connect_error ||
-         ec == pgpipe::errc_condition::timeout;
-}
 
 // Asked by every read: where it ran, and whether that server was in recovery.
 constexpr const char* where_sql = "select case when pg_is_in_recovery() then 'standby' else 'primary' end";
@@ -159,7 +152,7 @@ TYPED_TEST(scaleout_failover_routing, reads_are_served_throughout_and_writes_res
   for (const auto& e : writes) {
     if (e.o.ec) {
       ++write_errors;
-      if (!acceptable_write_error(e.o.ec)) bad.push_back("write: " + e.o.text);
+      if (!pgpipe::test::acceptable_failover_write_error(e.o.ec)) bad.push_back("write: " + e.o.text);
       // What callers saw, and when: the figures docs/scaling.md explains.
       std::printf("[ %s ] write error %+lld..%+lld ms from the crash: %s\n", TypeParam::name,
                   static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(e.start - stopped_at).count()),
@@ -182,6 +175,10 @@ TYPED_TEST(scaleout_failover_routing, reads_are_served_throughout_and_writes_res
     if (e.o.ec) {
       ++read_errors;
       bad.push_back("read: " + e.o.text);
+      std::printf("[ %s ] read error %+lld..%+lld ms from the crash: %s\n", TypeParam::name,
+                  static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(e.start - stopped_at).count()),
+                  static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(e.end - stopped_at).count()),
+                  e.o.text.c_str());
       continue;
     }
     if (e.o.first != "standby" && e.o.first != "primary") bad.push_back("read answered " + e.o.first);

@@ -7,6 +7,7 @@
 // recorded as a test property (docs/scaling.md quotes it).
 #include "support/cluster_fixture.hpp"
 #include "support/driver_adapter.hpp"
+#include "support/failover_errors.hpp"
 #include "support/kit.hpp"
 #include "support/standby.hpp"
 
@@ -38,14 +39,6 @@ class scaleout_failover : public ::testing::Test {
 };
 TYPED_TEST_SUITE(scaleout_failover, pgpipe::test::drivers, pgpipe::test::driver_names);
 
-bool acceptable_failover_error(const std::error_code& ec) {
-  // Lost with the primary, no server to connect to yet, or the pool's wait
-  // for one ran out; a write refused by the standby (25006) cannot happen:
-  // read-write never connects there before the promotion.
-  return ec == pgpipe::errc_condition::connection_lost || ec == pgpipe::errc_condition::connect_error ||
-         ec == pgpipe::errc_condition::timeout;
-}
-
 TYPED_TEST(scaleout_failover, writes_resume_on_their_own_after_the_standby_is_promoted) {
   auto primary = pgpipe::test::fresh_cluster();
   primary->exec("create table failover_writes (v int primary key)");
@@ -76,7 +69,7 @@ TYPED_TEST(scaleout_failover, writes_resume_on_their_own_after_the_standby_is_pr
       outcome o = d.run("insert into failover_writes values ($1)", v);
       std::lock_guard lk(mu);
       events.push_back({v, start, steady::now(), !o.ec});
-      if (o.ec && !acceptable_failover_error(o.ec)) bad_errors.push_back(o.text);
+      if (o.ec && !pgpipe::test::acceptable_failover_write_error(o.ec)) bad_errors.push_back(o.text);
       progressed.notify_all();
     }
   });

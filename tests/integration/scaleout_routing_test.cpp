@@ -5,7 +5,9 @@
 // primary without caller errors, and come back when it starts again; with
 // replay paused past the lag bound reads go to the primary, and come back
 // after resume. Routing decisions and lag are checked in stats() and
-// to_prometheus().
+// to_prometheus(). With the standby down, a marked write is refused (25006)
+// on the primary too; an async read re-run on the primary stays cancellable
+// through the caller's slot.
 #include "support/cluster_fixture.hpp"
 #include "support/driver_adapter.hpp"
 #include "support/kit.hpp"
