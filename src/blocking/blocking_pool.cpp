@@ -41,6 +41,19 @@ constexpr std::chrono::milliseconds connector_idle_exit{100};
 // the blocking driver's thread count, which is meant to measure one thing:
 // a thread per in-flight query.
 constexpr std::size_t max_connector_threads = 4;
+// A connection given back less than this long ago is handed out again without
+// the liveness probe (looks_alive: a poll() system call, about 3 us of client
+// CPU per query in this VM, a sixth of the blocking driver's syscalls). The
+// probe is there for connections that *sat* in the pool while their backend
+// died (terminated, server restarted). A backend that dies within this window
+// after the release is the race every hand-out already has (it could die a
+// microsecond after the probe): the statement fails with connection_lost and
+// the connection is replaced. Killing a backend and seeing it gone takes two
+// server round trips and a process exit, far longer than this; a busy pool
+// re-leases a connection within tens of microseconds. HikariCP skips its
+// validation the same way (aliveBypassWindowMs, 500 ms); ours is kept tiny so
+// that a connection idle for any human-visible time is still probed.
+constexpr std::chrono::microseconds liveness_bypass{250};
 
 bool is_connect_error(const std::error_code& ec) {
   return ec == errc_condition::connect_error || ec.category() == sqlstate_category();
@@ -53,6 +66,9 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
     bool leased = false;
     bool checking = false;
     bool close_pending = false;  // pool_core closed it while a lease/check/connect had it
+    // When a lease last gave it back for reuse; the epoch (never) until then,
+    // so a newly opened connection is always probed at hand-out.
+    time_point returned_at{};
     // Why the pool is about to close it, for the log line (the async
     // driver's wording): set where the reason is known, read at the close.
     const char* why_closing = "closed by the pool";
@@ -443,8 +459,9 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
       }
       auto& entry = slots[slot];
       pooled_connection* conn = entry.conn.get();
+      const bool just_returned = pool_clock::now() - entry.returned_at < liveness_bypass;
       bury(lk);
-      if (conn != nullptr && conn->looks_alive()) {
+      if (conn != nullptr && (just_returned || conn->looks_alive())) {
         waited_until_now();
         return blocking_lease(std::move(self), slot, conn);
       }
@@ -468,6 +485,7 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
       retire(slot, it->second);
       slots.erase(it);
     } else if (reuse) {
+      it->second.returned_at = now;
       core.release(now, slot, request_kind::exclusive);
     } else {
       core.on_broken(now, slot);
