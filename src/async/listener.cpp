@@ -33,18 +33,6 @@
 
 namespace pgpipe {
 
-std::string quote_identifier(std::string_view name) {
-  std::string out;
-  out.reserve(name.size() + 2);
-  out += '"';
-  for (char c : name) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  out += '"';
-  return out;
-}
-
 namespace detail {
 
 namespace asio = boost::asio;
