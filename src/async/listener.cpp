@@ -62,8 +62,8 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
       } else {
         self->channels_.erase(channel);
       }
-      self->commands_.push_back({(listen ? "LISTEN " : "UNLISTEN ") + quote_identifier(channel), false,
-                                 std::move(done)});
+      std::string sql = (listen ? "LISTEN " : "UNLISTEN ") + quote_identifier(channel);
+      self->commands_.push_back({std::move(sql), false, std::move(done), std::move(channel), listen});
       self->send_next();
     });
   }
@@ -89,6 +89,8 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
     std::string sql;
     bool resubscribe = false;  // the re-LISTEN after a reconnect: delivers the gap when acknowledged
     std::unique_ptr<completion<std::monostate>> done;  // null for the listener's own commands
+    std::string channel;  // of a caller's LISTEN/UNLISTEN
+    bool listen = false;
   };
 
   void log(log_level level, const std::string& line) const {
@@ -186,7 +188,7 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
     if (ever_ready_ && !channels_.empty()) {
       std::string sql;
       for (const auto& c : channels_) sql += "LISTEN " + quote_identifier(c) + ";";
-      commands_.push_front({std::move(sql), true, nullptr});
+      commands_.push_front({std::move(sql), true, nullptr, {}, false});
     } else if (ever_ready_ && gap_pending_) {
       // Nothing subscribed: nothing could have been missed.
       gap_pending_ = false;
@@ -247,7 +249,7 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
       lost();
       return;
     }
-    while (in_flight_ && !PQisBusy(pg_)) {
+    while (pg_ && in_flight_ && !PQisBusy(pg_)) {
       PGresult* res = PQgetResult(pg_);
       if (res == nullptr) {
         command_done();
@@ -260,6 +262,10 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
         log(log_level::warning, "command failed: " + d.to_string());
       }
       PQclear(res);
+    }
+    if (!pg_) {  // a failed re-LISTEN dropped the connection
+      deliver();
+      return;
     }
     collect_notifications();
     if (PQstatus(pg_) == CONNECTION_BAD) {
@@ -277,7 +283,17 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
     commands_.pop_front();
     std::error_code ec = command_error_;
     command_error_.clear();
+    // A LISTEN the server refused is not a subscription: kept, it would make
+    // every re-LISTEN after a reconnect fail.
+    if (ec && c.listen) channels_.erase(c.channel);
     if (c.done) c.done->complete(strand_, false, ec, {});
+    if (c.resubscribe && ec) {
+      // Delivering the gap now would claim the channels are listened again
+      // when the server refused: reconnect after the back-off, gap pending.
+      collect_notifications();
+      connect_failed();
+      return;
+    }
     if (c.resubscribe && gap_pending_) {
       gap_pending_ = false;
       notification gap;

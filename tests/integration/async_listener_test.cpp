@@ -1,6 +1,6 @@
 // pgpipe::listener against a real server: order over many notifications and
 // channels, a terminated backend (gap, then delivery resumes), the largest
-// payload and a Unicode channel name (the scenarios both listeners share,
+// payload, a Unicode channel name and a refused LISTEN (the scenarios both listeners share,
 // tests/support/listener_scenarios.hpp), and close() failing a pending receive.
 #include <pgpipe/async_client.hpp>
 #include <pgpipe/listener.hpp>
@@ -31,6 +31,9 @@ struct async_listener_adapter {
   void subscribe(const std::string& channel) {
     auto ec = l.async_subscribe(channel, asio::use_future).get();
     ASSERT_FALSE(ec) << ec.message();
+  }
+  std::error_code try_subscribe(const std::string& channel) {
+    return l.async_subscribe(channel, asio::use_future).get();
   }
   void unsubscribe(const std::string& channel) {
     auto ec = l.async_unsubscribe(channel, asio::use_future).get();
@@ -63,6 +66,11 @@ TEST(listener, a_terminated_backend_gives_a_gap_then_delivery_resumes) {
 TEST(listener, the_largest_payload_and_a_unicode_channel_name_work) {
   async_listener_adapter a("listener_big");
   pgpipe::test::largest_payload_and_unicode_channel(a);
+}
+
+TEST(listener, a_refused_listen_names_its_sqlstate_and_is_not_kept) {
+  async_listener_adapter a("listener_refused");
+  pgpipe::test::refused_listen_is_not_kept(a, "listener_refused");
 }
 
 TEST(listener, close_fails_a_pending_receive) {

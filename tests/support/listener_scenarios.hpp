@@ -3,10 +3,12 @@
 // (tests/integration/async_listener_test.cpp, blocking_listener_test.cpp)
 // through a small adapter L:
 //   void subscribe(const std::string&);      waited for; fails the test on error
+//   std::error_code try_subscribe(const std::string&);  waited for; the error, if any
 //   void unsubscribe(const std::string&);    the same
 //   pgpipe::notification receive();          the next one; throws after 60 s
 #pragma once
 
+#include <pgpipe/error.hpp>
 #include <pgpipe/notification.hpp>
 
 #include "support/cluster_fixture.hpp"
@@ -17,6 +19,7 @@
 
 #include <future>
 #include <string>
+#include <system_error>
 
 namespace pgpipe::test {
 
@@ -138,6 +141,28 @@ void largest_payload_and_unicode_channel(L& l) {
   s.exec("select pg_notify('" + channel.substr(0, channel.find('"')) + "\"новые\" 注文', 'after')");
   n = l.receive();
   EXPECT_EQ(n.payload, "after");
+}
+
+/// A LISTEN the server refuses reports its SQLSTATE and is not kept as a
+/// subscription: after a loss the re-LISTEN (which would fail on it)
+/// succeeds, the gap comes and delivery resumes.
+template <class L>
+void refused_listen_is_not_kept(L& l, const std::string& app) {
+  // A zero-length quoted identifier is a syntax error on the server.
+  const std::error_code ec = l.try_subscribe("");
+  EXPECT_EQ(sqlstate_of(ec), "42601") << ec.message();
+  l.subscribe("lt_ch1");
+  EXPECT_EQ(shared_cluster().query_value(
+                "select count(pg_terminate_backend(pid)) from pg_stat_activity where application_name = '" + app +
+                "' and query like 'LISTEN%'"),
+            "1");
+  EXPECT_TRUE(l.receive().gap);
+  notify_sender s;
+  s.notify_range(1, 1);
+  notification n = l.receive();
+  EXPECT_FALSE(n.gap);
+  EXPECT_EQ(n.channel, "lt_ch1");
+  EXPECT_EQ(n.payload, "1");
 }
 
 }  // namespace pgpipe::test
