@@ -18,6 +18,7 @@
 
 #include "async/libpq_socket.hpp"
 #include "pq/libpq_failure.hpp"
+#include "pq/listen_protocol.hpp"
 #include "pq/notice_route.hpp"
 
 #include <boost/asio/post.hpp>
@@ -30,6 +31,7 @@
 #include <deque>
 #include <optional>
 #include <set>
+#include <utility>
 
 namespace pgpipe {
 
@@ -186,9 +188,7 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
     backoff_ = milliseconds{0};
     PQsetnonblocking(pg_, 1);
     if (ever_ready_ && !channels_.empty()) {
-      std::string sql;
-      for (const auto& c : channels_) sql += "LISTEN " + quote_identifier(c) + ";";
-      commands_.push_front({std::move(sql), true, nullptr, {}, false});
+      commands_.push_front({relisten_sql(channels_), true, nullptr, {}, false});
     } else if (ever_ready_ && gap_pending_) {
       // Nothing subscribed: nothing could have been missed.
       gap_pending_ = false;
@@ -249,20 +249,7 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
       lost();
       return;
     }
-    while (pg_ && in_flight_ && !PQisBusy(pg_)) {
-      PGresult* res = PQgetResult(pg_);
-      if (res == nullptr) {
-        command_done();
-        continue;
-      }
-      const ExecStatusType st = PQresultStatus(res);
-      if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && !command_error_) {
-        diagnostics d = diagnostics_of(res);
-        command_error_ = d.sqlstate.empty() ? make_error_code(errc::protocol_error) : make_sqlstate(d.sqlstate);
-        log(log_level::warning, "command failed: " + d.to_string());
-      }
-      PQclear(res);
-    }
+    if (in_flight_ && read_command_results(pg_, outcome_)) command_done();
     if (!pg_) {  // a failed re-LISTEN dropped the connection
       deliver();
       return;
@@ -281,8 +268,9 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
     in_flight_ = false;
     pending_command c = std::move(commands_.front());
     commands_.pop_front();
-    std::error_code ec = command_error_;
-    command_error_.clear();
+    const listen_outcome outcome = std::exchange(outcome_, {});
+    const std::error_code ec = outcome.ec;
+    if (ec) log(log_level::warning, "command failed: " + outcome.diag.to_string());
     // A LISTEN the server refused is not a subscription: kept, it would make
     // every re-LISTEN after a reconnect fail.
     if (ec && c.listen) channels_.erase(c.channel);
@@ -302,16 +290,7 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
     }
   }
 
-  void collect_notifications() {
-    while (PGnotify* n = PQnotifies(pg_)) {
-      notification out;
-      out.channel = n->relname;
-      out.payload = n->extra;
-      out.sender_pid = n->be_pid;
-      PQfreemem(n);
-      queue_.push_back(std::move(out));
-    }
-  }
+  void collect_notifications() { take_notifications(pg_, queue_); }
 
   void deliver() {
     if (!receiver_ || queue_.empty()) return;
@@ -326,7 +305,7 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
                                 "): reconnecting; a gap event follows");
     // A command in flight is sent again on the next connection.
     in_flight_ = false;
-    command_error_.clear();
+    outcome_ = {};
     gap_pending_ = true;
     drop_connection();
     deliver();
@@ -388,7 +367,7 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
 
   std::set<std::string> channels_;
   std::deque<pending_command> commands_;
-  std::error_code command_error_;
+  listen_outcome outcome_;  // of the command in flight
   std::deque<notification> queue_;
   std::unique_ptr<completion<notification>> receiver_;
 };

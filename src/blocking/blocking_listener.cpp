@@ -27,6 +27,7 @@
 #include <pgpipe/error.hpp>
 
 #include "pq/libpq_failure.hpp"
+#include "pq/listen_protocol.hpp"
 #include "pq/notice_route.hpp"
 
 #include <libpq-fe.h>
@@ -251,7 +252,7 @@ class blocking_listener_impl {
     if (ever_ready_ && !channels_.empty()) {
       auto c = std::make_shared<pending_command>();
       c->resubscribe = true;
-      for (const auto& ch : channels_) c->sql += "LISTEN " + quote_identifier(ch) + ";";
+      c->sql = relisten_sql(channels_);
       commands_.push_front(std::move(c));
     } else {
       // Nothing subscribed: nothing could have been missed.
@@ -303,23 +304,9 @@ class blocking_listener_impl {
       lost();
       return;
     }
-    while (pg_ && in_flight_ && !PQisBusy(pg_)) {
-      PGresult* res = PQgetResult(pg_);
-      if (res == nullptr) {
-        // Notifications parsed with this answer came after the command ran:
-        // for a re-LISTEN they are newer than the gap, so they queue after it.
-        command_done();
-        continue;
-      }
-      const ExecStatusType st = PQresultStatus(res);
-      if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && !command_error_) {
-        command_diag_ = diagnostics_of(res);
-        command_error_ = command_diag_.sqlstate.empty() ? make_error_code(errc::protocol_error)
-                                                        : make_sqlstate(command_diag_.sqlstate);
-        log(log_level::warning, "command failed: " + command_diag_.to_string());
-      }
-      PQclear(res);
-    }
+    // Notifications parsed with the answer came after the command ran: for
+    // a re-LISTEN they are newer than the gap, so they queue after it.
+    if (in_flight_ && read_command_results(pg_, outcome_)) command_done();
     if (!pg_) return;  // a failed re-LISTEN dropped the connection
     collect_notifications();
     if (PQstatus(pg_) == CONNECTION_BAD) lost();
@@ -332,8 +319,8 @@ class blocking_listener_impl {
       std::lock_guard lock(mu_);
       if (!commands_.empty() && commands_.front() == c) commands_.pop_front();
       c->done = true;
-      c->ec = std::exchange(command_error_, {});
-      c->diag = std::exchange(command_diag_, {});
+      c->ec = outcome_.ec;
+      c->diag = std::exchange(outcome_, {}).diag;
       // A LISTEN the server refused is not a subscription: kept, it would
       // make every re-LISTEN after a reconnect fail.
       if (c->ec && c->listen) channels_.erase(c->channel);
@@ -350,6 +337,7 @@ class blocking_listener_impl {
       }
     }
     cv_.notify_all();
+    if (c->ec) log(log_level::warning, "command failed: " + c->diag.to_string());
     if (resubscribe_failed) {
       collect_notifications();
       connect_failed("LISTEN again after a reconnect failed: " + c->diag.to_string());
@@ -360,15 +348,7 @@ class blocking_listener_impl {
     bool any = false;
     {
       std::lock_guard lock(mu_);
-      while (PGnotify* n = PQnotifies(pg_)) {
-        notification out;
-        out.channel = n->relname;
-        out.payload = n->extra;
-        out.sender_pid = n->be_pid;
-        PQfreemem(n);
-        queue_.push_back(std::move(out));
-        any = true;
-      }
+      any = take_notifications(pg_, queue_);
     }
     if (any) cv_.notify_all();
   }
@@ -379,8 +359,7 @@ class blocking_listener_impl {
     // A command in flight stays at the head of commands_ and is sent again
     // on the next connection.
     in_flight_.reset();
-    command_error_.clear();
-    command_diag_ = {};
+    outcome_ = {};
     {
       std::lock_guard lock(mu_);
       gap_pending_ = true;
@@ -413,8 +392,7 @@ class blocking_listener_impl {
   PostgresPollingStatusType poll_want_ = PGRES_POLLING_WRITING;
   milliseconds backoff_{0};
   std::shared_ptr<pending_command> in_flight_;
-  std::error_code command_error_;
-  diagnostics command_diag_;
+  listen_outcome outcome_;  // of the command in flight
 
   // Shared with callers, under mu_.
   std::mutex mu_;
