@@ -36,6 +36,7 @@
 #include <pgpipe/async_client.hpp>
 #include <pgpipe/detail/async_glue.hpp>
 #include <pgpipe/logger.hpp>
+#include <pgpipe/notification.hpp>
 #include <pgpipe/pool_params.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -48,16 +49,6 @@
 #include <variant>
 
 namespace pgpipe {
-
-/// One NOTIFY, or the gap marker.
-struct notification {
-  std::string channel;  ///< as the server spells it (case-folded unless it was quoted in NOTIFY)
-  std::string payload;  ///< up to 7999 bytes; empty when none
-  int sender_pid = 0;   ///< backend pid of the notifying session
-  /// True for the gap event (channel and payload empty): the connection was
-  /// lost and is back, subscribed again; notifications may have been missed.
-  bool gap = false;
-};
 
 namespace detail {
 class listener_impl;
@@ -142,8 +133,5 @@ class listener {
   executor_type ex_;
   std::shared_ptr<detail::listener_impl> impl_;
 };
-
-/// `name` quoted as an SQL identifier ("a""b"), for LISTEN/UNLISTEN/NOTIFY.
-std::string quote_identifier(std::string_view name);
 
 }  // namespace pgpipe

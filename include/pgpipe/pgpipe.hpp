@@ -17,3 +17,4 @@
 #include <pgpipe/read_router.hpp>
 #include <pgpipe/blocking_read_router.hpp>
 #include <pgpipe/query_observer.hpp>
+#include <pgpipe/blocking_listener.hpp>

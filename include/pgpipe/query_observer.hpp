@@ -36,7 +36,9 @@ struct query_event {
   /// From the call to the completion: what the caller waited in all.
   std::chrono::nanoseconds total{0};
   /// Rows returned, or affected by INSERT/UPDATE/DELETE (the command tag's
-  /// count); 0 on error. async row_stream: 0 (rows go to the stream).
+  /// count); 0 on error. async row_stream: the end's command tag count, so
+  /// the rows streamed for a SELECT; 0 for a statement whose tag has no
+  /// count (SHOW).
   std::uint64_t rows = 0;
   /// The outcome: empty on success, else the code the caller gets
   /// (errc::query_timeout, errc::pool_timeout, a SQLSTATE...).

@@ -18,6 +18,7 @@
 
 #include "async/libpq_socket.hpp"
 #include "pq/libpq_failure.hpp"
+#include "pq/listen_protocol.hpp"
 #include "pq/notice_route.hpp"
 
 #include <boost/asio/post.hpp>
@@ -30,20 +31,9 @@
 #include <deque>
 #include <optional>
 #include <set>
+#include <utility>
 
 namespace pgpipe {
-
-std::string quote_identifier(std::string_view name) {
-  std::string out;
-  out.reserve(name.size() + 2);
-  out += '"';
-  for (char c : name) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  out += '"';
-  return out;
-}
 
 namespace detail {
 
@@ -74,8 +64,8 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
       } else {
         self->channels_.erase(channel);
       }
-      self->commands_.push_back({(listen ? "LISTEN " : "UNLISTEN ") + quote_identifier(channel), false,
-                                 std::move(done)});
+      std::string sql = (listen ? "LISTEN " : "UNLISTEN ") + quote_identifier(channel);
+      self->commands_.push_back({std::move(sql), false, std::move(done), std::move(channel), listen});
       self->send_next();
     });
   }
@@ -101,6 +91,8 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
     std::string sql;
     bool resubscribe = false;  // the re-LISTEN after a reconnect: delivers the gap when acknowledged
     std::unique_ptr<completion<std::monostate>> done;  // null for the listener's own commands
+    std::string channel;  // of a caller's LISTEN/UNLISTEN
+    bool listen = false;
   };
 
   void log(log_level level, const std::string& line) const {
@@ -196,9 +188,7 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
     backoff_ = milliseconds{0};
     PQsetnonblocking(pg_, 1);
     if (ever_ready_ && !channels_.empty()) {
-      std::string sql;
-      for (const auto& c : channels_) sql += "LISTEN " + quote_identifier(c) + ";";
-      commands_.push_front({std::move(sql), true, nullptr});
+      commands_.push_front({relisten_sql(channels_), true, nullptr, {}, false});
     } else if (ever_ready_ && gap_pending_) {
       // Nothing subscribed: nothing could have been missed.
       gap_pending_ = false;
@@ -259,19 +249,10 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
       lost();
       return;
     }
-    while (in_flight_ && !PQisBusy(pg_)) {
-      PGresult* res = PQgetResult(pg_);
-      if (res == nullptr) {
-        command_done();
-        continue;
-      }
-      const ExecStatusType st = PQresultStatus(res);
-      if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && !command_error_) {
-        diagnostics d = diagnostics_of(res);
-        command_error_ = d.sqlstate.empty() ? make_error_code(errc::protocol_error) : make_sqlstate(d.sqlstate);
-        log(log_level::warning, "command failed: " + d.to_string());
-      }
-      PQclear(res);
+    if (in_flight_ && read_command_results(pg_, outcome_)) command_done();
+    if (!pg_) {  // a failed re-LISTEN dropped the connection
+      deliver();
+      return;
     }
     collect_notifications();
     if (PQstatus(pg_) == CONNECTION_BAD) {
@@ -287,9 +268,20 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
     in_flight_ = false;
     pending_command c = std::move(commands_.front());
     commands_.pop_front();
-    std::error_code ec = command_error_;
-    command_error_.clear();
+    const listen_outcome outcome = std::exchange(outcome_, {});
+    const std::error_code ec = outcome.ec;
+    if (ec) log(log_level::warning, "command failed: " + outcome.diag.to_string());
+    // A LISTEN the server refused is not a subscription: kept, it would make
+    // every re-LISTEN after a reconnect fail.
+    if (ec && c.listen) channels_.erase(c.channel);
     if (c.done) c.done->complete(strand_, false, ec, {});
+    if (c.resubscribe && ec) {
+      // Delivering the gap now would claim the channels are listened again
+      // when the server refused: reconnect after the back-off, gap pending.
+      collect_notifications();
+      connect_failed();
+      return;
+    }
     if (c.resubscribe && gap_pending_) {
       gap_pending_ = false;
       notification gap;
@@ -298,16 +290,7 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
     }
   }
 
-  void collect_notifications() {
-    while (PGnotify* n = PQnotifies(pg_)) {
-      notification out;
-      out.channel = n->relname;
-      out.payload = n->extra;
-      out.sender_pid = n->be_pid;
-      PQfreemem(n);
-      queue_.push_back(std::move(out));
-    }
-  }
+  void collect_notifications() { take_notifications(pg_, queue_); }
 
   void deliver() {
     if (!receiver_ || queue_.empty()) return;
@@ -322,7 +305,7 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
                                 "): reconnecting; a gap event follows");
     // A command in flight is sent again on the next connection.
     in_flight_ = false;
-    command_error_.clear();
+    outcome_ = {};
     gap_pending_ = true;
     drop_connection();
     deliver();
@@ -384,7 +367,7 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
 
   std::set<std::string> channels_;
   std::deque<pending_command> commands_;
-  std::error_code command_error_;
+  listen_outcome outcome_;  // of the command in flight
   std::deque<notification> queue_;
   std::unique_ptr<completion<notification>> receiver_;
 };

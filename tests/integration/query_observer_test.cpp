@@ -4,10 +4,13 @@
 // shows when the pool is exhausted; stats() counts what ran.
 #include <pgpipe/query_observer.hpp>
 
+#include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
 #include "support/driver_adapter.hpp"
 #include "support/kit.hpp"
 #include "support/wait.hpp"
+
+#include <boost/asio/use_future.hpp>
 
 #include <gtest/gtest.h>
 
@@ -17,6 +20,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -217,6 +221,47 @@ TEST(query_observer_blocking, a_statement_timeout_is_seen_with_its_code) {
   EXPECT_EQ(ends[0].ev.ec, o.ec);
   EXPECT_EQ(ends[0].sqlstate, "57014");
   EXPECT_TRUE(ends[0].ev.started);
+}
+
+// Drains `s` on the calling thread; the rows read, or the error.
+std::pair<std::error_code, std::uint64_t> drain(pgpipe::row_stream& s) {
+  std::uint64_t rows = 0;
+  for (;;) {
+    auto [ec, r] = s.async_next(boost::asio::use_future).get();
+    if (ec) return {ec, rows};
+    if (r.empty()) return {ec, rows};
+    rows += r.size();
+  }
+}
+
+// The rows come from the end marker's command tag ("SELECT 10000"); a
+// streamed statement whose tag has no count (SHOW) is still seen with 0.
+TEST(query_observer_async, a_row_stream_is_seen_with_the_rows_it_streamed) {
+  auto rec = std::make_shared<recording_observer>();
+  auto p = params_for(app_conninfo("query_observer"), 1);
+  p.observer = rec;
+  pgpipe::async_client client(p);
+  auto l = acquire(client);
+  {
+    // Rows in several chunks (a chunk holds at most 4096).
+    auto s = l.stream("select g from generate_series(1, 10000) g");
+    auto [ec, rows] = drain(s);
+    ASSERT_FALSE(ec) << ec.message();
+    ASSERT_EQ(rows, 10000u);
+  }
+  {
+    // Rows streamed, then an error: 0, as for any failed query.
+    auto s = l.stream("select 1 / (5000 - g) from generate_series(1, 10000) g");
+    auto [ec, rows] = drain(s);
+    ASSERT_EQ(pgpipe::sqlstate_of(ec), "22012") << ec.message();
+  }
+  const auto ends = rec->ends();
+  ASSERT_EQ(ends.size(), 2u);
+  EXPECT_EQ(ends[0].sql, "select g from generate_series(1, 10000) g");
+  EXPECT_EQ(ends[0].ev.rows, 10000u);
+  EXPECT_TRUE(ends[0].ev.on_lease);
+  EXPECT_EQ(ends[1].ev.rows, 0u);
+  EXPECT_EQ(ends[1].sqlstate, "22012");
 }
 
 }  // namespace
