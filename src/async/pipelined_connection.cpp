@@ -265,7 +265,7 @@ void pipelined_connection::complete_with(const std::shared_ptr<query_request>& r
   complete(req, ec, std::move(r));
 }
 
-void pipelined_connection::complete(const std::shared_ptr<query_request>& req, std::error_code ec, result r) {
+void pipelined_connection::complete(const std::shared_ptr<query_request>& req, std::error_code ec, result&& r) {
   if (!r.diag().client_message.empty() || !r.diag().message.empty()) {
     // already described
   } else if (ec) {

@@ -190,7 +190,9 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   void drain_results_batch();
   tx_state transaction_state(const query_request* head) const;
   void deliver_deferred();
-  void complete(const std::shared_ptr<query_request>& req, std::error_code ec, result r);
+  // By rvalue reference: a result's move copies its diagnostics' strings,
+  // and each by-value hop on the way to the handler cost one.
+  void complete(const std::shared_ptr<query_request>& req, std::error_code ec, result&& r);
   void complete_with(const std::shared_ptr<query_request>& req, pipe_outcome o);
   std::shared_ptr<query_request> lookup(pipe_id id) const;
   /// Without the reference count: for use within one call that completes nothing.
@@ -259,8 +261,8 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   std::string break_reason_;         ///< for the messages of requests failed by a break
   std::size_t release_units_ = 0;    ///< shared units to hand back after this batch
   struct deferred_completion {
-    deferred_completion(std::shared_ptr<query_request> q, std::error_code e, result r)
-        : req(std::move(q)), ec(e), res(std::move(r)) {}
+    deferred_completion(const std::shared_ptr<query_request>& q, std::error_code e, result&& r)
+        : req(q), ec(e), res(std::move(r)) {}
     std::shared_ptr<query_request> req;
     std::error_code ec;
     result res;

@@ -92,7 +92,9 @@ struct query_request {
 
   /// Delivers the outcome unless someone already did. must_post: never run
   /// the handler inline (we may be inside the initiating function).
-  bool try_complete(const boost::asio::any_io_executor& fallback, bool must_post, std::error_code ec, result r) {
+  /// `r` by rvalue reference: moved once, into the completion (see
+  /// pipelined_connection::complete).
+  bool try_complete(const boost::asio::any_io_executor& fallback, bool must_post, std::error_code ec, result&& r) {
     if (completed.exchange(true, std::memory_order_acq_rel)) return false;
     auto d = std::move(done);
     d->complete(fallback, must_post, ec, std::move(r));
