@@ -1,6 +1,7 @@
 #include "async_common.hpp"
 
 #include <algorithm>
+#include <atomic>
 
 namespace pgpipe::bench {
 
@@ -20,6 +21,12 @@ pool_params async_pool_params(const driver_params& p) {
   // async-coalesced: the lookup is a read; on read-only sessions marked reads share Syncs.
   pp.read_only_sessions = p.read_only;
   return pp;
+}
+
+bench::rng& thread_rng() {
+  static std::atomic<std::uint64_t> next_seed{1};
+  thread_local bench::rng r(0x9e3779b97f4a7c15ULL * next_seed.fetch_add(1, std::memory_order_relaxed));
+  return r;
 }
 
 std::string consume(const pgpipe::result& r, bool builtin) {

@@ -28,10 +28,7 @@ class async_driver final : public driver {
     const std::size_t loops = p_.loops ? p_.loops : std::max(1u, std::thread::hardware_concurrency());
     client_ = std::make_unique<pgpipe::async_client>(async_pool_params(p_), loops);
     clients_.resize(p_.concurrency);
-    for (std::size_t i = 0; i < clients_.size(); ++i) {
-      clients_[i].random.seed(0x9e3779b97f4a7c15ULL * (i + 1));
-      clients_[i].args.resize(p_.work.params.size());
-    }
+    for (auto& c : clients_) c.args.resize(p_.work.params.size());
     for (std::size_t i = 0; i < clients_.size(); ++i) issue(i);
   }
 
@@ -48,8 +45,8 @@ class async_driver final : public driver {
   }
 
  private:
+  // Small on purpose (10,000 of them): the generator is per thread (thread_rng).
   struct client_state {
-    bench::rng random;
     std::vector<std::string> args;
     bench_clock::time_point started;
   };
@@ -57,7 +54,9 @@ class async_driver final : public driver {
   void issue(std::size_t i) {
     if (!m_->begin_query()) return;
     auto& c = clients_[i];
-    for (std::size_t k = 0; k < c.args.size(); ++k) c.args[k] = draw(p_.work.params[k], c.random);
+    // issue() runs on the loop that completed this client's last query.
+    auto& random = thread_rng();
+    for (std::size_t k = 0; k < c.args.size(); ++k) c.args[k] = draw(p_.work.params[k], random);
     c.started = bench_clock::now();
     pgpipe::query_options opts;
     opts.read_only = p_.read_only;  // async-coalesced

@@ -1,12 +1,14 @@
 // coroutine: one C++20 coroutine per logical client (co_spawn +
 // use_awaitable), the style most new Asio code is written in. The client
 // owns its loops exactly as in the callback driver (one io_context per loop
-// thread, `loops` of them) and the coroutines run on its first loop, so
-// coroutines and connections share the same threads, as in a server
-// application built on Asio. (It used to hand async_client one io_context run
-// by `loops` threads: every handler then goes through one shared, locked
-// queue that the callback driver's loops do not have. Issue 15 measured it
-// at 0.65x the callback driver at pool 4; see docs/benchmarks.md.)
+// thread, `loops` of them) and the coroutines are spread over those loops
+// (async_client::get_executor(i)), so coroutines and connections share the
+// same threads, as in a server application built on Asio. (It used to hand
+// async_client one io_context run by `loops` threads: every handler then goes
+// through one shared, locked queue that the callback driver's loops do not
+// have. Then every coroutine lived on the first loop, which did all the
+// callers' work while the other loops only read results. Issue 15 measured
+// those at 0.65x the callback driver at pool 4; see docs/benchmarks.md.)
 #include "async_common.hpp"
 #include "driver.hpp"
 #include "query_args.hpp"
@@ -36,12 +38,13 @@ class coroutine_driver final : public driver {
     m_ = &m;
     const std::size_t loops = p_.loops ? p_.loops : std::max(1u, std::thread::hardware_concurrency());
     client_ = std::make_unique<pgpipe::async_client>(async_pool_params(p_), loops);
-    // The public API gives the first loop's executor only: the coroutines
-    // live there; a query served by a connection on another loop resumes its
-    // coroutine with one post back to it.
-    const auto ex = client_->get_executor();
+    // Round-robin over the client's loops, as the callback driver's
+    // handlers end up spread by the connections that run them. A query
+    // served by a connection on another loop resumes its coroutine with one
+    // post back to the coroutine's loop.
+    const std::size_t n = client_->loop_count();
     for (std::size_t i = 0; i < p_.concurrency; ++i) {
-      asio::co_spawn(ex, logical_client(i), asio::detached);
+      asio::co_spawn(client_->get_executor(i % n), logical_client(), asio::detached);
     }
   }
 
@@ -57,11 +60,14 @@ class coroutine_driver final : public driver {
   }
 
  private:
-  asio::awaitable<void> logical_client(std::size_t i) {
-    rng r(0x9e3779b97f4a7c15ULL * (i + 1));
+  // The frame lives as long as the client (10,000 of them at --concurrency
+  // 10000): the generator is per thread (thread_rng), not in the frame. Each
+  // coroutine stays on the loop it was spawned on.
+  asio::awaitable<void> logical_client() {
     std::vector<std::string> args(p_.work.params.size());
     while (m_->begin_query()) {
-      for (std::size_t k = 0; k < args.size(); ++k) args[k] = draw(p_.work.params[k], r);
+      auto& random = thread_rng();
+      for (std::size_t k = 0; k < args.size(); ++k) args[k] = draw(p_.work.params[k], random);
       const auto started = bench_clock::now();
       // The signature starts with error_code, so use_awaitable yields the
       // (error_code, result) pair instead of throwing. (Not a ?: of two

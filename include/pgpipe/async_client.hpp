@@ -211,6 +211,14 @@ class async_client {
 
   /// The first event loop's executor.
   executor_type get_executor() const noexcept;
+  /// The executor of event loop `loop % loop_count()` (on a caller's
+  /// io_context: the client's one strand of it). For spreading the caller's
+  /// own work (e.g. one coroutine per logical client) over the client's
+  /// threads: a handler that runs on its connection's loop is resumed with
+  /// no hop, and no single loop carries every caller. Empty on a moved-from
+  /// client. Thread-safe; the executor stays valid until the client is
+  /// destroyed.
+  executor_type get_executor(std::size_t loop) const noexcept;
   /// Number of event loops (1 with a caller's io_context).
   std::size_t loop_count() const noexcept;
   /// The pool_params the client was built with (as blocking_pool::params()).

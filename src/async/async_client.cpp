@@ -81,6 +81,10 @@ async_client::executor_type async_client::get_executor() const noexcept {
   return impl_ ? impl_->get_executor() : executor_type();
 }
 
+async_client::executor_type async_client::get_executor(std::size_t loop) const noexcept {
+  return impl_ ? impl_->get_executor(loop) : executor_type();
+}
+
 std::size_t async_client::loop_count() const noexcept { return impl_ ? impl_->loop_count() : 0; }
 
 const pool_params& async_client::params() const {

@@ -535,6 +535,10 @@ void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<resul
   if (slot.is_connected()) slot.template emplace<query_cancel_hook>(query_cancel_hook{req});
 
   todo t;
+  // The common case (capacity at once) is carried out after the lock without
+  // a todo entry: a std::function holding the request would cost an
+  // allocation per query.
+  std::shared_ptr<pipelined_connection> granted;
   {
     std::lock_guard lk(mu_);
     const auto acquire_deadline = std::min(add_or_max(now, params_.acquire_timeout), req->deadline);
@@ -542,12 +546,11 @@ void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<resul
     bool timing = false;
     switch (out.what) {
       case request_outcome::kind::granted: {
-        auto& c = conns_.at(out.slot);
-        req->conn = c;
+        granted = conns_.at(out.slot);
+        req->conn = granted;
         req->slot = out.slot;
         req->pooled = true;
         wait_hist_.record(std::chrono::nanoseconds(0));
-        t.push_back([this, c, req] { post_enqueue(c, req); });
         break;
       }
       case request_outcome::kind::queued:
@@ -563,6 +566,7 @@ void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<resul
     }
     collect_locked(t, timing);
   }
+  if (granted) post_enqueue(granted, req);
   run(t);
 }
 

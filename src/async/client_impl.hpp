@@ -80,6 +80,7 @@ class client_impl final : public query_target,
   pool_stats stats() const;
   void set_logger(logger_fn fn);
   boost::asio::any_io_executor get_executor() const noexcept;
+  boost::asio::any_io_executor get_executor(std::size_t loop) const noexcept { return loops_->at(loop % loops_->size()); }
   std::size_t loop_count() const noexcept { return loops_->size(); }
 
   void cancel_query(const std::shared_ptr<query_request>& req, boost::asio::cancellation_type_t type);

@@ -62,6 +62,10 @@ void pipelined_connection::maybe_finish_close() {
   if (!core_.can_close()) return;
   if (auto owner = owner_.lock())
     owner->log(log_level::info, "disconnected (slot " + std::to_string(slot_) + "): closed by the pool");
+  // Detached entries still hold their requests (the core borrows their SQL
+  // text, see sql_key), and a request holds this connection: drop them.
+  // Every one was answered already, so this completes nothing.
+  core_.abort();
   teardown();
 }
 

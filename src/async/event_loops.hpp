@@ -68,6 +68,8 @@ class event_loops : public std::enable_shared_from_this<event_loops> {
   boost::asio::any_io_executor connector_for(const boost::asio::any_io_executor& conn_ex) const;
   /// The first loop: pool timers and failures that reach no connection.
   const boost::asio::any_io_executor& first() const noexcept { return loops_[0]->ex; }
+  /// Loop `i` (< size()): async_client::get_executor(i).
+  const boost::asio::any_io_executor& at(std::size_t i) const noexcept { return loops_[i]->ex; }
   std::size_t size() const noexcept { return loops_.size(); }
   bool external() const noexcept { return external_ != nullptr; }
   bool on_own_thread() const noexcept;

@@ -95,6 +95,7 @@ void pipeline_core::submit(time_point now, pipe_id id, pipe_request r) {
   entry e;
   e.id = id;
   e.req = std::move(r);
+  if (e.req.deadline != time_point::max()) any_deadline_ = true;
   if (broken_) {
     // The pool forgot this slot's grants when it broke: nothing to release.
     complete(e, pipe_outcome::not_sent);
@@ -128,7 +129,7 @@ bool pipeline_core::send(entry& e) {
   if (e.core_owned) {
     pipe_action a{pipe_action::kind::send_internal};
     a.id = e.id;
-    a.name = e.req.sql;
+    a.name = std::string(e.req.sql.view());
     actions_.push_back(std::move(a));
     return true;
   }
@@ -471,11 +472,15 @@ void pipeline_core::on_tick(time_point now) {
 std::optional<time_point> pipeline_core::next_timer() const {
   if (broken_) return std::nullopt;
   time_point next = cancel_running_ ? cancel_deadline_ : time_point::max();
-  for (const auto& e : waiting_)
-    if (!e.core_owned) next = std::min(next, e.req.deadline);
-  for (const auto* q : {&batch_, &written_})
-    for (const auto& e : *q)
-      if (!e.detached && !e.core_owned) next = std::min(next, e.req.deadline);
+  // Asked after every batch of work: skip the scan (every request in the
+  // queues, up to the depth) when no request ever had a deadline.
+  if (any_deadline_) {
+    for (const auto& e : waiting_)
+      if (!e.core_owned) next = std::min(next, e.req.deadline);
+    for (const auto* q : {&batch_, &written_})
+      for (const auto& e : *q)
+        if (!e.detached && !e.core_owned) next = std::min(next, e.req.deadline);
+  }
   if (p_.stall_timeout.count() > 0 && copy_id_ == 0 && written() > 0)
     next = std::min(next, last_progress_ + p_.stall_timeout);
   if (next == time_point::max()) return std::nullopt;
@@ -508,7 +513,10 @@ void pipeline_core::emit_cancel(time_point now, entry& e) {
   cancel_running_ = true;
   cancel_target_ = e.id;
   cancel_deadline_ = now + p_.cancel_bound;
-  if (cancel_deadline_ < e.req.deadline) e.req.deadline = cancel_deadline_;
+  if (cancel_deadline_ < e.req.deadline) {
+    e.req.deadline = cancel_deadline_;
+    any_deadline_ = true;
+  }
   pipe_action a{pipe_action::kind::start_cancel};
   a.id = e.id;
   actions_.push_back(std::move(a));

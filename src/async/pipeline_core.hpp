@@ -73,8 +73,10 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -92,9 +94,37 @@ struct pipeline_params {
   std::size_t sync_batch = 1;
 };
 
+/// A request's identity in the statement cache: the SQL text (+ parameter
+/// types, when typed). The shell lends the text it already holds, with a
+/// reference that keeps its owner alive as long as the core's entry: a
+/// request its caller cancelled is dropped by the shell but may stay written
+/// here until its Sync, and its key is needed then (finish_statement). That
+/// costs one reference count per query instead of a copy of the text.
+/// Assigning a std::string makes an owning key (internal statements, tests).
+class sql_key {
+ public:
+  sql_key() = default;
+  sql_key(std::string text) { *this = std::move(text); }  // NOLINT: implicit, like a string
+  sql_key(const char* text) : sql_key(std::string(text)) {}  // NOLINT
+  /// Borrows `text`, which `owner` keeps alive (and unchanged).
+  sql_key(std::string_view text, std::shared_ptr<const void> owner) : text_(text), owner_(std::move(owner)) {}
+  sql_key& operator=(std::string text) {
+    auto owned = std::make_shared<const std::string>(std::move(text));
+    text_ = *owned;
+    owner_ = std::move(owned);
+    return *this;
+  }
+  std::string_view view() const noexcept { return text_; }
+  operator std::string_view() const noexcept { return text_; }  // NOLINT
+
+ private:
+  std::string_view text_;
+  std::shared_ptr<const void> owner_;
+};
+
 /// What the core needs to know about a request.
 struct pipe_request {
-  std::string sql;  ///< identity in the statement cache: the text (+ parameter types, when typed)
+  sql_key sql;  ///< identity in the statement cache (see sql_key)
   std::size_t param_count = 0;
   bool stream = false;    ///< rows go to a row_stream (never named: single-row mode)
   bool internal = false;  ///< health check, rollback: never named
@@ -305,6 +335,8 @@ class pipeline_core {
   bool pooler_seen_ = false;   ///< pooler detection tripped: unnamed from now on
   bool pooler_warned_ = false;
   pipe_id copy_id_ = 0;  ///< the COPY running outside pipeline mode
+  /// Some request had a deadline (sticky): next_timer() must scan the queues.
+  bool any_deadline_ = false;
 };
 
 }  // namespace pgpipe::detail

@@ -44,8 +44,9 @@ pipelined_connection::pipelined_connection(asio::any_io_executor ex, slot_id slo
 pipelined_connection::~pipelined_connection() {
   // Normally torn down already; this covers an io_context destroyed with our
   // handlers still queued. Requests still here complete with errc::closed.
-  for (auto& [id, r] : reqs_)
+  reqs_.for_each([this](const std::shared_ptr<query_request>& r) {
     r->try_complete(ex_, true, make_error_code(errc::closed), client_error_result("client destroyed"));
+  });
   end_cancel_calls();
   if (sd_) {
     release_descriptor(*sd_);
@@ -60,13 +61,11 @@ std::string pipelined_connection::pq_error() const {
 // ---- requests ---------------------------------------------------------------
 
 std::shared_ptr<query_request> pipelined_connection::lookup(pipe_id id) const {
-  auto it = reqs_.find(id);
-  return it == reqs_.end() ? nullptr : it->second;
+  return reqs_.find_shared(id);
 }
 
 query_request* pipelined_connection::find_request(pipe_id id) const {
-  auto it = reqs_.find(id);
-  return it == reqs_.end() ? nullptr : it->second.get();
+  return reqs_.find(id);
 }
 
 void pipelined_connection::enqueue(std::shared_ptr<query_request> req) {
@@ -83,20 +82,25 @@ void pipelined_connection::enqueue(std::shared_ptr<query_request> req) {
     complete(req, make_error_code(errc::not_sent), client_error_result("connection closed before the request was sent"));
     return;
   }
-  req->id = next_id_++;
+  req->id = reqs_.next_id();
   pipe_request r;
   // The cache key: the text, plus the parameter types when they are sent
   // typed (the same SQL with other types is another prepared statement).
   // The types go in as raw bytes after a NUL (which no SQL text contains):
-  // one allocation per request, no number formatting.
+  // one allocation per typed request, no number formatting. The core borrows
+  // the key from the request, which its entry keeps alive (sql_key): untyped
+  // requests cost no copy of the text at all.
   const auto& prm = req->spec.params;
   if (prm.types.size() == prm.values.size() && prm.formats.size() == prm.values.size() && !prm.all_text_untyped()) {
     const std::size_t type_bytes = prm.types.size() * sizeof(Oid);
-    r.sql.reserve(req->spec.sql.size() + 1 + type_bytes);
-    r.sql.append(req->spec.sql).push_back('\0');
-    r.sql.append(reinterpret_cast<const char*>(prm.types.data()), type_bytes);
+    std::string& key = req->typed_key;
+    key.clear();
+    key.reserve(req->spec.sql.size() + 1 + type_bytes);
+    key.append(req->spec.sql).push_back('\0');
+    key.append(reinterpret_cast<const char*>(prm.types.data()), type_bytes);
+    r.sql = sql_key(key, req);
   } else {
-    r.sql = req->spec.sql;
+    r.sql = sql_key(req->spec.sql, req);
   }
   r.param_count = req->spec.params.values.size();
   r.stream = req->stream != nullptr;
@@ -110,7 +114,7 @@ void pipelined_connection::enqueue(std::shared_ptr<query_request> req) {
   r.coalesce = req->spec.read_only && cfg_->sync_batch > 1 && !req->on_lease && !req->internal && !req->stream &&
                session_read_only() && may_share_sync(req->spec.sql);
   r.copy = req->copy != nullptr;
-  reqs_.emplace(req->id, req);
+  reqs_.insert(req);
   core_.submit(pool_clock::now(), req->id, std::move(r));
   if (req->deadline < timer_at_) set_timer(req->deadline);
   apply();
@@ -178,10 +182,8 @@ void pipelined_connection::apply_one(pipe_action& a, bool& flush_wanted) {
       if (st_ == state::ready) (void)PQsetSingleRowMode(pg_);  // if refused, the rows arrive as one chunk
       return;
     case kind::complete: {
-      auto it = reqs_.find(a.id);
-      if (it == reqs_.end()) return;
-      auto req = std::move(it->second);
-      reqs_.erase(it);
+      auto req = reqs_.take(a.id);
+      if (!req) return;
       complete_with(req, a.outcome);
       return;
     }
@@ -263,7 +265,7 @@ void pipelined_connection::complete_with(const std::shared_ptr<query_request>& r
   complete(req, ec, std::move(r));
 }
 
-void pipelined_connection::complete(const std::shared_ptr<query_request>& req, std::error_code ec, result r) {
+void pipelined_connection::complete(const std::shared_ptr<query_request>& req, std::error_code ec, result&& r) {
   if (!r.diag().client_message.empty() || !r.diag().message.empty()) {
     // already described
   } else if (ec) {
@@ -289,7 +291,7 @@ void pipelined_connection::complete(const std::shared_ptr<query_request>& req, s
   if (batching_) {
     // Delivered after this batch's capacity went back to the pool, so a
     // handler that looks at stats() or starts the next query sees it free.
-    deferred_.push_back({req, ec, std::move(r)});
+    deferred_.emplace_back(req, ec, std::move(r));
     return;
   }
   // Runs inline when the handler has no executor of its own (we are on its
@@ -299,9 +301,17 @@ void pipelined_connection::complete(const std::shared_ptr<query_request>& req, s
 
 void pipelined_connection::deliver_deferred() {
   batching_ = false;
-  auto batch = std::move(deferred_);
-  deferred_.clear();
+  if (deferred_.empty()) return;
+  // Swapped with a spare buffer, never moved out: both keep their capacity,
+  // so a batch of completions allocates nothing and never moves a result to
+  // grow the vector (a result's move copies its diagnostics' strings).
+  // Handlers run below may start a nested batch that fills deferred_ again.
+  std::vector<deferred_completion> batch = std::move(deferred_spare_);
+  batch.clear();
+  batch.swap(deferred_);
   for (auto& d : batch) d.req->try_complete(ex_, false, d.ec, std::move(d.res));
+  batch.clear();
+  if (deferred_spare_.capacity() < batch.capacity()) deferred_spare_ = std::move(batch);
 }
 
 

@@ -28,6 +28,7 @@
 #include "async/connect_job.hpp"
 #include "async/pipeline_core.hpp"
 #include "async/request.hpp"
+#include "async/request_table.hpp"
 #include "core/pool_core.hpp"
 #include "pq/libpq_failure.hpp"
 #include "pq/notice_route.hpp"
@@ -189,7 +190,9 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   void drain_results_batch();
   tx_state transaction_state(const query_request* head) const;
   void deliver_deferred();
-  void complete(const std::shared_ptr<query_request>& req, std::error_code ec, result r);
+  // By rvalue reference: a result's move copies its diagnostics' strings,
+  // and each by-value hop on the way to the handler cost one.
+  void complete(const std::shared_ptr<query_request>& req, std::error_code ec, result&& r);
   void complete_with(const std::shared_ptr<query_request>& req, pipe_outcome o);
   std::shared_ptr<query_request> lookup(pipe_id id) const;
   /// Without the reference count: for use within one call that completes nothing.
@@ -251,20 +254,22 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   bool finished_reported_ = false;
 
   pipeline_core core_;
-  std::unordered_map<pipe_id, std::shared_ptr<query_request>> reqs_;  ///< submitted, not completed
+  request_table<query_request> reqs_;  ///< submitted, not completed (ids are reqs_.next_id())
   std::vector<pipe_action> action_buffer_;  ///< reused by apply()
   std::vector<const char*> send_values_;    ///< reused by send()
   std::vector<int> send_lengths_;
-  pipe_id next_id_ = 1;
   std::string break_reason_;         ///< for the messages of requests failed by a break
   std::size_t release_units_ = 0;    ///< shared units to hand back after this batch
   struct deferred_completion {
+    deferred_completion(const std::shared_ptr<query_request>& q, std::error_code e, result&& r)
+        : req(q), ec(e), res(std::move(r)) {}
     std::shared_ptr<query_request> req;
     std::error_code ec;
     result res;
   };
   bool batching_ = false;
   std::vector<deferred_completion> deferred_;
+  std::vector<deferred_completion> deferred_spare_;  ///< deliver_deferred's other buffer
   std::vector<std::shared_ptr<stream_state>> streams_to_deliver_;  ///< got rows during this batch
 
   boost::asio::steady_timer timer_;

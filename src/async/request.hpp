@@ -68,6 +68,10 @@ struct query_request {
   // Touched only on the connection's executor.
   /// pipeline_core's id once enqueued (0: still on its way to the connection).
   std::uint64_t id = 0;
+  /// The statement-cache key of a request with typed parameters (text, NUL,
+  /// type OIDs); the core borrows it (or spec.sql when untyped) and keeps
+  /// this request alive while it does, so neither may change once enqueued.
+  std::string typed_key;
   /// The results pipeline_core told the connection to keep.
   std::unique_ptr<PGresult, pgresult_deleter> ok;
   std::unique_ptr<PGresult, pgresult_deleter> err;
@@ -88,7 +92,9 @@ struct query_request {
 
   /// Delivers the outcome unless someone already did. must_post: never run
   /// the handler inline (we may be inside the initiating function).
-  bool try_complete(const boost::asio::any_io_executor& fallback, bool must_post, std::error_code ec, result r) {
+  /// `r` by rvalue reference: moved once, into the completion (see
+  /// pipelined_connection::complete).
+  bool try_complete(const boost::asio::any_io_executor& fallback, bool must_post, std::error_code ec, result&& r) {
     if (completed.exchange(true, std::memory_order_acq_rel)) return false;
     auto d = std::move(done);
     d->complete(fallback, must_post, ec, std::move(r));

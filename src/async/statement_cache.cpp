@@ -7,7 +7,7 @@
 
 namespace pgpipe::detail {
 
-const std::string* statement_cache::find(const std::string& sql) {
+const std::string* statement_cache::find(std::string_view sql) {
   auto it = map_.find(sql);
   if (it == map_.end()) return nullptr;
   lru_.splice(lru_.begin(), lru_, it->second.lru);
@@ -26,16 +26,16 @@ std::optional<std::string> statement_cache::evict() {
   return std::nullopt;
 }
 
-const std::string& statement_cache::add(const std::string& sql) {
-  lru_.push_front(sql);
-  auto& e = map_[sql];
+const std::string& statement_cache::add(std::string_view sql) {
+  lru_.emplace_front(sql);
+  auto& e = map_[lru_.front()];
   e.name = "pgpipe_" + std::to_string(++next_);
   e.lru = lru_.begin();
   e.in_use = 0;
   return e.name;
 }
 
-bool statement_cache::forget(const std::string& sql, const std::string& name) {
+bool statement_cache::forget(std::string_view sql, const std::string& name) {
   auto it = map_.find(sql);
   if (it == map_.end() || it->second.name != name) return false;
   lru_.erase(it->second.lru);
@@ -43,7 +43,7 @@ bool statement_cache::forget(const std::string& sql, const std::string& name) {
   return true;
 }
 
-void statement_cache::use(const std::string& sql, const std::string& name, int delta) {
+void statement_cache::use(std::string_view sql, const std::string& name, int delta) {
   auto it = map_.find(sql);
   if (it == map_.end() || it->second.name != name) return;  // forgotten meanwhile
   if (delta < 0 && it->second.in_use == 0) return;

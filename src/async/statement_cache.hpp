@@ -15,9 +15,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 namespace pgpipe::detail {
@@ -27,23 +29,23 @@ class statement_cache {
   explicit statement_cache(std::size_t capacity) : capacity_(capacity) {}
 
   /// The name for `sql` if the server has it; marks it most recently used.
-  const std::string* find(const std::string& sql);
+  const std::string* find(std::string_view sql);
   /// Room for one more name without evicting.
   bool has_room() const noexcept { return map_.size() < capacity_; }
   /// Drops the least recently used statement not in use; returns its name
   /// (the caller deallocates it), or nothing when every statement is in use.
   std::optional<std::string> evict();
   /// Records a new statement for `sql`; requires has_room().
-  const std::string& add(const std::string& sql);
+  const std::string& add(std::string_view sql);
   /// The server no longer has (or must no longer use) `name` for `sql`.
   /// Returns whether the cache still had it.
-  bool forget(const std::string& sql, const std::string& name);
+  bool forget(std::string_view sql, const std::string& name);
   /// In-flight requests naming the statement (they pin it against eviction).
-  void use(const std::string& sql, const std::string& name, int delta);
+  void use(std::string_view sql, const std::string& name, int delta);
 
   std::size_t size() const noexcept { return map_.size(); }
   std::size_t capacity() const noexcept { return capacity_; }
-  bool contains(const std::string& sql) const { return map_.count(sql) != 0; }
+  bool contains(std::string_view sql) const { return map_.find(sql) != map_.end(); }
 
  private:
   struct entry {
@@ -51,9 +53,15 @@ class statement_cache {
     std::list<std::string>::iterator lru;  ///< position in lru_ (front = most recent)
     std::size_t in_use = 0;
   };
+  // Looked up by the request's borrowed text (string_view) per query, so no
+  // key string is built per query: transparent hash and equality.
+  struct text_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
   std::size_t capacity_;
   std::uint64_t next_ = 0;
-  std::unordered_map<std::string, entry> map_;
+  std::unordered_map<std::string, entry, text_hash, std::equal_to<>> map_;
   std::list<std::string> lru_;  ///< SQL texts, most recently used first
 };
 
