@@ -20,15 +20,9 @@ std::shared_ptr<copy_state> lease_impl::start_copy(std::string sql, std::optiona
   auto st = std::make_shared<copy_state>();
   st->conn = conn_;
   st->out = out;
-  auto req = std::make_shared<query_request>();
-  req->on_lease = true;
+  auto req = make_handle_request();
   req->copy = st;
   st->req = req;
-  // The handle gets the outcome; the request's own handler has nothing to do.
-  auto noop = [](std::error_code, result) {};
-  req->done = std::make_unique<completion_impl<result, decltype(noop)>>(noop);
-  req->conn = conn_;
-  req->slot = slot_;
   std::error_code ec;
   std::string why;
   if (released_.load(std::memory_order_acquire)) {
@@ -43,8 +37,7 @@ std::shared_ptr<copy_state> lease_impl::start_copy(std::string sql, std::optiona
   if (timeout && timeout->count() > 0) req->deadline = pool_clock::now() + *timeout;
   req->spec.sql = std::move(sql);
   if (ec) {
-    boost::asio::post(conn_->get_executor(),
-                      [c = conn_, req, ec, why] { c->fail_request(req, ec, client_error_result(why)); });
+    post_failure(req, ec, std::move(why));
   } else {
     boost::asio::post(conn_->get_executor(), [c = conn_, req] { c->enqueue(req); });
   }

@@ -171,19 +171,29 @@ void lease_impl::submit_query(query_spec spec, std::unique_ptr<completion<result
   owner_->post_enqueue(conn_, req);
 }
 
-std::shared_ptr<stream_state> lease_impl::start_stream(query_spec spec) {
-  auto st = std::make_shared<stream_state>();
-  st->conn = conn_;
+std::shared_ptr<query_request> lease_impl::make_handle_request() const {
   auto req = std::make_shared<query_request>();
   req->on_lease = true;
-  req->submitted = pool_clock::now();
-  req->stream = st;
-  st->req = req;
-  // The reader is the stream; the request's own handler has nothing to do.
   auto noop = [](std::error_code, result) {};
   req->done = std::make_unique<completion_impl<result, decltype(noop)>>(noop);
   req->conn = conn_;
   req->slot = slot_;
+  return req;
+}
+
+void lease_impl::post_failure(const std::shared_ptr<query_request>& req, std::error_code ec, std::string why) const {
+  asio::post(conn_->get_executor(), [c = conn_, req, ec, why = std::move(why)] {
+    c->fail_request(req, ec, client_error_result(why));
+  });
+}
+
+std::shared_ptr<stream_state> lease_impl::start_stream(query_spec spec) {
+  auto st = std::make_shared<stream_state>();
+  st->conn = conn_;
+  auto req = make_handle_request();
+  req->submitted = pool_clock::now();
+  req->stream = st;
+  st->req = req;
   std::error_code ec;
   std::string why;
   if (released_.load(std::memory_order_acquire)) {
@@ -195,8 +205,7 @@ std::shared_ptr<stream_state> lease_impl::start_stream(query_spec spec) {
   }
   req->spec = std::move(spec);
   if (ec) {
-    asio::post(conn_->get_executor(),
-               [c = conn_, req, ec, why] { c->fail_request(req, ec, client_error_result(why)); });
+    post_failure(req, ec, std::move(why));
   } else {
     owner_->post_enqueue(conn_, req);
   }

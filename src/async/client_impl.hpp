@@ -51,6 +51,13 @@ class lease_impl final : public query_target, public std::enable_shared_from_thi
   const boost::asio::any_io_executor& get_executor() const noexcept { return conn_->get_executor(); }
 
  private:
+  /// A request that a stream or COPY handle drives on this lease's
+  /// connection: the handle gets the outcome, so the request's own handler
+  /// does nothing.
+  std::shared_ptr<query_request> make_handle_request() const;
+  /// Completes `req` with `ec` and `why` on its loop (the handle sees it).
+  void post_failure(const std::shared_ptr<query_request>& req, std::error_code ec, std::string why) const;
+
   std::shared_ptr<pipelined_connection> conn_;
   slot_id slot_;
   // Strong: the loops (and their io_contexts) must outlive a lease's posts.

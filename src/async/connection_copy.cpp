@@ -69,23 +69,6 @@ void pipelined_connection::copy_start(pipe_id id) {
   arm_read();
 }
 
-void pipelined_connection::copy_on_readable() {
-  if (!PQconsumeInput(pg_)) {
-    break_connection(pq_error());
-    return;
-  }
-  core_.on_input(pool_clock::now());
-  copy_pump();
-  if (st_ != state::ready) return;
-  if (PQstatus(pg_) == CONNECTION_BAD) {
-    break_connection(pq_error());
-    return;
-  }
-  if (flush_pending_) flush();  // the COPY's own flush, or the pipeline's once it is over
-  if (st_ != state::ready) return;
-  if (!(copy_ && copy_paused_)) arm_read();
-}
-
 void pipelined_connection::copy_flush() {
   if (st_ != state::ready || !copy_) return;
   const int r = PQflush(pg_);

@@ -79,24 +79,26 @@ void pipelined_connection::arm_write() {
 
 void pipelined_connection::on_readable() {
   if (paused_) return;  // resume_if_paused() re-arms
-  if (copy_) {
-    copy_on_readable();
-    return;
-  }
   if (!PQconsumeInput(pg_)) {
     break_connection(pq_error());
     return;
   }
   core_.on_input(pool_clock::now());
-  drain_results();
+  // A COPY in progress reads its own messages (connection_copy.cpp).
+  if (copy_) {
+    copy_pump();
+  } else {
+    drain_results();
+  }
   if (st_ != state::ready) return;
   if (PQstatus(pg_) == CONNECTION_BAD) {
     break_connection(pq_error());
     return;
   }
-  if (flush_pending_) flush();
+  if (flush_pending_) flush();  // the COPY's own flush, or the pipeline's once it is over
   if (st_ != state::ready) return;
-  arm_read();
+  // A copy_out whose reader is behind leaves the socket unread until it asks.
+  if (!(copy_ && copy_paused_)) arm_read();
 }
 
 void pipelined_connection::drain_results() {

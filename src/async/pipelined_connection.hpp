@@ -209,7 +209,6 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
 
   /// The core's start_copy: leave pipeline mode, send the COPY.
   void copy_start(pipe_id id);
-  void copy_on_readable();
   /// PQflush for the COPY; once libpq's buffer is out, feeds the next chunk or the end.
   void copy_flush();
   void copy_feed();

@@ -1,6 +1,7 @@
 // bytea and uuid codecs, and the table of built-in type names and array
 // types. See include/pgpipe/detail/codec.hpp for the contracts.
 #include <pgpipe/detail/codec.hpp>
+#include "core/codec_errors.hpp"
 #include <pgpipe/error.hpp>
 
 #include <algorithm>
@@ -73,7 +74,6 @@ constexpr std::array<signed char, 256> hex_table = [] {
 
 int hex_value(char c) noexcept { return hex_table[static_cast<unsigned char>(c)]; }
 
-std::error_code bad() { return make_error_code(errc::conversion_error); }
 
 }  // namespace
 

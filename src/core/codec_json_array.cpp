@@ -2,6 +2,7 @@
 // views here, once, so that the per-type element decoders in
 // pgpipe/type_traits.hpp are the same ones used for plain fields.
 #include <pgpipe/detail/codec.hpp>
+#include "core/codec_errors.hpp"
 #include <pgpipe/error.hpp>
 
 #include <boost/json/parse.hpp>
@@ -11,7 +12,6 @@
 namespace pgpipe::detail::codec {
 namespace {
 
-std::error_code bad() { return make_error_code(errc::conversion_error); }
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 

@@ -9,6 +9,7 @@
 // - Overflow is checked with the compiler's checked arithmetic: a value the
 //   C++ type cannot hold is out_of_range, never a wrapped date.
 #include <pgpipe/detail/codec.hpp>
+#include "core/codec_errors.hpp"
 #include <pgpipe/error.hpp>
 
 #include <charconv>
@@ -32,7 +33,6 @@ constexpr std::int64_t pg_end_timestamp = 9'223'371'331'200'000'000;
 constexpr std::int64_t pg_min_date = -2'451'545;
 constexpr std::int64_t pg_end_date = 2'147'483'494;
 
-std::error_code bad() { return make_error_code(errc::conversion_error); }
 std::error_code range() { return make_error_code(errc::out_of_range); }
 
 // A cursor over the input that never reads past its end.

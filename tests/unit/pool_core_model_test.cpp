@@ -13,6 +13,7 @@
 //   PGPIPE_POOL_MODEL_SEED=n    run only seed n (the failure message names it)
 //   PGPIPE_POOL_MODEL_SEEDS=k   run seeds 1..k (default 16)
 //   PGPIPE_POOL_MODEL_STEPS=m   steps per seed (default 4000)
+#include "pool_core_harness.hpp"
 #include "pool_core_model.hpp"
 
 #include <gtest/gtest.h>
@@ -28,16 +29,8 @@
 
 namespace {
 
-using namespace std::chrono_literals;
-using pgpipe::errc;
-using pgpipe::pool_params;
-using pgpipe::detail::pool_action;
-using pgpipe::detail::pool_core;
-using pgpipe::detail::request_kind;
-using pgpipe::detail::request_outcome;
-using pgpipe::detail::slot_id;
-using pgpipe::detail::time_point;
-using pgpipe::detail::waiter_id;
+// The names every pool_core test uses (pool_core, pool_action, slot_id, ...).
+using namespace pgpipe::test::pool_harness;
 using pgpipe::test::pool_model::completion;
 using pgpipe::test::pool_model::model;
 
