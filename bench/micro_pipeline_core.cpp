@@ -13,8 +13,8 @@
 //    more than the old std::string member; callgrind on pgpipe-bench gives
 //    the real before/after, docs/benchmarks.md).
 // Plus the statement cache's lookup alone.
-#include "async/pipeline_core.hpp"
-#include "async/statement_cache.hpp"
+#include "async/sansio/pipeline_core.hpp"
+#include "async/sansio/statement_cache.hpp"
 
 #include <benchmark/benchmark.h>
 

@@ -3,7 +3,7 @@
 // Shapes: the async driver (20 slots of capacity 128, 500 in flight) and the
 // blocking driver (20 slots of capacity 1), plus the path through the waiter
 // queue when every slot is busy.
-#include "core/pool_core.hpp"
+#include "core/pool/pool_core.hpp"
 
 #include <benchmark/benchmark.h>
 

@@ -1,7 +1,7 @@
 // Properties of the probe's wire parsing (src/scram/probe_wire.hpp) and of
 // the channel-binding code, for every input: shared by the libFuzzer target
 // probe_wire_fuzz.cpp (which aborts on a violation) and the unit test that
-// replays the checked-in corpus (tests/unit/probe_wire_fuzz_corpus_test.cpp).
+// replays the checked-in corpus (tests/unit/scram/probe_wire_fuzz_corpus_test.cpp).
 //
 // Input: byte 0 selects what the rest is (% 4):
 //   0  a stream of backend messages as a server would send them (framing;

@@ -1,0 +1,159 @@
+// async_copy_in / async_copy_out: thin handles over the connection's
+// copy_state, and lease::copy_in/copy_out, which start them. The COPY itself
+// runs in connection_copy.cpp.
+#include <pgpipe/async_copy.hpp>
+#include <pgpipe/async_lease.hpp>
+
+#include "async/pool/client_impl.hpp"
+#include "async/connection/copy_state.hpp"
+#include "core/sql/shared_statement.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/system_executor.hpp>
+
+namespace pgpipe {
+
+namespace detail {
+
+std::shared_ptr<copy_state> lease_impl::start_copy(std::string sql, std::optional<std::chrono::milliseconds> timeout,
+                                                   bool out) {
+  auto st = std::make_shared<copy_state>();
+  st->conn = conn_;
+  st->out = out;
+  auto req = make_handle_request();
+  req->copy = st;
+  st->req = req;
+  std::error_code ec;
+  std::string why;
+  if (released_.load(std::memory_order_acquire)) {
+    ec = make_error_code(errc::closed);
+    why = "the lease was released";
+  } else if (auto r = check_shared_statement(sql); !r || r->statement != "COPY") {
+    // A DELETE handed to copy_in by mistake must not run.
+    ec = make_error_code(errc::invalid_argument);
+    why = "copy_in/copy_out take a COPY statement; nothing was sent";
+  }
+  // No timeout unless asked: the caller paces a COPY.
+  if (timeout && timeout->count() > 0) req->deadline = pool_clock::now() + *timeout;
+  req->spec.sql = std::move(sql);
+  if (ec) {
+    post_failure(req, ec, std::move(why));
+  } else {
+    boost::asio::post(conn_->get_executor(), [c = conn_, req] { c->enqueue(req); });
+  }
+  return st;
+}
+
+namespace {
+
+// Runs `fn(conn)` on the COPY's loop, or completes `done` with errc::closed
+// when there is no COPY behind the handle.
+template <class T, class Fn>
+void on_loop(const std::shared_ptr<copy_state>& st, std::unique_ptr<completion<T>> done, Fn fn) {
+  if (!st) {
+    done->complete(boost::asio::system_executor(), true, make_error_code(errc::closed), T{});
+    return;
+  }
+  auto c = st->conn;
+  boost::asio::post(c->get_executor(), [c, st, d = std::move(done), fn = std::move(fn)]() mutable {
+    fn(*c, st, std::move(d));
+  });
+}
+
+}  // namespace
+}  // namespace detail
+
+// ---- lease -----------------------------------------------------------------------
+
+async_copy_in lease::copy_in(std::string_view copy_sql, const query_options& opts) {
+  if (!impl_) return async_copy_in();
+  return async_copy_in(impl_->start_copy(std::string(copy_sql), opts.timeout, false));
+}
+
+async_copy_out lease::copy_out(std::string_view copy_sql, const query_options& opts) {
+  if (!impl_) return async_copy_out();
+  return async_copy_out(impl_->start_copy(std::string(copy_sql), opts.timeout, true));
+}
+
+// ---- async_copy_in ------------------------------------------------------------------
+
+async_copy_in& async_copy_in::operator=(async_copy_in&& other) noexcept {
+  if (this != &other) {
+    async_copy_in old(std::move(*this));  // aborts the COPY this one held
+    st_ = std::move(other.st_);
+  }
+  return *this;
+}
+
+async_copy_in::~async_copy_in() {
+  if (!st_) return;
+  try {
+    // Aborted unless it already ended (then this is a no-op on the loop).
+    auto noop = [](std::error_code) {};
+    submit_abort(st_, "copy_in destroyed before async_finish",
+                 std::make_unique<detail::completion_impl<std::monostate, decltype(noop)>>(noop));
+  } catch (...) {
+    // Out of memory posting: the COPY stays open until the lease's
+    // connection is closed, which rolls it back.
+  }
+}
+
+void async_copy_in::submit_write(const std::shared_ptr<detail::copy_state>& st, std::string data,
+                                 std::unique_ptr<detail::completion<std::monostate>> done) {
+  detail::on_loop(st, std::move(done), [data = std::move(data)](detail::pipelined_connection& c, const std::shared_ptr<detail::copy_state>& s,
+                                           std::unique_ptr<detail::completion<std::monostate>> d) mutable {
+                    c.copy_write(s, std::move(data), std::move(d));
+                  });
+}
+
+void async_copy_in::submit_finish(const std::shared_ptr<detail::copy_state>& st,
+                                  std::unique_ptr<detail::completion<result>> done) {
+  if (!st) {
+    done->complete(boost::asio::system_executor(), true, make_error_code(errc::closed),
+                   detail::client_error_result("empty async_copy_in"));
+    return;
+  }
+  detail::on_loop(st, std::move(done), [](detail::pipelined_connection& c, const std::shared_ptr<detail::copy_state>& s,
+                     std::unique_ptr<detail::completion<result>> d) { c.copy_finish(s, std::move(d)); });
+}
+
+void async_copy_in::submit_abort(const std::shared_ptr<detail::copy_state>& st, std::string reason,
+                                 std::unique_ptr<detail::completion<std::monostate>> done) {
+  detail::on_loop(st, std::move(done), [reason = std::move(reason)](detail::pipelined_connection& c,
+                                               const std::shared_ptr<detail::copy_state>& s,
+                                               std::unique_ptr<detail::completion<std::monostate>> d) mutable {
+                    c.copy_abort(s, std::move(reason), std::move(d));
+                  });
+}
+
+// ---- async_copy_out -----------------------------------------------------------------
+
+async_copy_out& async_copy_out::operator=(async_copy_out&& other) noexcept {
+  if (this != &other) {
+    cancel();
+    st_ = std::move(other.st_);
+  }
+  return *this;
+}
+
+async_copy_out::~async_copy_out() { cancel(); }
+
+std::uint64_t async_copy_out::rows() const noexcept { return st_ ? st_->rows.load(std::memory_order_acquire) : 0; }
+
+void async_copy_out::cancel() noexcept {
+  if (!st_) return;
+  try {
+    auto c = st_->conn;
+    boost::asio::post(c->get_executor(), [c, st = st_] { c->copy_cancel(st); });
+  } catch (...) {
+    // Out of memory posting: the rest is read when the lease is returned.
+  }
+}
+
+void async_copy_out::submit_next(const std::shared_ptr<detail::copy_state>& st,
+                                 std::unique_ptr<detail::completion<std::string>> done) {
+  detail::on_loop(st, std::move(done), [](detail::pipelined_connection& c, const std::shared_ptr<detail::copy_state>& s,
+                     std::unique_ptr<detail::completion<std::string>> d) { c.copy_next(s, std::move(d)); });
+}
+
+}  // namespace pgpipe

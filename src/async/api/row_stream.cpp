@@ -1,0 +1,41 @@
+// row_stream: a thin handle over the connection's stream_state.
+#include <pgpipe/row_stream.hpp>
+
+#include "async/pool/client_impl.hpp"
+
+#include <boost/asio/post.hpp>
+
+namespace pgpipe {
+
+row_stream& row_stream::operator=(row_stream&& other) noexcept {
+  if (this != &other) {
+    cancel();
+    st_ = std::move(other.st_);
+  }
+  return *this;
+}
+
+row_stream::~row_stream() { cancel(); }
+
+void row_stream::cancel() noexcept {
+  if (!st_) return;
+  try {
+    auto c = st_->conn;
+    boost::asio::post(c->get_executor(), [c, st = st_] { c->stream_cancel(st); });
+  } catch (...) {
+    // Out of memory posting: the rows are drained when the lease is returned.
+  }
+}
+
+void row_stream::submit_next(const std::shared_ptr<detail::stream_state>& st,
+                             std::unique_ptr<detail::completion<result>> done) {
+  if (!st) {
+    done->complete(boost::asio::system_executor(), true, make_error_code(errc::closed),
+                   detail::client_error_result("empty row_stream"));
+    return;
+  }
+  auto c = st->conn;
+  boost::asio::post(c->get_executor(), [c, st, d = std::move(done)]() mutable { c->stream_next(st, std::move(d)); });
+}
+
+}  // namespace pgpipe

@@ -1,0 +1,153 @@
+// connect_job: see connect_job.hpp for the contract.
+#include "async/connection/connect_job.hpp"
+
+#include "async/connection/libpq_socket.hpp"
+#include "async/connection/pipelined_connection.hpp"
+#include "pq/libpq_failure.hpp"
+
+#include <boost/asio/post.hpp>
+
+namespace pgpipe::detail {
+
+namespace asio = boost::asio;
+
+connect_job::connect_job(asio::any_io_executor ex, std::string conninfo, std::vector<std::string> secrets,
+                         std::chrono::milliseconds timeout, done_fn done)
+    : ex_(std::move(ex)), conninfo_(std::move(conninfo)), secrets_(std::move(secrets)), timeout_(timeout),
+      done_(std::move(done)), timer_(ex_) {}
+
+void connect_job::run(std::shared_ptr<connect_job> job) {
+  auto ex = job->ex_;
+  asio::post(ex, [job = std::move(job)] { job->start(); });
+}
+
+std::string connect_job::pq_error() const {
+  return clean_message(pg_ ? PQerrorMessage(pg_.get()) : "out of memory", secrets_);
+}
+
+void connect_job::start() {
+  // A string libpq cannot parse is the caller's mistake, not the network's:
+  // say so precisely (pool_core treats bad_conninfo as permanent).
+  if (auto why = conninfo_parse_error(conninfo_, secrets_); !why.empty()) {
+    finish(make_error_code(errc::bad_conninfo), "invalid connection string: " + why);
+    return;
+  }
+  attempts_ = plan_host_walk(conninfo_, "pgpipe");
+  start_attempt();
+}
+
+void connect_job::start_attempt() {
+  const connect_attempt& a = attempts_[attempt_];
+  std::vector<const char*> keys, vals;
+  for (std::size_t i = 0; i < a.keys.size(); ++i) {
+    keys.push_back(a.keys[i].c_str());
+    vals.push_back(a.values[i].c_str());
+  }
+  keys.push_back(nullptr);
+  vals.push_back(nullptr);
+  pg_.reset(PQconnectStartParams(keys.data(), vals.data(), a.expand_dbname ? 1 : 0));
+  if (!pg_) {
+    finish(make_error_code(errc::connect_failed), "out of memory starting a connection");
+    return;
+  }
+  if (PQstatus(pg_.get()) == CONNECTION_BAD) {
+    attempt_failed(pq_error());
+    return;
+  }
+  const std::uint64_t gen = ++attempt_gen_;
+  if (timeout_.count() > 0) {
+    timer_.expires_after(timeout_);
+    timer_.async_wait([self = shared_from_this(), gen](const boost::system::error_code& ec) {
+      if (ec || self->finished_ || gen != self->attempt_gen_) return;
+      self->attempt_failed("timeout expired after " + std::to_string(self->timeout_.count()) +
+                           " ms (connect_timeout)");
+    });
+  }
+  // libpq: after PQconnectStart, act as if PQconnectPoll returned WRITING.
+  wait(PGRES_POLLING_WRITING);
+}
+
+void connect_job::attempt_failed(std::string message) {
+  const connect_attempt& a = attempts_[attempt_];
+  if (attempts_.size() == 1) {
+    // One attempt: libpq's message (or the timeout) as it is, as before the walk.
+    const bool timed_out = message.rfind("timeout expired", 0) == 0;
+    finish(timed_out ? make_error_code(errc::server_unreachable) : classify_connect_error(message), message);
+    return;
+  }
+  failures_.push_back(a.where + ": " + message);
+  // As libpq does: a host that is down, silent or of the wrong kind
+  // (target_session_attrs) sends us to the next one; a server that answered
+  // with an error (authentication, no such database, too many connections)
+  // ends the walk, since the next host is most likely configured alike.
+  const connect_failure f = classify_connect_failure(message, false, {});
+  const bool server_refused = f.ec == errc::auth_failed || f.ec == errc::bad_conninfo || !f.diag.message.empty();
+  ++attempt_gen_;  // the timer of this attempt no longer applies
+  timer_.cancel();
+  if (sd_) release_descriptor(*sd_);
+  sd_.reset();
+  ++sd_gen_;
+  pg_.reset();
+  if (!server_refused && ++attempt_ < attempts_.size()) {
+    start_attempt();
+    return;
+  }
+  std::string all = server_refused ? std::string("connect failed: ") : std::string("every host failed: ");
+  for (std::size_t i = 0; i < failures_.size(); ++i) all += (i ? "; " : "") + failures_[i];
+  finish(classify_connect_error(all), all);
+}
+
+void connect_job::wait(PostgresPollingStatusType want) {
+  // PQconnectPoll may close its socket and open another, possibly under the
+  // same number (multi-host strings, SSL/GSS fallbacks): watch a fresh
+  // duplicate at every step, never libpq's own fd.
+  if (sd_) release_descriptor(*sd_);
+  sd_.reset();
+  ++sd_gen_;
+  sd_ = watch_libpq_socket(ex_, pg_.get());
+  if (!sd_) {
+    finish(make_error_code(errc::connect_failed), "libpq gave no socket while connecting");
+    return;
+  }
+  auto w = want == PGRES_POLLING_READING ? asio::posix::stream_descriptor::wait_read
+                                         : asio::posix::stream_descriptor::wait_write;
+  sd_->async_wait(w, [self = shared_from_this(), gen = sd_gen_](const boost::system::error_code& ec) {
+    if (gen != self->sd_gen_ || self->finished_) return;
+    if (ec) {
+      self->finish(make_error_code(errc::connect_failed), "waiting for the socket failed: " + ec.message());
+      return;
+    }
+    self->step();
+  });
+}
+
+void connect_job::step() {
+  switch (PQconnectPoll(pg_.get())) {
+    case PGRES_POLLING_OK:
+      finish({}, {});
+      return;
+    case PGRES_POLLING_READING:
+      wait(PGRES_POLLING_READING);
+      return;
+    case PGRES_POLLING_WRITING:
+      wait(PGRES_POLLING_WRITING);
+      return;
+    default:
+      attempt_failed(pq_error());
+      return;
+  }
+}
+
+void connect_job::finish(std::error_code ec, std::string message) {
+  if (finished_) return;
+  finished_ = true;
+  if (sd_) release_descriptor(*sd_);
+  sd_.reset();
+  ++sd_gen_;
+  timer_.cancel();
+  if (ec) pg_.reset();
+  auto done = std::move(done_);
+  done(std::move(pg_), ec, std::move(message));
+}
+
+}  // namespace pgpipe::detail

@@ -1,0 +1,82 @@
+// pipelined_connection: Asio cancellation of requests and the lease's
+// PQcancel call, which runs on its own thread (it blocks in libpq 15).
+#include "async/connection/pipelined_connection.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include <system_error>
+#include <thread>
+
+namespace pgpipe::detail {
+
+namespace asio = boost::asio;
+
+void pipelined_connection::cancel(const std::shared_ptr<query_request>& req, asio::cancellation_type_t type) {
+  if (req->completed.load(std::memory_order_acquire)) return;
+  if (req->id == 0) {
+    // Still on its way to enqueue(), which gives its capacity back.
+    complete(req, make_error_code(errc::cancelled), client_error_result("cancelled before it was sent"));
+    return;
+  }
+  // A written query may have side effects: only terminal and partial
+  // cancellation apply to it.
+  const bool after_write = (type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) !=
+                           asio::cancellation_type::none;
+  if (req->on_lease && after_write && st_ == state::ready && !paused_ && !core_.writes_held()) {
+    // Its result may be here already: then there is nothing to cancel, and
+    // a signal sent now could only hit the next query.
+    if (!PQconsumeInput(pg_)) {
+      break_connection(pq_error());
+      return;
+    }
+    drain_results();
+    if (req->completed.load(std::memory_order_acquire) || st_ != state::ready) return;
+  }
+  core_.cancel(pool_clock::now(), req->id, after_write);
+  apply();
+}
+
+bool pipelined_connection::start_cancel_call() {
+  if (!pg_ || st_ != state::ready || cancel_call_) return false;
+  PGcancel* c = PQgetCancel(pg_);
+  if (!c) return false;
+  auto call = std::make_shared<cancel_call>();
+  call->ex = ex_;
+  call->conn = weak_from_this();
+  try {
+    // libpq 15's PQcancel blocks (it opens a connection): never on the loop.
+    // It returns once the postmaster has signalled the backend.
+    std::thread([c, call] {
+      char buf[256];
+      PQcancel(c, buf, sizeof buf);
+      PQfreeCancel(c);
+      std::lock_guard<std::mutex> lk(call->m);
+      if (!call->live) return;
+      asio::post(call->ex, [call] {
+        if (auto conn = call->conn.lock()) conn->cancel_call_returned(call.get());
+      });
+    }).detach();
+  } catch (const std::system_error&) {
+    PQfreeCancel(c);
+    return false;
+  }
+  cancel_call_ = std::move(call);
+  return true;
+}
+
+void pipelined_connection::cancel_call_returned(const cancel_call* call) {
+  if (cancel_call_.get() != call) return;
+  cancel_call_.reset();
+  core_.on_cancel_returned();
+  apply();
+}
+
+void pipelined_connection::end_cancel_calls() noexcept {
+  if (cancel_call_) {
+    std::lock_guard<std::mutex> lk(cancel_call_->m);
+    cancel_call_->live = false;
+  }
+  cancel_call_.reset();
+}
+
+}  // namespace pgpipe::detail

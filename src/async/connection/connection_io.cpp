@@ -1,0 +1,230 @@
+// pipelined_connection: socket watching, the PQflush rule and reading
+// PGresults into pipeline_core inputs (contract in pipelined_connection.hpp).
+#include "async/connection/pipelined_connection.hpp"
+
+#include "async/connection/libpq_socket.hpp"
+#include "async/connection/stream_chunks.hpp"
+#include "pq/libpq_failure.hpp"
+
+#include <string_view>
+
+namespace pgpipe::detail {
+
+namespace asio = boost::asio;
+
+// Asio watches a duplicate of libpq's socket (see reassign_socket), which it
+// owns and closes here; libpq closes its own fd. libpq may close its fd by
+// itself (EOF in PQconsumeInput) and that number may be reused at once by any
+// thread; with the duplicate, Asio never touches a number it does not own.
+// Pending waits end with operation_aborted.
+void release_descriptor(asio::posix::stream_descriptor& sd) noexcept {
+  boost::system::error_code ignored;
+  if (sd.is_open()) sd.close(ignored);
+}
+
+void pipelined_connection::reassign_socket() {
+  // libpq may have closed the previous socket and opened another (possibly
+  // with the same number): always drop the old registration, never close it.
+  if (sd_) {
+    release_descriptor(*sd_);
+    sd_.reset();
+  }
+  ++sd_gen_;
+  read_armed_ = write_armed_ = false;
+  sd_ = watch_libpq_socket(ex_, pg_);
+}
+
+void pipelined_connection::flush() {
+  if (st_ != state::ready) return;
+  if (copy_) {
+    copy_flush();
+    return;
+  }
+  const int r = PQflush(pg_);
+  if (r < 0) {
+    core_.on_broken("flush failed: " + pq_error());
+    apply();
+    return;
+  }
+  flush_pending_ = r == 1;
+  if (flush_pending_) arm_write();
+  // While sending, libpq may have read input into its buffer: results can be
+  // ready without the socket becoming readable again.
+  if (core_.written() > 0) drain_results();
+}
+
+void pipelined_connection::arm_read() {
+  if (read_armed_ || paused_ || !sd_ || st_ != state::ready) return;
+  read_armed_ = true;
+  sd_->async_wait(asio::posix::stream_descriptor::wait_read,
+                  [self = shared_from_this(), gen = sd_gen_](const boost::system::error_code& ec) {
+                    if (gen != self->sd_gen_) return;
+                    self->read_armed_ = false;
+                    if (ec || self->st_ != state::ready) return;
+                    self->on_readable();
+                  });
+}
+
+void pipelined_connection::arm_write() {
+  if (write_armed_ || !sd_ || st_ != state::ready) return;
+  write_armed_ = true;
+  sd_->async_wait(asio::posix::stream_descriptor::wait_write,
+                  [self = shared_from_this(), gen = sd_gen_](const boost::system::error_code& ec) {
+                    if (gen != self->sd_gen_) return;
+                    self->write_armed_ = false;
+                    if (ec || self->st_ != state::ready) return;
+                    if (self->flush_pending_) self->flush();
+                  });
+}
+
+void pipelined_connection::on_readable() {
+  if (paused_) return;  // resume_if_paused() re-arms
+  if (!PQconsumeInput(pg_)) {
+    break_connection(pq_error());
+    return;
+  }
+  core_.on_input(pool_clock::now());
+  // A COPY in progress reads its own messages (connection_copy.cpp).
+  if (copy_) {
+    copy_pump();
+  } else {
+    drain_results();
+  }
+  if (st_ != state::ready) return;
+  if (PQstatus(pg_) == CONNECTION_BAD) {
+    break_connection(pq_error());
+    return;
+  }
+  if (flush_pending_) flush();  // the COPY's own flush, or the pipeline's once it is over
+  if (st_ != state::ready) return;
+  // A copy_out whose reader is behind leaves the socket unread until it asks.
+  if (!(copy_ && copy_paused_)) arm_read();
+}
+
+void pipelined_connection::drain_results() {
+  const bool outer = !batching_;
+  batching_ = true;
+  drain_results_batch();
+  // Streams get every row read in this batch as one chunk (bounded).
+  auto streams = std::move(streams_to_deliver_);
+  streams_to_deliver_.clear();
+  for (auto& st : streams) {
+    st->deliver_queued = false;
+    stream_deliver(*st);
+  }
+  if (outer) {
+    batching_ = false;
+    apply();
+  }
+}
+
+tx_state pipelined_connection::transaction_state(const query_request* head) const {
+  switch (PQtransactionStatus(pg_)) {
+    case PQTRANS_IDLE:
+      return tx_state::idle;
+    case PQTRANS_INTRANS:
+      return tx_state::in_transaction;
+    case PQTRANS_INERROR:
+      return tx_state::failed;
+    case PQTRANS_ACTIVE: {
+      // libpq reports the status only while nothing else is in flight. With
+      // neighbours pipelined behind, the command tag is the evidence left.
+      if (!head || !head->ok) return tx_state::unknown;
+      std::string_view tag = PQcmdStatus(head->ok.get());
+      if (tag == "BEGIN" || tag == "START TRANSACTION") return tx_state::in_transaction;
+      return tx_state::active;
+    }
+    default:
+      return tx_state::unknown;
+  }
+}
+
+void pipelined_connection::drain_results_batch() {
+  bool last_null = false;
+  // The head changes once per Sync, results arrive several per request:
+  // look the request up only when the head changes.
+  pipe_id req_id = 0;
+  std::shared_ptr<query_request> req;
+  while (st_ == state::ready && !core_.is_broken() && !copy_) {
+    auto head_id = core_.head();
+    if (!head_id) break;
+    if (*head_id != req_id) {
+      req_id = *head_id;
+      req = lookup(req_id);
+    }
+    if (req && req->stream) {
+      auto& sst = *req->stream;
+      if (stream_should_pause(sst)) {
+        paused_ = true;
+        break;
+      }
+    }
+    if (PQisBusy(pg_)) break;
+    PGresult* raw = PQgetResult(pg_);
+    if (!raw) {
+      // NULL ends one command's results (the Parse's, the Execute's). Two in
+      // a row means libpq has nothing more for now.
+      if (last_null) break;
+      last_null = true;
+      core_.on_command_end();
+      apply();
+      continue;
+    }
+    last_null = false;
+    std::unique_ptr<PGresult, pgresult_deleter> res(raw);
+    switch (PQresultStatus(raw)) {
+      case PGRES_PIPELINE_SYNC:
+        core_.on_sync(pool_clock::now(), transaction_state(req.get()));
+        apply();
+        break;
+      case PGRES_FATAL_ERROR:
+      case PGRES_BAD_RESPONSE:
+      case PGRES_NONFATAL_ERROR: {
+        if (is_session_fatal(raw)) {
+          // The server is ending the session (terminated backend, shutdown):
+          // everything in flight may have executed.
+          std::string why = "server ended the session: " + diagnostics_of(raw).to_string();
+          if (req && !req->err) req->err = std::move(res);
+          core_.on_session_ended(why);
+          apply();
+          return;
+        }
+        const char* state = PQresultErrorField(raw, PG_DIAG_SQLSTATE);
+        std::string_view sqlstate = state ? state : "";
+        const char* primary = PQresultErrorField(raw, PG_DIAG_MESSAGE_PRIMARY);
+        // Raised before anything executed: safe to prepare again and re-run.
+        const bool retryable =
+            sqlstate == "26000" ||
+            (sqlstate == "0A000" && primary && std::string_view(primary) == "cached plan must not change result type");
+        if (core_.on_result(pipe_result::error, sqlstate, retryable) == pipe_keep::as_error && req)
+          req->err = std::move(res);
+        break;
+      }
+      case PGRES_PIPELINE_ABORTED:
+        (void)core_.on_result(pipe_result::aborted);  // a command skipped after this request's own error
+        break;
+      case PGRES_COPY_IN:
+      case PGRES_COPY_OUT:
+      case PGRES_COPY_BOTH:
+        core_.on_broken("COPY is not supported on a pipelined connection");
+        apply();
+        return;
+      default: {  // TUPLES_OK, COMMAND_OK, EMPTY_QUERY, SINGLE_TUPLE
+        const bool rows = PQntuples(raw) > 0;
+        switch (core_.on_result(rows ? pipe_result::rows : pipe_result::command_ok)) {
+          case pipe_keep::as_ok:
+            if (req) req->ok = std::move(res);
+            break;
+          case pipe_keep::stream_row:
+            if (req && req->stream) stream_row(req->stream, res.release());
+            break;
+          default:
+            break;
+        }
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace pgpipe::detail

@@ -1,0 +1,323 @@
+// pipelined_connection: construction, requests into pipeline_core, and the
+// core's actions carried out with libpq (contract in pipelined_connection.hpp).
+// The rest of the class lives in connection_{connect,io,cancel,streams,close}.cpp.
+#include "async/connection/pipelined_connection.hpp"
+
+#include "async/connection/request_outcome.hpp"
+#include "async/sansio/sync_coalescing.hpp"
+#include "pq/libpq_failure.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+namespace pgpipe::detail {
+
+namespace asio = boost::asio;
+using std::chrono::milliseconds;
+
+namespace {
+
+pipeline_params core_params(const connection_config& c) {
+  pipeline_params p;
+  p.depth = c.pipeline_depth;
+  p.prepared_statements = c.prepared_statements;
+  p.max_prepared = c.max_prepared;
+  p.stall_timeout = c.stall_timeout;
+  p.sync_batch = c.sync_batch;
+  // PQcancel returns once the postmaster signalled the backend: give it what
+  // a connect may take.
+  p.cancel_bound = std::max(c.connect_timeout, milliseconds(1000));
+  return p;
+}
+}  // namespace
+
+pipelined_connection::pipelined_connection(asio::any_io_executor ex, slot_id slot,
+                                           std::shared_ptr<const connection_config> cfg,
+                                           std::weak_ptr<connection_owner> owner)
+    : ex_(std::move(ex)), slot_(slot), cfg_(std::move(cfg)), owner_(std::move(owner)),
+      core_(core_params(*cfg_)),
+      timer_(ex_) {}
+
+pipelined_connection::~pipelined_connection() {
+  // Normally torn down already; this covers an io_context destroyed with our
+  // handlers still queued. Requests still here complete with errc::closed.
+  reqs_.for_each([this](const std::shared_ptr<query_request>& r) {
+    r->try_complete(ex_, true, make_error_code(errc::closed), client_error_result("client destroyed"));
+  });
+  end_cancel_calls();
+  if (sd_) {
+    release_descriptor(*sd_);
+  }
+  if (pg_) PQfinish(pg_);
+}
+
+std::string pipelined_connection::pq_error() const {
+  return clean_message(pg_ ? PQerrorMessage(pg_) : "out of memory", cfg_->secrets);
+}
+
+// ---- requests ---------------------------------------------------------------
+
+std::shared_ptr<query_request> pipelined_connection::lookup(pipe_id id) const {
+  return reqs_.find_shared(id);
+}
+
+query_request* pipelined_connection::find_request(pipe_id id) const {
+  return reqs_.find(id);
+}
+
+void pipelined_connection::enqueue(std::shared_ptr<query_request> req) {
+  if (req->completed.load(std::memory_order_acquire)) {
+    // Cancelled on its way here: give its capacity back.
+    if (req->pooled) {
+      if (auto owner = owner_.lock()) owner->conn_release(slot_, 1);
+    }
+    return;
+  }
+  if (st_ == state::dead) {
+    // The connection died after the pool granted it; the pool already forgot
+    // the grant, so nothing is released.
+    complete(req, make_error_code(errc::not_sent), client_error_result("connection closed before the request was sent"));
+    return;
+  }
+  req->id = reqs_.next_id();
+  pipe_request r;
+  // The cache key: the text, plus the parameter types when they are sent
+  // typed (the same SQL with other types is another prepared statement).
+  // The types go in as raw bytes after a NUL (which no SQL text contains):
+  // one allocation per typed request, no number formatting. The core borrows
+  // the key from the request, which its entry keeps alive (sql_key): untyped
+  // requests cost no copy of the text at all.
+  const auto& prm = req->spec.params;
+  if (prm.types.size() == prm.values.size() && prm.formats.size() == prm.values.size() && !prm.all_text_untyped()) {
+    const std::size_t type_bytes = prm.types.size() * sizeof(Oid);
+    std::string& key = req->typed_key;
+    key.clear();
+    key.reserve(req->spec.sql.size() + 1 + type_bytes);
+    key.append(req->spec.sql).push_back('\0');
+    key.append(reinterpret_cast<const char*>(prm.types.data()), type_bytes);
+    r.sql = sql_key(key, req);
+  } else {
+    r.sql = sql_key(req->spec.sql, req);
+  }
+  r.param_count = req->spec.params.values.size();
+  r.stream = req->stream != nullptr;
+  r.internal = req->internal;
+  r.on_lease = req->on_lease;
+  r.pooled = req->pooled;
+  r.deadline = req->deadline;
+  // Sync coalescing only where a rollback of the batch cannot undo anything
+  // a caller was told succeeded: a read-only session, and a statement that
+  // cannot turn its batch read-write or act at commit (sync_coalescing.hpp).
+  r.coalesce = req->spec.read_only && cfg_->sync_batch > 1 && !req->on_lease && !req->internal && !req->stream &&
+               session_read_only() && may_share_sync(req->spec.sql);
+  r.copy = req->copy != nullptr;
+  reqs_.insert(req);
+  core_.submit(pool_clock::now(), req->id, std::move(r));
+  if (req->deadline < timer_at_) set_timer(req->deadline);
+  apply();
+  schedule_write();
+}
+
+void pipelined_connection::schedule_write() {
+  if (write_scheduled_ || st_ != state::ready) return;
+  write_scheduled_ = true;
+  // Posted, not run now: requests enqueued during this loop turn join the
+  // same write pass and the same flush.
+  asio::post(ex_, [self = shared_from_this()] { self->write_pending(); });
+}
+
+void pipelined_connection::write_pending() {
+  write_scheduled_ = false;
+  if (st_ != state::ready) return;
+  const auto now = pool_clock::now();
+  core_.write_pass(now);
+  apply();
+}
+
+void pipelined_connection::apply() {
+  const bool outer = !batching_;
+  batching_ = true;
+  bool flush_wanted = false;
+  // Actions may produce more actions (a failed send breaks the connection):
+  // take them until there are none.
+  // Nested calls (a flush reading results) take their own buffer.
+  std::vector<pipe_action> actions = std::move(action_buffer_);
+  for (core_.take_actions(actions); !actions.empty(); core_.take_actions(actions))
+    for (auto& a : actions) apply_one(a, flush_wanted);
+  action_buffer_ = std::move(actions);
+  if (flush_wanted && st_ == state::ready) flush();
+  if (!outer) return;
+  if (release_units_ > 0 && st_ != state::dead) {
+    auto n = std::exchange(release_units_, 0);
+    if (auto owner = owner_.lock()) owner->conn_release(slot_, n);
+  }
+  release_units_ = 0;
+  deliver_deferred();
+  if (st_ == state::ready) {
+    if (core_.waiting() > 0 && !core_.writes_held()) schedule_write();
+    if (auto next = core_.next_timer(); next && *next < timer_at_) set_timer(*next);
+  }
+  if (closing_) maybe_finish_close();
+}
+
+void pipelined_connection::apply_one(pipe_action& a, bool& flush_wanted) {
+  using kind = pipe_action::kind;
+  switch (a.what) {
+    case kind::send:
+    case kind::send_internal:
+      if (st_ != state::ready || core_.is_broken()) return;
+      if (!send(a)) {
+        // A half-written request would desynchronise the FIFO: the
+        // connection is unusable.
+        core_.on_broken("sending failed: " + pq_error());
+      }
+      return;
+    case kind::flush:
+      flush_wanted = true;
+      return;
+    case kind::single_row:
+      if (st_ == state::ready) (void)PQsetSingleRowMode(pg_);  // if refused, the rows arrive as one chunk
+      return;
+    case kind::complete: {
+      auto req = reqs_.take(a.id);
+      if (!req) return;
+      complete_with(req, a.outcome);
+      return;
+    }
+    case kind::release:
+      release_units_ += a.units;
+      return;
+    case kind::start_cancel:
+      if (!start_cancel_call()) core_.on_cancel_failed(a.id);
+      return;
+    case kind::close:
+      retire(a.reason);
+      return;
+    case kind::start_copy:
+      if (st_ == state::ready && !core_.is_broken()) copy_start(a.id);
+      return;
+  }
+}
+
+bool pipelined_connection::send(const pipe_action& a) {
+  if (a.what == pipe_action::kind::send_internal) {
+    // The core's own statement (DEALLOCATE): no parameters, unnamed.
+    if (!PQsendQueryParams(pg_, a.name.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0)) return false;
+    return PQpipelineSync(pg_) == 1;
+  }
+  query_request* req = find_request(a.id);
+  if (!req) return false;
+  // A re-run (statement repair) starts from clean results.
+  req->ok.reset();
+  req->err.reset();
+  // Parameters carry their type OIDs and formats (binary where it pays,
+  // bytea always binary so any byte goes through). Internal requests may
+  // leave types/formats empty: all text, types inferred.
+  const auto& prm = req->spec.params;
+  const auto& vals = prm.values;
+  const int n = static_cast<int>(vals.size());
+  const bool typed = prm.types.size() == vals.size() && prm.formats.size() == vals.size() && !prm.all_text_untyped();
+  // Per-connection buffers: libpq copies the values into its output buffer
+  // before returning, so they are free again after the send.
+  send_values_.resize(vals.size());
+  send_lengths_.resize(vals.size());
+  for (std::size_t i = 0; i < vals.size(); ++i) {
+    send_values_[i] = vals[i] ? vals[i]->data() : nullptr;
+    send_lengths_[i] = vals[i] ? static_cast<int>(vals[i]->size()) : 0;
+  }
+  static_assert(std::is_same_v<type_oid, Oid>, "parameter types are passed to libpq as they are");
+  const char* const* p = send_values_.empty() ? nullptr : send_values_.data();
+  const int* lens = typed ? send_lengths_.data() : nullptr;
+  const int* fmts = typed ? prm.formats.data() : nullptr;
+  const Oid* oids = typed ? prm.types.data() : nullptr;
+  const std::string& sql = req->spec.sql;
+  // Parse rides in the same Sync segment as the first Execute: no extra
+  // round trip, and a failing Parse aborts only this request. The statement
+  // is prepared with its parameter types (part of its cache key, see
+  // submit()).
+  if (a.parse && !PQsendPrepare(pg_, a.name.c_str(), sql.c_str(), typed ? n : 0, oids)) return false;
+  int ok = !a.name.empty() ? PQsendQueryPrepared(pg_, a.name.c_str(), n, p, lens, fmts, 0)
+                           : PQsendQueryParams(pg_, sql.c_str(), n, oids, p, lens, fmts, 0);
+  if (!ok) return false;
+  // One Sync per request (an error aborts this request's segment only),
+  // unless the core coalesces this read with the next ones.
+  if (!a.sync) return true;
+  return PQpipelineSync(pg_) == 1;
+}
+
+bool pipelined_connection::session_read_only() const {
+  // Reported by the server (ParameterStatus, PostgreSQL 14+) whenever it
+  // changes, so a lease that turned it off is seen before the next request.
+  // in_hot_standby alone is not enough: a batch started after a promotion
+  // that the connection has not heard of yet would be read-write.
+  const char* v = pg_ ? PQparameterStatus(pg_, "default_transaction_read_only") : nullptr;
+  return v && std::string_view(v) == "on";
+}
+
+
+void pipelined_connection::complete_with(const std::shared_ptr<query_request>& req, pipe_outcome o) {
+  auto [ec, r] = outcome_result(o, *req, break_reason_);
+  if (o == pipe_outcome::pooler_suspected && core_.take_pooler_warning())
+    if (auto owner = owner_.lock()) owner->log(log_level::warning, "slot " + std::to_string(slot_) + ": " + r.diag().client_message);
+  complete(req, ec, std::move(r));
+}
+
+void pipelined_connection::complete(const std::shared_ptr<query_request>& req, std::error_code ec, result&& r) {
+  if (!r.diag().client_message.empty() || !r.diag().message.empty()) {
+    // already described
+  } else if (ec) {
+    r.diag().client_message = ec.message();
+  }
+  // Count before delivering: stats read right after a completion include it.
+  if (!req->internal && !req->completed.load(std::memory_order_acquire)) {
+    if (auto owner = owner_.lock()) owner->count_outcome(*req, ec, r);
+  }
+  if (req->copy) {
+    // The COPY's handle gets the outcome; the request's handler is a no-op.
+    if (!req->completed.load(std::memory_order_acquire)) copy_outcome(*req->copy, ec, std::move(r));
+    req->try_complete(ex_, false, ec, result());
+    return;
+  }
+  if (req->stream) {
+    // The stream's reader gets the outcome (end marker or error); the
+    // request itself completes with its no-op handler.
+    if (!req->completed.load(std::memory_order_acquire)) stream_push(*req->stream, ec, std::move(r), true);
+    req->try_complete(ex_, false, ec, result());
+    return;
+  }
+  if (batching_) {
+    // Delivered after this batch's capacity went back to the pool, so a
+    // handler that looks at stats() or starts the next query sees it free.
+    deferred_.emplace_back(req, ec, std::move(r));
+    return;
+  }
+  // Runs inline when the handler has no executor of its own (we are on its
+  // loop already); everything the handler may call back into posts.
+  req->try_complete(ex_, false, ec, std::move(r));
+}
+
+void pipelined_connection::deliver_deferred() {
+  batching_ = false;
+  if (deferred_.empty()) return;
+  // Swapped with a spare buffer, never moved out: both keep their capacity,
+  // so a batch of completions allocates nothing and never moves a result to
+  // grow the vector (a result's move copies its diagnostics' strings).
+  // Handlers run below may start a nested batch that fills deferred_ again.
+  std::vector<deferred_completion> batch = std::move(deferred_spare_);
+  batch.clear();
+  batch.swap(deferred_);
+  for (auto& d : batch) d.req->try_complete(ex_, false, d.ec, std::move(d.res));
+  batch.clear();
+  if (deferred_spare_.capacity() < batch.capacity()) deferred_spare_ = std::move(batch);
+}
+
+
+void pipelined_connection::fail_request(const std::shared_ptr<query_request>& req, std::error_code ec, result r) {
+  complete(req, ec, std::move(r));
+}
+
+
+}  // namespace pgpipe::detail

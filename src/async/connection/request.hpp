@@ -1,0 +1,112 @@
+// One query on its way through the async driver: from the pool's waiter
+// queue to a connection's FIFO (waiting -> written -> done).
+#pragma once
+
+#include "core/pool/pool_core.hpp"
+
+#include <pgpipe/detail/async_glue.hpp>
+#include <pgpipe/result.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <utility>
+#include <memory>
+#include <string>
+
+namespace pgpipe::detail {
+
+class pipelined_connection;
+class client_impl;
+struct query_request;
+struct copy_state;
+
+/// A lease's row_stream: chunks of a single-row-mode result on their way to
+/// the caller. Everything but `conn` is touched only on conn's executor.
+struct stream_state {
+  std::shared_ptr<pipelined_connection> conn;
+  std::weak_ptr<query_request> req;
+  /// Each chunk holds every row received since the previous one, up to a
+  /// bound (rows and bytes); the last item is the end marker or the error.
+  std::deque<std::pair<std::error_code, result>> chunks;
+  std::deque<std::size_t> chunk_bytes;  ///< field bytes per chunk, in step with chunks
+  bool tail_open = false;         ///< the last chunk takes more rows
+  std::size_t tail_bytes = 0;     ///< field bytes in the last chunk
+  std::size_t buffered_rows = 0;  ///< rows in chunks, all together
+  std::size_t buffered_bytes = 0;
+  bool deliver_queued = false;    ///< listed for delivery at the end of the batch
+  bool ended = false;      ///< the final item (end marker or error) was produced
+  bool abandoned = false;  ///< cancel(): drop everything from now on
+  std::unique_ptr<completion<result>> waiter;
+};
+
+struct query_request {
+  query_spec spec;
+  std::unique_ptr<completion<result>> done;
+  /// Set by whoever completes the request first (result, error, cancel,
+  /// timeout); the loser of a race does nothing. This is what makes every
+  /// request complete exactly once.
+  std::atomic<bool> completed{false};
+  time_point deadline = time_point::max();
+  /// Holds one shared unit of pool capacity on `slot`, released when the
+  /// connection is done with it (even if the caller was answered earlier).
+  bool pooled = false;
+  /// Runs on an exclusive lease: PQcancel may be used to cancel it.
+  bool on_lease = false;
+  /// Internal (health check, rollback): never prepared, not counted in stats.
+  bool internal = false;
+
+  // Guarded by the client's mutex while the request is in the pool.
+  waiter_id waiter = 0;                         ///< nonzero while queued
+  std::shared_ptr<pipelined_connection> conn;   ///< once granted
+  slot_id slot = 0;
+  std::weak_ptr<client_impl> owner;             ///< pool requests, for cancellation
+
+  // Touched only on the connection's executor.
+  /// pipeline_core's id once enqueued (0: still on its way to the connection).
+  std::uint64_t id = 0;
+  /// The statement-cache key of a request with typed parameters (text, NUL,
+  /// type OIDs); the core borrows it (or spec.sql when untyped) and keeps
+  /// this request alive while it does, so neither may change once enqueued.
+  std::string typed_key;
+  /// The results pipeline_core told the connection to keep.
+  std::unique_ptr<PGresult, pgresult_deleter> ok;
+  std::unique_ptr<PGresult, pgresult_deleter> err;
+  /// Set for lease::stream(): rows go to the stream, `done` is a no-op.
+  std::shared_ptr<stream_state> stream;
+  /// Set for lease::copy_in()/copy_out(): the outcome goes to the COPY's
+  /// handle (async/copy_state.hpp), `done` is a no-op.
+  std::shared_ptr<copy_state> copy;
+
+  // Timing and tracing (stats histograms, pool_params::observer).
+  time_point submitted{};       ///< the caller's call; set before the request is shared
+  std::chrono::nanoseconds waited{0};  ///< for pool capacity (set at grant, before the connection sees it)
+  // Set on the connection's executor, and only with an observer installed.
+  bool observed_start = false;  ///< query_observer::on_start was called
+  int backend_pid = 0;
+  time_point started{};
+  void* observer_user = nullptr;  ///< what on_start returned
+
+  /// Delivers the outcome unless someone already did. must_post: never run
+  /// the handler inline (we may be inside the initiating function).
+  /// `r` by rvalue reference: moved once, into the completion (see
+  /// pipelined_connection::complete).
+  bool try_complete(const boost::asio::any_io_executor& fallback, bool must_post, std::error_code ec, result&& r) {
+    if (completed.exchange(true, std::memory_order_acq_rel)) return false;
+    auto d = std::move(done);
+    d->complete(fallback, must_post, ec, std::move(r));
+    return true;
+  }
+};
+
+/// A result carrying only pgpipe's own message (no server fields).
+inline result client_error_result(std::string message) {
+  diagnostics d;
+  d.client_message = std::move(message);
+  return result(std::move(d));
+}
+
+}  // namespace pgpipe::detail

@@ -1,0 +1,176 @@
+// client_impl: what async_client and lease are made of. Owns the event loops
+// (async/event_loops.hpp), the shared pool_core (behind one mutex, held only
+// for pool bookkeeping, never while running a handler or touching a
+// connection) and the map from pool slots to pipelined_connections. Every
+// connection lives on one loop.
+#pragma once
+
+#include "async/pool/event_loops.hpp"
+#include "async/connection/pipelined_connection.hpp"
+#include "async/connection/request.hpp"
+#include "core/metrics/latency_recorder.hpp"
+#include "core/pool/pool_core.hpp"
+
+#include <pgpipe/async_client.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace pgpipe::detail {
+
+struct acquire_request {
+  std::unique_ptr<completion<lease>> done;
+  std::atomic<bool> completed{false};
+  waiter_id waiter = 0;  // guarded by the client's mutex
+  time_point submitted{};  // for the acquire_wait histogram
+  bool try_complete(const boost::asio::any_io_executor& ex, std::error_code ec, lease l);
+};
+
+class lease_impl final : public query_target, public std::enable_shared_from_this<lease_impl> {
+ public:
+  lease_impl(std::shared_ptr<pipelined_connection> conn, slot_id slot, std::shared_ptr<client_impl> owner)
+      : conn_(std::move(conn)), slot_(slot), owner_(std::move(owner)) {}
+  ~lease_impl() override { release(); }
+  void submit_query(query_spec spec, std::unique_ptr<completion<result>> done,
+                    boost::asio::cancellation_slot slot) override;
+  void release() noexcept;
+  std::shared_ptr<stream_state> start_stream(query_spec spec);
+  /// lease::copy_in/copy_out (defined in async/async_copy.cpp).
+  std::shared_ptr<copy_state> start_copy(std::string sql, std::optional<std::chrono::milliseconds> timeout, bool out);
+  const boost::asio::any_io_executor& get_executor() const noexcept { return conn_->get_executor(); }
+
+ private:
+  /// A request that a stream or COPY handle drives on this lease's
+  /// connection: the handle gets the outcome, so the request's own handler
+  /// does nothing.
+  std::shared_ptr<query_request> make_handle_request() const;
+  /// Completes `req` with `ec` and `why` on its loop (the handle sees it).
+  void post_failure(const std::shared_ptr<query_request>& req, std::error_code ec, std::string why) const;
+
+  std::shared_ptr<pipelined_connection> conn_;
+  slot_id slot_;
+  // Strong: the loops (and their io_contexts) must outlive a lease's posts.
+  std::shared_ptr<client_impl> owner_;
+  std::atomic<bool> released_{false};
+  std::atomic<bool> changed_session_{false};  ///< ran a statement the shared path refuses as session-changing
+};
+
+class client_impl final : public query_target,
+                          public connection_owner,
+                          public std::enable_shared_from_this<client_impl> {
+ public:
+  client_impl(pool_params params, async_client_options options, boost::asio::io_context* external);
+  ~client_impl() override;
+
+  /// Starts loops, probes, watchdog and the pool (after make_shared).
+  void start();
+  /// close(), wait (bounded) for in-flight work, abort the rest, stop and
+  /// join the loops. Idempotent.
+  void shutdown();
+
+  void submit_query(query_spec spec, std::unique_ptr<completion<result>> done,
+                    boost::asio::cancellation_slot slot) override;
+  void submit_acquire(std::unique_ptr<completion<lease>> done, boost::asio::cancellation_slot slot);
+  void submit_close(std::unique_ptr<completion<std::monostate>> done);
+  void close();
+  pool_stats stats() const;
+  void set_logger(logger_fn fn);
+  boost::asio::any_io_executor get_executor() const noexcept;
+  boost::asio::any_io_executor get_executor(std::size_t loop) const noexcept { return loops_->at(loop % loops_->size()); }
+  std::size_t loop_count() const noexcept { return loops_->size(); }
+
+  void cancel_query(const std::shared_ptr<query_request>& req, boost::asio::cancellation_type_t type);
+  void cancel_acquire(const std::shared_ptr<acquire_request>& req);
+
+  // connection_owner
+  void conn_connected(slot_id slot) override;
+  void conn_connect_failed(slot_id slot, std::error_code ec, const std::string& message) override;
+  void conn_broken(slot_id slot, const std::string& reason) override;
+  void conn_release(slot_id slot, std::size_t units) override;
+  void conn_check_done(slot_id slot, bool healthy) override;
+  void conn_lease_returned(slot_id slot) override;
+  /// The lease on `slot` changed session state: retire the connection when
+  /// it comes back instead of sharing it.
+  void retire_after_lease(slot_id slot);
+  void conn_finished(slot_id slot) override;
+  void count_outcome(const query_request& req, const std::error_code& ec, const result& r) override;
+  /// Completes a query that never reached a connection (refused, failed
+  /// in the pool, its lease gone): counted and observed like the others.
+  void finish_unstarted(const std::shared_ptr<query_request>& req, const boost::asio::any_io_executor& ex,
+                        std::error_code ec, result r);
+  /// Hands `req` to `conn` on the connection's executor, telling the query
+  /// observer first when one is installed.
+  void post_enqueue(const std::shared_ptr<pipelined_connection>& conn, const std::shared_ptr<query_request>& req) const;
+  void log(log_level level, const std::string& line) override;
+
+  const pool_params& params() const noexcept { return params_; }
+  /// True once the client's own loops have stopped: nothing posted to them
+  /// will ever run (a lease that outlived its client).
+  bool on_own_loop_thread() const noexcept { return loops_->on_own_thread(); }
+  bool loops_stopped() const noexcept { return loops_->stopped(); }
+
+ private:
+  using todo = std::vector<std::function<void()>>;
+
+  /// Takes pool_core's actions and turns them into work to run after unlock.
+  void collect_locked(todo& out, bool timing_may_change);
+  void run(todo& t);
+  void complete_query_failure(const std::shared_ptr<query_request>& req, std::error_code ec, std::string message);
+  void complete_acquire_failure(const std::shared_ptr<acquire_request>& req, std::error_code ec, std::string message);
+  void maybe_closed_locked(todo& out);
+  void arm_tick(time_point at, std::uint64_t gen);
+  void on_tick();
+  std::string connect_error_message_locked(const std::error_code& ec) const;
+
+  pool_params params_;
+  async_client_options options_;
+  std::shared_ptr<const connection_config> conn_cfg_;
+  std::shared_ptr<event_loops> loops_;
+  boost::asio::any_io_executor pool_ex_;  // runs the pool tick timer
+  std::unique_ptr<boost::asio::steady_timer> tick_timer_;
+
+  mutable std::mutex mu_;  // pool_core and the maps below
+  pool_core core_;
+  std::unordered_map<slot_id, std::shared_ptr<pipelined_connection>> conns_;
+  std::unordered_map<waiter_id, std::shared_ptr<query_request>> query_waiters_;
+  std::unordered_map<waiter_id, std::shared_ptr<acquire_request>> acquire_waiters_;
+  std::unordered_set<slot_id> retire_on_return_;
+  std::size_t live_conns_ = 0;
+  time_point tick_at_ = time_point::max();
+  std::uint64_t tick_gen_ = 0;
+  bool tick_stopped_ = false;
+  std::string last_connect_message_;
+  std::vector<std::unique_ptr<completion<std::monostate>>> close_waiters_;
+  std::condition_variable drained_cv_;
+  bool shut_down_ = false;
+
+  mutable std::mutex log_mu_;
+  std::shared_ptr<const logger_fn> logger_;
+
+  // Outcomes counted by connections (pool_core counts pool_timeout,
+  // queue_full and connect errors itself).
+  std::atomic<std::uint64_t> completed_{0};
+  std::atomic<std::uint64_t> err_lost_{0};
+  std::atomic<std::uint64_t> err_timeout_{0};
+  std::atomic<std::uint64_t> err_cancelled_{0};
+  std::atomic<std::uint64_t> err_server_{0};
+  std::atomic<std::uint64_t> err_other_{0};
+
+  // pool_params::observer, fixed for the client's life: tested once per query.
+  std::shared_ptr<query_observer> observer_;
+  latency_recorder query_hist_;  ///< stats().query_duration
+  latency_recorder wait_hist_;   ///< stats().acquire_wait
+};
+
+}  // namespace pgpipe::detail

@@ -1,0 +1,342 @@
+// pipeline_core: the sans-IO request pipeline of one async connection.
+//
+// It owns the FIFO (waiting -> written -> done), Sync accounting (one Sync
+// per request, so an error aborts only its own segment), the depth limit,
+// the prepared-statement cache, each request's stage (Parse, then Execute),
+// the cancel hold-back rule, the statement-cache repair after migrations and
+// the shared-path transaction safety net. It never touches libpq, a socket,
+// a thread or a clock: the shell (pipelined_connection) feeds it what libpq
+// said and the current time, then carries out the queued actions in order.
+// Not thread-safe: called on the connection's executor only.
+//
+// Contract (each point has a test in tests/unit/pipeline_core_test.cpp):
+//  - Every submitted request gets exactly one `complete` action, unless the
+//    core was destroyed first. After `complete`, a request still written has
+//    its remaining results reported as `discard` (detached).
+//  - Results are matched in order: on_result/on_command_end/on_sync always
+//    concern head(), the oldest written request.
+//  - At most `depth` requests are written and not yet synced.
+//  - Nothing is sent after the connection broke (on_broken, a session-fatal
+//    error, COPY, a stall, an unanswered cancel): written requests complete
+//    with connection_lost ("may have executed"), waiting ones with not_sent.
+//  - Cancel hold-back: a PQcancel hits whatever the backend runs when it
+//    lands, so it is started only for a lease request that is the only one
+//    written, and nothing is sent from then until both the PQcancel call has
+//    returned (on_cancel_returned) and the target's Sync was read.
+//  - Statement cache: a SQL text seen before runs as a named statement; the
+//    first use carries its Parse in the same Sync segment. At most
+//    `max_prepared` names exist; the least recently used idle one is evicted
+//    and deallocated (an internal `deallocate` request). A Parse that failed
+//    leaves no statement; an Execute that failed leaves it (still cached).
+//  - Migration repair: a named statement failing with 26000, or with 0A000
+//    "cached plan must not change result type" (`plan_changed`), raised before
+//    anything executed: the statement is dropped (deallocated if it still
+//    exists), and the request is sent again once with a fresh Parse. Shared
+//    requests always qualify; a lease request only when the server is idle
+//    (no transaction, which the error would have aborted) and nothing was
+//    written behind it (it keeps its order).
+//  - Pooler detection: a named statement whose Parse this connection has just
+//    sent fails with 42P05 (the fresh name already exists) or 26000 (it is
+//    gone at once), first use or re-run: only a server session that changes
+//    under the connection explains it (a transaction pooler). The request
+//    completes with `pooler_suspected` (never re-run) and the connection
+//    sends only unnamed statements from then on.
+//  - Safety net: if the server reports a transaction open (in transaction or
+//    failed) at the Sync of a request not on a lease, that request completes
+//    with `transaction_left_open` and the connection is closed (the server
+//    rolls the transaction back when the session ends); requests behind it
+//    fail as after a break.
+//  - Sync coalescing (opt-in, `sync_batch` > 1): consecutive requests marked
+//    `coalesce` are written in one batch closed by a single Sync, at most
+//    `sync_batch` of them and never past the depth limit. A batch never waits
+//    to fill: each write_pass closes its last batch. The batch is one implicit
+//    transaction: an error in one request makes the server skip (abort) the
+//    requests behind it in the batch; those never ran and are written again
+//    (front of the queue, in order), while every request that ran completes
+//    with its own result or its own error and is never written again. Outcomes
+//    are decided at the batch's Sync. The shell marks `coalesce` only where a
+//    rollback of the batch cannot undo anything a caller was told succeeded
+//    (reads on a read-only session: see sync_coalescing.hpp).
+//  - COPY (lease only): a `copy` request waits at the head of the waiting
+//    queue until nothing is written (the pipeline is idle: libpq 15 allows
+//    no COPY in pipeline mode), then `start_copy` hands the connection to the
+//    shell, which leaves pipeline mode, runs the COPY and reports
+//    on_copy_end. Until then nothing else is written (requests submitted
+//    meanwhile wait behind it), the stall timeout does not apply (the caller
+//    paces a COPY), and a break completes the COPY with connection_lost like
+//    any written request. A deadline or a stop completes it early (detached);
+//    the shell then ends the COPY on the wire and still reports on_copy_end.
+#pragma once
+
+#include "async/sansio/statement_cache.hpp"
+#include "core/pool/pool_core.hpp"
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace pgpipe::detail {
+
+using pipe_id = std::uint64_t;
+
+struct pipeline_params {
+  std::size_t depth = 128;  ///< requests written and not synced, at most
+  bool prepared_statements = true;
+  std::size_t max_prepared = 1000;
+  std::chrono::milliseconds stall_timeout{0};  ///< 0: none
+  std::chrono::milliseconds cancel_bound{1000};  ///< PQcancel must return within this
+  /// Requests marked `coalesce` sharing one Sync, at most (1: one Sync each).
+  std::size_t sync_batch = 1;
+};
+
+/// A request's identity in the statement cache: the SQL text (+ parameter
+/// types, when typed). The shell lends the text it already holds, with a
+/// reference that keeps its owner alive as long as the core's entry: a
+/// request its caller cancelled is dropped by the shell but may stay written
+/// here until its Sync, and its key is needed then (finish_statement). That
+/// costs one reference count per query instead of a copy of the text.
+/// Assigning a std::string makes an owning key (internal statements, tests).
+class sql_key {
+ public:
+  sql_key() = default;
+  sql_key(std::string text) { *this = std::move(text); }  // NOLINT: implicit, like a string
+  sql_key(const char* text) : sql_key(std::string(text)) {}  // NOLINT
+  /// Borrows `text`, which `owner` keeps alive (and unchanged).
+  sql_key(std::string_view text, std::shared_ptr<const void> owner) : text_(text), owner_(std::move(owner)) {}
+  sql_key& operator=(std::string text) {
+    auto owned = std::make_shared<const std::string>(std::move(text));
+    text_ = *owned;
+    owner_ = std::move(owned);
+    return *this;
+  }
+  std::string_view view() const noexcept { return text_; }
+  operator std::string_view() const noexcept { return text_; }  // NOLINT
+
+ private:
+  std::string_view text_;
+  std::shared_ptr<const void> owner_;
+};
+
+/// What the core needs to know about a request.
+struct pipe_request {
+  sql_key sql;  ///< identity in the statement cache (see sql_key)
+  std::size_t param_count = 0;
+  bool stream = false;    ///< rows go to a row_stream (never named: single-row mode)
+  bool internal = false;  ///< health check, rollback: never named
+  bool on_lease = false;  ///< exclusive connection: PQcancel may be used
+  bool pooled = false;    ///< holds a unit of pool capacity until synced
+  /// May share a Sync with its coalesce neighbours (ignored on leases, streams, internal).
+  bool coalesce = false;
+  bool copy = false;      ///< a COPY: runs alone, outside pipeline mode (lease only)
+  time_point deadline = time_point::max();
+};
+
+enum class pipe_outcome : unsigned char {
+  ok,                     ///< the shell's stored result (no_result if none was stored)
+  sql_error,              ///< the shell's stored error result
+  cancelled_by_server,    ///< stored error (57014) after our PQcancel
+  no_result,              ///< Sync without any result: protocol error
+  cancelled_unsent,       ///< removed from the FIFO before it was written
+  cancelled_detached,     ///< written; caller answered, results discarded
+  cancel_unconfirmed,     ///< PQcancel sent, no answer before the deadline
+  timeout_unsent,
+  timeout_detached,
+  too_many_params,        ///< never written: more than 65535 parameters
+  not_sent,               ///< connection broke before it was written
+  connection_lost,        ///< connection broke after it was written
+  session_ended,          ///< the head's stored FATAL error ended the session
+  closed,                 ///< abort(): client teardown
+  transaction_left_open,  ///< safety net tripped on this request
+  pooler_suspected,       ///< stored error (26000/42P05) that only a transaction pooler explains
+};
+
+struct pipe_action {
+  enum class kind : unsigned char {
+    send,         ///< write `id`: Parse of `name` first if `parse`; Bind/Execute of `name`
+                  ///< (unnamed with the request's SQL if empty); then Sync if `sync`
+    send_internal,///< write `sql` (no parameters, unnamed) + Sync; its results are the core's
+    flush,        ///< everything sent since the last flush
+    single_row,   ///< set single-row mode now: `id` is the head at its Execute
+    complete,     ///< `id` completes with `outcome`
+    release,      ///< `units` shared units of pool capacity go back to the pool
+    start_cancel, ///< PQcancel for `id` (off the loop); answer on_cancel_returned / on_cancel_failed
+    close,        ///< the connection is unusable (`reason`): tear it down; completes follow
+    start_copy,   ///< nothing is written: leave pipeline mode and start COPY `id`; answer on_copy_end
+  };
+  explicit pipe_action(kind k, pipe_id i = 0) : what(k), id(i) {}
+  kind what;
+  pipe_id id = 0;
+  pipe_outcome outcome = pipe_outcome::ok;
+  bool parse = false;
+  bool sync = true;  ///< send: a Sync follows (false: more of the same batch follow)
+  std::string name;  ///< send: statement name; send_internal: the SQL
+  std::string reason;
+  std::size_t units = 0;
+};
+
+/// The shell's reading of one PGresult of the head request.
+enum class pipe_result : unsigned char {
+  command_ok,  ///< COMMAND_OK, EMPTY_QUERY, TUPLES_OK without rows
+  rows,        ///< TUPLES_OK with rows, SINGLE_TUPLE
+  error,       ///< FATAL/NONFATAL/BAD_RESPONSE (not session-fatal: see on_session_ended)
+  aborted,     ///< PIPELINE_ABORTED: skipped after this segment's error
+};
+
+/// What the shell does with that PGresult.
+enum class pipe_keep : unsigned char { as_ok, as_error, stream_row, discard };
+
+enum class tx_state : unsigned char { idle, active, in_transaction, failed, unknown };
+
+class pipeline_core {
+ public:
+  explicit pipeline_core(pipeline_params p);
+
+  // ---- inputs ----
+  /// A request for the FIFO; written on the next write_pass().
+  void submit(time_point now, pipe_id id, pipe_request r);
+  /// The shell's write turn (the connection is ready): sends waiting requests
+  /// up to the depth limit unless held back, then one flush.
+  void write_pass(time_point now);
+  /// One PGresult of head(). `sqlstate`/`retryable` only for errors;
+  /// retryable: 26000, or 0A000 "cached plan must not change result type".
+  pipe_keep on_result(pipe_result r, std::string_view sqlstate = {}, bool retryable = false);
+  /// PQgetResult returned NULL: one command (Parse, Execute) of head() ended.
+  void on_command_end();
+  /// PGRES_PIPELINE_SYNC: head()'s segment is over; `tx` is the server's
+  /// transaction status after it.
+  void on_sync(time_point now, tx_state tx);
+  /// Input arrived (resets the stall clock).
+  void on_input(time_point now);
+  /// The head's stored error is FATAL for the session (terminated backend).
+  void on_session_ended(const std::string& reason);
+  /// The connection is unusable (I/O error, COPY, libpq refused a send).
+  void on_broken(const std::string& reason);
+  /// Deadlines, stall timeout, unanswered cancel.
+  void on_tick(time_point now);
+  /// Asio cancellation of `id`. `after_write`: terminal or partial (a
+  /// written request may have side effects; total alone leaves it running).
+  /// Call only after reading what input is already there (the result may have
+  /// arrived, and then there is nothing to cancel).
+  void cancel(time_point now, pipe_id id, bool after_write);
+  /// A stream's reader stopped it: rows are discarded; a waiting stream is
+  /// removed, a written one cancelled on the server when the hold-back rule allows.
+  void stream_abandoned(time_point now, pipe_id id);
+  void on_cancel_returned();
+  /// start_cancel could not be carried out: the request is detached instead.
+  void on_cancel_failed(pipe_id id);
+  /// Client teardown: everything completes with `closed`; nothing more is sent.
+  void abort();
+  /// The COPY started by `start_copy` is over and the connection is back in
+  /// pipeline mode: it completes (ok, or sql_error when `failed`) unless it
+  /// was completed early, and writing resumes.
+  void on_copy_end(time_point now, bool failed);
+  /// The COPY `id` is not wanted any more: removed if not started; if
+  /// running, a PQcancel is started (start_cancel) unless one already was.
+  /// True when it was removed unstarted.
+  bool copy_stop(time_point now, pipe_id id);
+
+  // ---- outputs and state ----
+  std::vector<pipe_action> take_actions();
+  /// Same, into `out` (cleared first): swapping buffers keeps both vectors'
+  /// capacity, so the shell allocates nothing per batch.
+  void take_actions(std::vector<pipe_action>& out);
+  std::optional<time_point> next_timer() const;
+  /// The oldest written request (internal ones included: ids of the core's own
+  /// requests are never submitted ids).
+  std::optional<pipe_id> head() const;
+  bool head_is_internal() const;
+  bool is_broken() const noexcept { return broken_; }
+  bool writes_held() const noexcept { return cancel_running_ || cancel_target_ != 0 || copy_id_ != 0; }
+  /// The COPY that owns the connection (start_copy given, on_copy_end not yet), or 0.
+  pipe_id copy_running() const noexcept { return copy_id_; }
+  /// Written and not yet synced (a coalesced batch's finished requests included).
+  std::size_t written() const noexcept { return written_.size() + batch_.size(); }
+  std::size_t waiting() const noexcept { return waiting_.size(); }
+  /// Nothing waiting and every written request detached: a graceful close may proceed.
+  bool can_close() const;
+  bool has_written_or_waiting() const noexcept { return written() > 0 || !waiting_.empty(); }
+  /// Syncs written, and requests written (re-sends included): their ratio is
+  /// the coalescing achieved.
+  std::uint64_t syncs_sent() const noexcept { return syncs_sent_; }
+  std::uint64_t requests_sent() const noexcept { return requests_sent_; }
+  const statement_cache& statements() const noexcept { return cache_; }
+  /// Pooler detection tripped: named statements are off on this connection.
+  bool pooler_detected() const noexcept { return pooler_seen_; }
+  /// True exactly once, after pooler detection tripped: the shell logs it then.
+  bool take_pooler_warning() noexcept { return pooler_seen_ && !std::exchange(pooler_warned_, true); }
+
+ private:
+  struct entry {
+    pipe_id id = 0;
+    pipe_request req;
+    bool core_owned = false;    ///< a DEALLOCATE: no complete action
+    bool detached = false;      ///< complete action given; results discarded
+    bool in_execute = false;    ///< past the Parse's results
+    bool carried_parse = false;
+    std::string name;           ///< statement it executed ("" = unnamed)
+    bool has_ok = false;
+    bool has_error = false;
+    bool err_in_parse = false;
+    bool retryable = false;
+    bool retried = false;
+    bool cancel_sent = false;
+    bool single_row_set = false;
+    bool abandoned = false;     ///< stream stopped by its reader
+    bool batch_last = true;     ///< its send carried the Sync (false: mid-batch)
+    bool aborted = false;       ///< the server skipped a command of it (PIPELINE_ABORTED)
+    std::string sqlstate;
+  };
+
+  void complete(entry& e, pipe_outcome o);
+  void release_unit(const entry& e);
+  void flush_release();
+  bool send(entry& e);
+  void prime_single_row();
+  void break_all(const std::string& reason, std::optional<pipe_outcome> head_outcome);
+  void finish_statement(entry& e);
+  entry* find_written(pipe_id id);
+  bool try_start_cancel(time_point now, entry& e);
+  /// start_cancel for `e`, holding writes until it returned and `e` is over.
+  void emit_cancel(time_point now, entry& e);
+  void push_internal(std::string sql, bool front);
+  /// Removes a request not yet written (completed cancelled_unsent); false if it was not waiting.
+  bool drop_unsent(pipe_id id);
+  bool may_coalesce(const entry& e) const;
+  /// send() would carry a Parse for it (its statement is not cached yet).
+  bool needs_parse(const entry& e) const;
+  /// on_sync for a Sync that closes a coalesced batch (batch_ not empty).
+  void on_batch_sync(time_point now, tx_state tx);
+  /// write_pass's turn for a COPY at the head of the waiting queue: true when
+  /// the queue must not move (the COPY waits for the pipeline to drain, or started).
+  bool copy_blocks_queue();
+
+  pipeline_params p_;
+  statement_cache cache_;
+  std::deque<entry> waiting_;
+  std::deque<entry> written_;
+  /// Requests of the open coalesced batch whose results are over (they left
+  /// written_ at their last command); decided at the batch's Sync.
+  std::deque<entry> batch_;
+  std::uint64_t syncs_sent_ = 0;
+  std::uint64_t requests_sent_ = 0;
+  std::vector<pipe_action> actions_;
+  std::size_t release_units_ = 0;
+  bool broken_ = false;
+  bool cancel_running_ = false;  ///< PQcancel started, not returned
+  pipe_id cancel_target_ = 0;    ///< its Sync not read yet
+  time_point cancel_deadline_ = time_point::max();
+  time_point last_progress_{};
+  pipe_id next_internal_ = 0;  ///< counts down from the top of the id space
+  bool pooler_seen_ = false;   ///< pooler detection tripped: unnamed from now on
+  bool pooler_warned_ = false;
+  pipe_id copy_id_ = 0;  ///< the COPY running outside pipeline mode
+  /// Some request had a deadline (sticky): next_timer() must scan the queues.
+  bool any_deadline_ = false;
+};
+
+}  // namespace pgpipe::detail

@@ -1,0 +1,246 @@
+// COPY on a blocking lease, straight on libpq (PQputCopyData/PQgetCopyData)
+// rather than libpqxx 6.4's stream_from/stream_to: those need a transaction
+// object (a COPY could then never run in autocommit), parse rows into
+// tuples the caller may not want, and their errors lose the SQLSTATE's
+// fields. libpq on the lease's own connection gives the raw chunks, the
+// server's diagnostics and a way to abort with a reason.
+//
+// The connection stays in libpq's blocking mode (libpqxx's), so
+// PQputCopyData waits for the socket to drain instead of buffering: that is
+// the backpressure that keeps memory bounded whatever the producer's speed.
+//
+// Every path ends with PQgetResult returning null: only then is the
+// connection idle again for libpqxx and the next borrower.
+#include <pgpipe/blocking_copy.hpp>
+
+#include "blocking/connection/lease_access.hpp"
+#include "core/sql/shared_statement.hpp"
+#include "pq/libpq_failure.hpp"
+
+#include <libpq-fe.h>
+
+#include <cstdlib>
+#include <memory>
+#include <optional>
+
+namespace pgpipe {
+namespace {
+
+PGconn* conn_of(blocking_lease& lease) {
+  PGconn* c = detail::lease_access::raw(lease);
+  if (c == nullptr) throw error(make_error_code(errc::closed), "COPY on an empty lease");
+  return c;
+}
+
+[[noreturn]] void throw_lost(blocking_lease& lease, const std::string& what) {
+  lease.mark_broken();
+  auto ec = make_error_code(errc::connection_lost);
+  detail::lease_access::note_error(lease, ec);
+  throw error(ec, what + ": connection lost: " + detail::clean_message(PQerrorMessage(conn_of(lease)), {}));
+}
+
+struct result_deleter {
+  void operator()(PGresult* r) const noexcept { PQclear(r); }
+};
+using result_ptr = std::unique_ptr<PGresult, result_deleter>;
+
+// Reads results until libpq has none left. Keeps the first error (the
+// server's verdict on the COPY) and the row count of a success.
+struct copy_verdict {
+  std::optional<error> failure;
+  std::uint64_t rows = 0;
+  bool lost = false;
+};
+
+copy_verdict drain_results(PGconn* c) {
+  copy_verdict v;
+  while (result_ptr r{PQgetResult(c)}) {
+    switch (PQresultStatus(r.get())) {
+      case PGRES_COMMAND_OK:
+        v.rows = std::strtoull(PQcmdTuples(r.get()), nullptr, 10);
+        break;
+      case PGRES_COPY_IN:
+        // Still expecting data (we get here after a failed write): end it.
+        if (PQputCopyEnd(c, "client stopped the COPY") < 0) v.lost = true;
+        break;
+      case PGRES_COPY_OUT: {
+        char* buf = nullptr;
+        int n = 0;
+        while ((n = PQgetCopyData(c, &buf, 0)) > 0) PQfreemem(buf);
+        if (n == -2) v.lost = true;
+        break;
+      }
+      default: {
+        if (!v.failure) {
+          diagnostics d = detail::diagnostics_of(r.get());
+          if (detail::is_session_fatal(r.get())) v.lost = true;
+          std::error_code ec = d.sqlstate.empty() ? make_error_code(errc::protocol_error) : make_sqlstate(d.sqlstate);
+          v.failure.emplace(ec, std::move(d));
+        }
+        break;
+      }
+    }
+    if (v.lost) break;
+  }
+  if (PQstatus(c) == CONNECTION_BAD) v.lost = true;
+  return v;
+}
+
+// Refuses anything but a COPY before it is sent: a DELETE handed to copy_in
+// by mistake must not run.
+void require_copy(std::string_view sql) {
+  auto r = detail::check_shared_statement(sql);
+  if (!r || r->statement != "COPY") {
+    throw error(make_error_code(errc::invalid_argument), "copy_in/copy_out take a COPY statement; nothing was sent");
+  }
+}
+
+// Asks the server to stop the statement in progress (blocking: fine on the
+// caller's own thread). False when no signal could be sent.
+bool send_cancel(PGconn* c) noexcept {
+  PGcancel* cancel = PQgetCancel(c);
+  if (cancel == nullptr) return false;
+  char err[256];
+  const bool ok = PQcancel(cancel, err, sizeof err) == 1;
+  PQfreeCancel(cancel);
+  return ok;
+}
+
+// Sends the statement and checks it entered the expected COPY direction.
+void start_copy(blocking_lease& lease, std::string_view sql, ExecStatusType expected) {
+  require_copy(sql);
+  PGconn* c = conn_of(lease);
+  const std::string text(sql);
+  if (PQsendQuery(c, text.c_str()) != 1) throw_lost(lease, "COPY");
+  result_ptr r{PQgetResult(c)};
+  const ExecStatusType st = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
+  if (st == expected) return;
+  if (st == PGRES_COPY_IN) {
+    PQputCopyEnd(c, "wrong COPY direction");
+  } else if (st == PGRES_COPY_OUT) {
+    send_cancel(c);
+  }
+  copy_verdict v = drain_results(c);
+  if (v.lost || PQstatus(c) == CONNECTION_BAD) throw_lost(lease, "COPY");
+  if (st == PGRES_FATAL_ERROR && r) {
+    diagnostics d = detail::diagnostics_of(r.get());
+    auto ec = make_sqlstate(d.sqlstate);
+    detail::lease_access::note_error(lease, ec);
+    throw error(ec, std::move(d));
+  }
+  throw error(make_error_code(errc::invalid_argument),
+              expected == PGRES_COPY_IN ? "copy_in needs COPY ... FROM STDIN" : "copy_out needs COPY ... TO STDOUT");
+}
+
+}  // namespace
+
+// ---- copy_in -------------------------------------------------------------------
+
+copy_in::copy_in(blocking_lease& lease, std::string_view copy_sql) : lease_(&lease) {
+  start_copy(lease, copy_sql, PGRES_COPY_IN);
+  active_ = true;
+}
+
+copy_in::~copy_in() {
+  if (active_) abort("copy_in destroyed before finish()");
+}
+
+void copy_in::fail() {
+  active_ = false;
+  PGconn* c = conn_of(*lease_);
+  copy_verdict v = drain_results(c);
+  if (v.lost) throw_lost(*lease_, "COPY");
+  if (v.failure) {
+    detail::lease_access::note_error(*lease_, v.failure->code());
+    throw *v.failure;
+  }
+  throw_lost(*lease_, "COPY");
+}
+
+void copy_in::write(std::string_view chunk) {
+  if (!active_) throw error(make_error_code(errc::closed), "copy_in::write after the COPY ended");
+  PGconn* c = conn_of(*lease_);
+  if (PQputCopyData(c, chunk.data(), static_cast<int>(chunk.size())) != 1) fail();
+}
+
+std::uint64_t copy_in::finish() {
+  if (!active_) throw error(make_error_code(errc::closed), "copy_in::finish after the COPY ended");
+  PGconn* c = conn_of(*lease_);
+  active_ = false;
+  if (PQputCopyEnd(c, nullptr) != 1) {
+    active_ = true;
+    fail();
+  }
+  copy_verdict v = drain_results(c);
+  if (v.lost) throw_lost(*lease_, "COPY");
+  if (v.failure) {
+    detail::lease_access::note_error(*lease_, v.failure->code());
+    throw *v.failure;
+  }
+  return v.rows;
+}
+
+void copy_in::abort(std::string_view reason) noexcept {
+  if (!active_) return;
+  active_ = false;
+  PGconn* c = detail::lease_access::raw(*lease_);
+  if (c == nullptr) return;
+  const std::string why(reason.empty() ? std::string_view("aborted by the client") : reason);
+  if (PQputCopyEnd(c, why.c_str()) != 1) {
+    lease_->mark_broken();
+    return;
+  }
+  // The expected answer is 57014 ("COPY from stdin failed: <reason>").
+  if (drain_results(c).lost) lease_->mark_broken();
+}
+
+// ---- copy_out ------------------------------------------------------------------
+
+copy_out::copy_out(blocking_lease& lease, std::string_view copy_sql) : lease_(&lease) {
+  start_copy(lease, copy_sql, PGRES_COPY_OUT);
+  active_ = true;
+}
+
+copy_out::~copy_out() {
+  if (active_) cancel();
+}
+
+bool copy_out::next(std::string& chunk) {
+  if (!active_) return false;
+  PGconn* c = conn_of(*lease_);
+  char* buf = nullptr;
+  const int n = PQgetCopyData(c, &buf, 0);
+  if (n > 0) {
+    chunk.assign(buf, static_cast<std::size_t>(n));
+    PQfreemem(buf);
+    return true;
+  }
+  active_ = false;
+  copy_verdict v = drain_results(c);
+  if (v.lost || n == -2) throw_lost(*lease_, "COPY");
+  if (v.failure) {
+    detail::lease_access::note_error(*lease_, v.failure->code());
+    throw *v.failure;
+  }
+  rows_ = v.rows;
+  return false;
+}
+
+void copy_out::cancel() noexcept {
+  if (!active_) return;
+  active_ = false;
+  PGconn* c = detail::lease_access::raw(*lease_);
+  if (c == nullptr) return;
+  if (!send_cancel(c)) {
+    lease_->mark_broken();
+    return;
+  }
+  // Discards the rows still on the way, then the 57014 (or the success, when
+  // the server had finished before the signal arrived).
+  char* buf = nullptr;
+  int n = 0;
+  while ((n = PQgetCopyData(c, &buf, 0)) > 0) PQfreemem(buf);
+  if (n == -2 || drain_results(c).lost) lease_->mark_broken();
+}
+
+}  // namespace pgpipe

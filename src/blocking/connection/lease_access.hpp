@@ -1,0 +1,19 @@
+// What the blocking driver's own features (COPY) reach inside a lease: the
+// libpq handle of the leased connection, which libpqxx 6.4 keeps private.
+#pragma once
+
+#include <pgpipe/blocking_lease.hpp>
+
+#include "blocking/connection/pooled_connection.hpp"
+
+#include <libpq-fe.h>
+
+namespace pgpipe::detail {
+
+struct lease_access {
+  /// Null for an empty lease.
+  static PGconn* raw(const blocking_lease& l) noexcept { return l.conn_ != nullptr ? l.conn_->raw() : nullptr; }
+  static void note_error(blocking_lease& l, const std::error_code& ec) noexcept { l.note_error(ec); }
+};
+
+}  // namespace pgpipe::detail

@@ -1,0 +1,177 @@
+#include "blocking/connection/pooled_connection.hpp"
+
+#include "pq/libpq_failure.hpp"
+
+#include <pgpipe/blocking_lease.hpp>
+
+#include <pqxx/nontransaction>
+
+#include <poll.h>
+
+#include <algorithm>
+#include <memory>
+#include <string_view>
+
+namespace pgpipe::detail {
+
+connect_settings make_connect_settings(const std::string& conninfo, std::chrono::milliseconds connect_timeout) {
+  connect_settings out;
+  out.secrets = passwords_of(conninfo);
+  if (auto why = conninfo_parse_error(conninfo, out.secrets); !why.empty())
+    throw error(errc::bad_conninfo, "invalid connection string: " + why);
+  out.conninfo = conninfo;
+  out.connect_timeout = connect_timeout;
+  return out;
+}
+
+recording_policy::handle recording_policy::do_startconnect(handle orig) {
+  if (orig != nullptr) return orig;
+  // Our settings come first so that a value in the user's conninfo (expanded
+  // from "dbname" by expand_dbname=1) overrides them.
+  const auto seconds = std::max<long long>(
+      1, (settings_->connect_timeout.count() + 999) / 1000);  // libpq counts whole seconds
+  const std::string timeout = std::to_string(seconds);
+  const char* keys[] = {"connect_timeout", "dbname", nullptr};
+  const char* values[] = {timeout.c_str(), settings_->conninfo.c_str(), nullptr};
+  PGconn* conn = PQconnectdbParams(keys, values, 1);
+  if (conn == nullptr) throw std::bad_alloc();
+  if (PQstatus(conn) != CONNECTION_OK) {
+    std::string msg = PQerrorMessage(conn);
+    const bool needs_password = PQconnectionNeedsPassword(conn) != 0;
+    PQfinish(conn);
+    connect_failure f = classify_connect_failure(msg, needs_password, settings_->secrets);
+    throw error(f.ec, std::move(f.diag));
+  }
+  handle_ = conn;
+  return conn;
+}
+
+recording_policy::handle recording_policy::do_dropconnect(handle orig) noexcept {
+  handle_ = nullptr;
+  return pqxx::connectionpolicy::do_dropconnect(orig);
+}
+
+recording_policy::handle recording_policy::do_disconnect(handle orig) noexcept {
+  handle_ = nullptr;
+  return pqxx::connectionpolicy::do_disconnect(orig);
+}
+
+pooled_connection::pooled_connection(const connect_settings& settings, std::uint64_t slot, notice_fn notices)
+    : pqxx::connection_base(policy_), policy_(settings.conninfo) {
+  policy_.configure(&settings);
+  init();
+  // Our receiver, not libpq's stderr printer (libpqxx 6.4 only ever sets the
+  // notice *processor*, which the receiver replaces).
+  notices_ = std::make_unique<notice_route>(raw(), slot, std::move(notices));
+  // Why: libpqxx 6 reconnects silently when a connection is used after it
+  // broke. In a pool that would open server connections the pool does not
+  // count, outside its connect timeout and back-off. A broken pooled
+  // connection is discarded and replaced by the pool instead.
+#include <pqxx/internal/ignore-deprecated-pre.hxx>
+  inhibit_reactivation(true);
+#include <pqxx/internal/ignore-deprecated-post.hxx>
+  // Verbose errors carry the SQLSTATE in the text. libpqxx 6.4 turns every
+  // class-08 SQLSTATE into pqxx::broken_connection without keeping the code,
+  // although 08P01 (e.g. a Bind with the wrong parameter count) leaves the
+  // connection healthy; the text is then the only place the code survives.
+  set_verbosity(pqxx::connection_base::verbose);
+  // The settings object may not outlive us; the policy needs it only to connect.
+  policy_.configure(nullptr);
+  run_on_connect(settings.on_connect);
+}
+
+void pooled_connection::run_on_connect(const std::vector<std::string>& statements) {
+  for (std::size_t i = 0; i < statements.size(); ++i) {
+    try {
+      pqxx::nontransaction tx{*this, "pgpipe_on_connect"};
+      tx.exec(statements[i]);
+    } catch (...) {
+      // The connect failure: the server's code and fields, the entry named.
+      diagnostics d;
+      const std::error_code ec = translate_exception(std::current_exception(), &d);
+      d.client_message = on_connect_failure(i, statements[i], d.to_string());
+      close();
+      throw error(ec, std::move(d));
+    }
+  }
+}
+
+pooled_connection::~pooled_connection() noexcept { close(); }
+
+bool pooled_connection::looks_alive() noexcept {
+  PGconn* c = raw();
+  if (c == nullptr || PQstatus(c) != CONNECTION_OK || !is_open()) return false;
+  pollfd p{};
+  p.fd = PQsocket(c);
+  if (p.fd < 0) return false;
+  // POLLRDHUP: the server closed its side. A live session is never
+  // half-closed, so that alone proves the backend is gone (terminated,
+  // crashed, server stopped), without parsing its goodbye message.
+  p.events = POLLIN | POLLRDHUP;
+  const int n = ::poll(&p, 1, 0);
+  if (n == 0) return true;  // nothing to read: the usual case for an idle connection
+  if (n < 0) return true;   // EINTR and friends: no evidence either way
+  if ((p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0) return false;
+  // Readable while idle and still open: a NOTIFY or ParameterStatus. Read it
+  // so that a later close shows up on the next check.
+  if (PQconsumeInput(c) == 0) return false;
+  return PQstatus(c) == CONNECTION_OK;
+}
+
+bool pooled_connection::reset_for_reuse() noexcept {
+  PGconn* c = raw();
+  if (c == nullptr || !is_open()) return false;
+  switch (PQtransactionStatus(c)) {
+    case PQTRANS_IDLE: return true;
+    case PQTRANS_INTRANS:
+    case PQTRANS_INERROR: break;
+    default: return false;  // a query still running (ACTIVE) or a dead link (UNKNOWN)
+  }
+  try {
+    // Throws usage_error when a pqxx transaction object is still open on this
+    // connection: then it is not ours to clean, and the connection goes.
+    pqxx::nontransaction tx{*this, "pgpipe_rollback"};
+    tx.exec0("ROLLBACK");
+  } catch (...) {
+    return false;
+  }
+  return is_open() && PQtransactionStatus(c) == PQTRANS_IDLE;
+}
+
+const std::string* pooled_connection::statement_for(std::string_view sql, std::size_t max_statements) {
+  if (pooler_seen_) return nullptr;
+  std::string key(sql);
+  auto it = statements_.find(key);
+  if (it != statements_.end()) return &it->second;
+  if (statements_.size() >= max_statements || !may_prepare_another(statements_.size())) return nullptr;
+  std::string name = "pgpipe_s" + std::to_string(++next_statement_);
+  prepare(name, key);  // declared only: libpqxx prepares on first use
+  return &statements_.emplace(std::move(key), std::move(name)).first->second;
+}
+
+const std::string* pooled_connection::renew_statement(std::string_view sql) {
+  auto it = statements_.find(std::string(sql));
+  if (it == statements_.end()) return nullptr;
+  try {
+    // DEALLOCATE when libpqxx had prepared it; after 26000 the server has no
+    // such statement and this throws: nothing left to free then.
+    unprepare(it->second);
+  } catch (const std::exception&) {
+  }
+  it->second = "pgpipe_s" + std::to_string(++next_statement_);
+  prepare(it->second, it->first);
+  return &it->second;
+}
+
+bool pooled_connection::health_check() noexcept {
+  if (!looks_alive()) return false;
+  try {
+    pqxx::nontransaction tx{*this, "pgpipe_check"};
+    tx.exec0("SELECT 1");
+  } catch (...) {
+    return false;
+  }
+  return is_open() && PQtransactionStatus(raw()) == PQTRANS_IDLE;
+}
+
+}  // namespace pgpipe::detail

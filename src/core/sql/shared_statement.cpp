@@ -1,0 +1,326 @@
+// Policy: refuse only what we can recognise for certain, never a statement
+// that merely mentions a keyword. The lexer therefore knows PostgreSQL's
+// quoting rules (strings with '' and E'\'' escapes, dollar quotes, quoted
+// identifiers, nested block comments): a false positive would refuse a
+// legitimate query, which is worse than the rare case that slips through
+// (that one is caught after the fact by the transaction-status safety net, or
+// is documented as the caller's business, e.g. a DO block).
+//
+// Cost on the hot path: the first few tokens are lexed; the whole text is
+// lexed only when it contains set_config, advisory_lock or (for SELECT/WITH)
+// temp, found by a case-insensitive substring search.
+#include "core/sql/shared_statement.hpp"
+
+#include <array>
+#include <cctype>
+#include <vector>
+
+namespace pgpipe::detail {
+namespace {
+
+enum class tok { word, quoted_ident, string, param, number, punct, end };
+
+struct token {
+  tok kind = tok::end;
+  std::string text;  ///< words lower-cased; a string's content; a punct's char
+};
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+// ASCII only, as PostgreSQL's scanner folds keywords: the <cctype> versions
+// consult the process locale on every character (the lexer's top cost in a
+// profile) and could fold high-bit bytes that are part of a UTF-8 name.
+bool ascii_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool ascii_digit(char c) { return c >= '0' && c <= '9'; }
+bool ident_start(char c) { return ascii_alpha(c) || c == '_' || static_cast<unsigned char>(c) >= 0x80; }
+bool ident_char(char c) { return ident_start(c) || ascii_digit(c) || c == '$'; }
+char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+class lexer {
+ public:
+  explicit lexer(std::string_view s) : s_(s) {}
+
+  token next() {
+    skip_blanks_and_comments();
+    token t;
+    if (i_ >= s_.size()) return t;
+    const char c = s_[i_];
+    if ((c == 'e' || c == 'E') && i_ + 1 < s_.size() && s_[i_ + 1] == '\'') {
+      ++i_;
+      return string_literal(true);
+    }
+    if (ident_start(c)) {
+      t.kind = tok::word;
+      while (i_ < s_.size() && ident_char(s_[i_])) t.text.push_back(lower(s_[i_++]));
+      return t;
+    }
+    if (c == '\'') return string_literal(false);
+    if (c == '"') {
+      t.kind = tok::quoted_ident;
+      for (++i_; i_ < s_.size(); ++i_) {
+        if (s_[i_] == '"') {
+          if (i_ + 1 < s_.size() && s_[i_ + 1] == '"') {
+            t.text.push_back('"');
+            ++i_;
+            continue;
+          }
+          ++i_;
+          break;
+        }
+        t.text.push_back(s_[i_]);
+      }
+      return t;
+    }
+    if (c == '$') return dollar();
+    if (ascii_digit(c)) {
+      t.kind = tok::number;
+      while (i_ < s_.size() && (ascii_alpha(s_[i_]) || ascii_digit(s_[i_]) || s_[i_] == '.'))
+        t.text.push_back(s_[i_++]);
+      return t;
+    }
+    t.kind = tok::punct;
+    t.text.push_back(c);
+    ++i_;
+    return t;
+  }
+
+ private:
+  void skip_blanks_and_comments() {
+    while (i_ < s_.size()) {
+      if (is_space(s_[i_])) {
+        ++i_;
+      } else if (s_.compare(i_, 2, "--") == 0) {
+        while (i_ < s_.size() && s_[i_] != '\n') ++i_;
+      } else if (s_.compare(i_, 2, "/*") == 0) {
+        // PostgreSQL block comments nest.
+        int depth = 0;
+        while (i_ < s_.size()) {
+          if (s_.compare(i_, 2, "/*") == 0) {
+            ++depth;
+            i_ += 2;
+          } else if (s_.compare(i_, 2, "*/") == 0) {
+            i_ += 2;
+            if (--depth == 0) break;
+          } else {
+            ++i_;
+          }
+        }
+      } else {
+        return;
+      }
+    }
+  }
+
+  // At the opening quote. '' is a quote in any string; \' also in E'...'.
+  token string_literal(bool escapes) {
+    token t;
+    t.kind = tok::string;
+    for (++i_; i_ < s_.size(); ++i_) {
+      const char c = s_[i_];
+      if (escapes && c == '\\' && i_ + 1 < s_.size()) {
+        t.text.push_back(s_[++i_]);
+        continue;
+      }
+      if (c == '\'') {
+        if (i_ + 1 < s_.size() && s_[i_ + 1] == '\'') {
+          t.text.push_back('\'');
+          ++i_;
+          continue;
+        }
+        ++i_;
+        break;
+      }
+      t.text.push_back(c);
+    }
+    return t;
+  }
+
+  // $1 (a parameter) or $tag$ ... $tag$ (a dollar-quoted string).
+  token dollar() {
+    token t;
+    std::size_t j = i_ + 1;
+    if (j < s_.size() && ascii_digit(s_[j])) {
+      t.kind = tok::param;
+      while (j < s_.size() && ascii_digit(s_[j])) ++j;
+      t.text = std::string(s_.substr(i_, j - i_));
+      i_ = j;
+      return t;
+    }
+    while (j < s_.size() && s_[j] != '$' && ident_char(s_[j])) ++j;
+    if (j >= s_.size() || s_[j] != '$') {
+      t.kind = tok::punct;
+      t.text = "$";
+      ++i_;
+      return t;
+    }
+    const std::string_view tag = s_.substr(i_, j - i_ + 1);
+    const std::size_t body = j + 1;
+    const std::size_t close = s_.find(tag, body);
+    t.kind = tok::string;
+    t.text = std::string(s_.substr(body, (close == std::string_view::npos ? s_.size() : close) - body));
+    i_ = close == std::string_view::npos ? s_.size() : close + tag.size();
+    return t;
+  }
+
+  std::string_view s_;
+  std::size_t i_ = 0;
+};
+
+bool icontains(std::string_view hay, std::string_view needle) {
+  if (needle.size() > hay.size()) return false;
+  for (std::size_t i = 0; i + needle.size() <= hay.size(); ++i) {
+    std::size_t k = 0;
+    while (k < needle.size() && lower(hay[i + k]) == needle[k]) ++k;
+    if (k == needle.size()) return true;
+  }
+  return false;
+}
+
+std::string upper(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool is_word(const token& t, std::string_view w) { return t.kind == tok::word && t.text == w; }
+bool is_punct(const token& t, char c) { return t.kind == tok::punct && t.text.size() == 1 && t.text[0] == c; }
+
+shared_refusal transaction_refusal(std::string statement) {
+  std::string m = statement +
+                  " would open a transaction on a connection other callers share (their queries are pipelined "
+                  "behind it): run transactions on a lease (async_client::async_acquire) or with the transaction "
+                  "helper (pgpipe::async_transaction, <pgpipe/transaction.hpp>). Nothing was sent.";
+  return {errc::transaction_needs_lease, std::move(statement), std::move(m)};
+}
+
+shared_refusal session_refusal(std::string statement) {
+  std::string m;
+  if (statement == "COPY") {
+    m = "COPY cannot run on a connection other callers share (the COPY protocol would stall the queries "
+        "pipelined behind it): run it on a lease of its own (blocking driver: pgpipe::copy_in / copy_out on a "
+        "blocking_lease; the async lease has no COPY yet). Nothing was sent.";
+  } else {
+    m = statement +
+        " changes the session of a connection other callers share: run it on a lease "
+        "(async_client::async_acquire; SET LOCAL inside its transaction), or set it for every connection with "
+        "pool_params::on_connect (search_path, TimeZone, statement_timeout, application_name). Nothing was sent.";
+  }
+  return {errc::session_state_needs_lease, std::move(statement), std::move(m)};
+}
+
+bool is_temp_word(const token& t) { return is_word(t, "temp") || is_word(t, "temporary"); }
+
+// The statement's first keywords.
+std::optional<shared_refusal> check_leading(const std::array<token, 6>& t) {
+  const token& k = t[0];
+  if (k.kind != tok::word) return std::nullopt;
+  const std::string& w = k.text;
+  if (w == "begin") return transaction_refusal("BEGIN");
+  if (w == "start" && is_word(t[1], "transaction")) return transaction_refusal("START TRANSACTION");
+  if (w == "set") {
+    // Transaction-scoped forms end with the statement's implicit transaction.
+    if (is_word(t[1], "local") || is_word(t[1], "transaction") || is_word(t[1], "constraints")) return std::nullopt;
+    if (is_word(t[1], "role")) return session_refusal("SET ROLE");
+    if (is_word(t[1], "session") && is_word(t[2], "authorization")) return session_refusal("SET SESSION AUTHORIZATION");
+    if (is_word(t[1], "session") && is_word(t[2], "characteristics"))
+      return session_refusal("SET SESSION CHARACTERISTICS");
+    return session_refusal(is_word(t[1], "session") ? "SET SESSION" : "SET");
+  }
+  if (w == "prepare") return is_word(t[1], "transaction") ? std::nullopt : std::optional(session_refusal("PREPARE"));
+  for (std::string_view s : {"reset", "listen", "unlisten", "deallocate", "discard", "declare", "load", "copy"})
+    if (w == s) return session_refusal(upper(w));
+  if (w == "create") {
+    std::size_t i = 1;
+    if (is_word(t[i], "or") && is_word(t[i + 1], "replace")) i += 2;
+    if ((is_word(t[i], "local") || is_word(t[i], "global")) && is_temp_word(t[i + 1])) ++i;
+    if (is_temp_word(t[i])) {
+      const std::string what = t[i + 1].kind == tok::word ? " " + upper(t[i + 1].text) : "";
+      return session_refusal("CREATE TEMP" + what);  // ON COMMIT DROP: see check_shared_statement
+    }
+    if ((is_word(t[i], "table") || is_word(t[i], "view") || is_word(t[i], "sequence")) && i + 2 < t.size() &&
+        is_word(t[i + 1], "pg_temp") && is_punct(t[i + 2], '.'))
+      return session_refusal("CREATE " + upper(t[i].text) + " pg_temp.*");
+  }
+  return std::nullopt;
+}
+
+constexpr std::array<std::string_view, 4> session_lock_functions{
+    "pg_advisory_lock", "pg_advisory_lock_shared", "pg_try_advisory_lock", "pg_try_advisory_lock_shared"};
+
+// is_local (set_config's third argument) is provably true.
+bool literal_true(const std::vector<token>& arg) {
+  if (arg.empty()) return false;
+  const token& a = arg[0];
+  if (is_word(a, "true")) return true;
+  if (a.kind != tok::string) return false;
+  std::string v;
+  for (char c : a.text) v.push_back(lower(c));
+  return v == "t" || v == "true" || v == "on" || v == "yes" || v == "y" || v == "1";
+}
+
+// Calls anywhere in the statement: set_config(..., not true), session
+// advisory locks; SELECT ... INTO TEMP.
+std::optional<shared_refusal> check_body(std::string_view sql, bool select_like) {
+  lexer lx(sql);
+  std::vector<token> toks;
+  for (token t = lx.next(); t.kind != tok::end; t = lx.next()) toks.push_back(std::move(t));
+  for (std::size_t i = 0; i < toks.size(); ++i) {
+    const token& t = toks[i];
+    if (t.kind != tok::word) continue;
+    const bool call = i + 1 < toks.size() && is_punct(toks[i + 1], '(');
+    if (call && t.text == "set_config") {
+      // Third top-level argument.
+      int depth = 0;
+      int commas = 0;
+      std::vector<token> third;
+      for (std::size_t j = i + 1; j < toks.size(); ++j) {
+        const token& a = toks[j];
+        if (is_punct(a, '(') || is_punct(a, '[')) {
+          if (depth++ == 0) continue;
+        } else if (is_punct(a, ')') || is_punct(a, ']')) {
+          if (--depth == 0) break;
+        } else if (depth == 1 && is_punct(a, ',')) {
+          ++commas;
+          continue;
+        }
+        if (depth >= 1 && commas == 2) third.push_back(a);
+      }
+      if (!literal_true(third)) return session_refusal("set_config(..., is_local => false)");
+    }
+    if (call) {
+      for (auto f : session_lock_functions)
+        if (t.text == f) return session_refusal(std::string(f) + "()");
+    }
+    if (select_like && t.text == "into" && i + 1 < toks.size()) {
+      std::size_t k = i + 1;
+      if ((is_word(toks[k], "local") || is_word(toks[k], "global")) && k + 1 < toks.size()) ++k;
+      if (is_temp_word(toks[k])) return session_refusal("SELECT INTO TEMP");
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<shared_refusal> check_shared_statement(std::string_view sql) {
+  lexer lx(sql);
+  std::array<token, 6> lead;
+  for (auto& t : lead) t = lx.next();
+  if (auto r = check_leading(lead)) {
+    // A temp table dropped at commit leaves nothing behind its transaction.
+    if (r->statement.starts_with("CREATE TEMP") && icontains(sql, "on commit drop")) {
+      lexer all(sql);
+      token prev2, prev1;
+      for (token t = all.next(); t.kind != tok::end; t = all.next()) {
+        if (is_word(prev2, "on") && is_word(prev1, "commit") && is_word(t, "drop")) r->outlives_transaction = false;
+        prev2 = std::move(prev1);
+        prev1 = std::move(t);
+      }
+    }
+    return r;
+  }
+  const bool select_like = is_word(lead[0], "select") || is_word(lead[0], "with");
+  if (icontains(sql, "set_config") || icontains(sql, "advisory_lock") || (select_like && icontains(sql, "temp")))
+    return check_body(sql, select_like);
+  return std::nullopt;
+}
+
+}  // namespace pgpipe::detail
