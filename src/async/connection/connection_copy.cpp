@@ -46,7 +46,8 @@ std::error_code lost_or_none(std::error_code ec) {
 
 void pipelined_connection::copy_start(pipe_id id) {
   auto req = lookup(id);
-  if (!req || !req->copy) {
+  auto* sink = req ? std::get_if<copy_sink>(&req->sink) : nullptr;
+  if (!sink) {
     core_.on_broken("internal error: a COPY started without its request");
     return;
   }
@@ -57,7 +58,7 @@ void pipelined_connection::copy_start(pipe_id id) {
     core_.on_broken("cannot leave pipeline mode for COPY: " + pq_error());
     return;
   }
-  auto st = req->copy;
+  auto st = sink->copy;
   copy_ = st;
   copy_paused_ = false;
   st->ph = copy_state::phase::starting;

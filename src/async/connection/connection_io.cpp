@@ -152,9 +152,8 @@ void pipelined_connection::drain_results_batch() {
       req_id = *head_id;
       req = lookup(req_id);
     }
-    if (req && req->stream) {
-      auto& sst = *req->stream;
-      if (stream_should_pause(sst)) {
+    if (const auto* sp = req ? req->stream_of() : nullptr) {
+      if (stream_should_pause(**sp)) {
         paused_ = true;
         break;
       }
@@ -216,7 +215,7 @@ void pipelined_connection::drain_results_batch() {
             if (req) req->ok = std::move(res);
             break;
           case pipe_keep::stream_row:
-            if (req && req->stream) stream_row(req->stream, res.release());
+            if (const auto* sp = req ? req->stream_of() : nullptr) stream_row(*sp, res.release());
             break;
           default:
             break;

@@ -193,6 +193,11 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   // By rvalue reference: a result's move copies its diagnostics' strings,
   // and each by-value hop on the way to the handler cost one.
   void complete(const std::shared_ptr<query_request>& req, std::error_code ec, result&& r);
+  /// complete()'s last step, one per kind of sink (inline: the plain one is
+  /// every query's path).
+  inline void deliver(const std::shared_ptr<query_request>& req, result_sink& sink, std::error_code ec, result&& r);
+  inline void deliver(const std::shared_ptr<query_request>& req, stream_sink& sink, std::error_code ec, result&& r);
+  inline void deliver(const std::shared_ptr<query_request>& req, copy_sink& sink, std::error_code ec, result&& r);
   void complete_with(const std::shared_ptr<query_request>& req, pipe_outcome o);
   std::shared_ptr<query_request> lookup(pipe_id id) const;
   /// Without the reference count: for use within one call that completes nothing.

@@ -66,7 +66,7 @@ bool acquire_request::try_complete(const asio::any_io_executor& ex, std::error_c
 void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<result>> done,
                                asio::cancellation_slot slot) {
   auto req = std::make_shared<query_request>();
-  req->done = std::move(done);
+  req->set_handler(std::move(done));
   const auto now = pool_clock::now();
   req->submitted = now;
   if (spec.params.ec) {

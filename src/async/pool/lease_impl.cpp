@@ -24,7 +24,7 @@ void lease_impl::submit_query(query_spec spec, std::unique_ptr<completion<result
                               asio::cancellation_slot slot) {
   auto req = std::make_shared<query_request>();
   req->on_lease = true;
-  req->done = std::move(done);
+  req->set_handler(std::move(done));
   const auto now = pool_clock::now();
   req->submitted = now;
   if (owner_->loops_stopped()) {
@@ -62,11 +62,10 @@ void lease_impl::submit_query(query_spec spec, std::unique_ptr<completion<result
   owner_->post_enqueue(conn_, req);
 }
 
-std::shared_ptr<query_request> lease_impl::make_handle_request() const {
+std::shared_ptr<query_request> lease_impl::make_handle_request(request_sink sink) const {
   auto req = std::make_shared<query_request>();
+  req->sink = std::move(sink);
   req->on_lease = true;
-  auto noop = [](std::error_code, result) {};
-  req->done = std::make_unique<completion_impl<result, decltype(noop)>>(noop);
   req->conn = conn_;
   req->slot = slot_;
   return req;
@@ -81,9 +80,8 @@ void lease_impl::post_failure(const std::shared_ptr<query_request>& req, std::er
 std::shared_ptr<stream_state> lease_impl::start_stream(query_spec spec) {
   auto st = std::make_shared<stream_state>();
   st->conn = conn_;
-  auto req = make_handle_request();
+  auto req = make_handle_request(stream_sink{st});
   req->submitted = pool_clock::now();
-  req->stream = st;
   st->req = req;
   std::error_code ec;
   std::string why;
@@ -108,8 +106,7 @@ std::shared_ptr<copy_state> lease_impl::start_copy(std::string sql, std::optiona
   auto st = std::make_shared<copy_state>();
   st->conn = conn_;
   st->out = out;
-  auto req = make_handle_request();
-  req->copy = st;
+  auto req = make_handle_request(copy_sink{st});
   st->req = req;
   std::error_code ec;
   std::string why;
