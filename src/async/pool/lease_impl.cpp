@@ -103,9 +103,8 @@ std::shared_ptr<stream_state> lease_impl::start_stream(query_spec spec) {
 
 std::shared_ptr<copy_state> lease_impl::start_copy(std::string sql, std::optional<std::chrono::milliseconds> timeout,
                                                    bool out) {
-  auto st = std::make_shared<copy_state>();
+  auto st = std::make_shared<copy_state>(out);
   st->conn = conn_;
-  st->out = out;
   auto req = make_handle_request(copy_sink{st});
   st->req = req;
   std::error_code ec;
