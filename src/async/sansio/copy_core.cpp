@@ -109,7 +109,7 @@ copy_reply copy_core::abort(std::string reason) {
 
 copy_reply copy_core::next() {
   if (next_waiting_) return answer(make_error_code(errc::invalid_argument));
-  if (stopped_) return answer(make_error_code(errc::cancelled));
+  if (cancelled_) return answer(make_error_code(errc::cancelled));
   copy_reply r;
   if (!buffer_.empty()) {
     r = answer({});
@@ -128,12 +128,13 @@ copy_reply copy_core::next() {
 }
 
 void copy_core::cancel() {
-  if (stopped_ || decided_) {
-    stopped_ = true;
+  const bool running = !stopped_ && !decided_;
+  cancelled_ = true;
+  stopped_ = true;
+  if (!running) {
     buffer_ = std::string();
     return;
   }
-  stopped_ = true;
   if (next_waiting_) {
     next_waiting_ = false;
     push(copy_action::kind::complete_next, make_error_code(errc::cancelled));
@@ -320,7 +321,7 @@ void copy_core::on_outcome(std::error_code ec, result r, bool connection_ready) 
     }
     return;
   }
-  if (stopped_) return;  // cancel() answered the reader already
+  if (cancelled_) return;  // cancel() answered the reader already
   if (next_waiting_ && !buffer_.empty()) {  // the rows first; the end on the next call
     deliver();
     return;
@@ -380,12 +381,12 @@ void copy_core::deliver() {
 void copy_core::stop_on_wire(const std::string& reason) {
   stopped_ = true;
   if (!out_) {
-    // CopyFail ends it; a chunk not handed over yet is dropped.
+    // CopyFail ends it (even where finish asked for CopyDone, when that is
+    // not sent yet: the caller is told the COPY failed, so nothing may stay);
+    // a chunk not handed over yet is dropped.
     drop_pending();
-    if (!end_requested_) {
-      end_requested_ = true;
-      end_reason_ = reason;
-    }
+    end_requested_ = true;
+    if (end_reason_.empty()) end_reason_ = reason;
     if (on_wire()) feed();
     return;
   }

@@ -35,7 +35,9 @@
 //    every operation is answered at once: write with the COPY's error (or
 //    errc::closed), finish with the same outcome again (its result once, then
 //    a note that it was delivered), abort with success unless the connection
-//    was lost, next with the error once and then the end.
+//    was lost, next with the error once and then the end (a reader waiting
+//    when the outcome is an error gets it then), or errc::cancelled after
+//    cancel().
 //  - Wire actions (put_data, put_end, flush) are queued only while the COPY
 //    is on the wire, and each is the last action of its batch: the shell
 //    carries it out and answers at once (on_put_data, on_put_end, on_flush),
@@ -236,6 +238,7 @@ class copy_core {
   copy_phase phase_ = copy_phase::queued;
   bool wrong_direction_ = false;  ///< the server opened the other direction (or none)
   bool stopped_ = false;          ///< abort, cancel, an error outcome: data is discarded
+  bool cancelled_ = false;        ///< copy_out's cancel(): the reader gets errc::cancelled
   bool paused_ = false;
   bool flush_pending_ = false;
   bool kept_ok_ = false;
