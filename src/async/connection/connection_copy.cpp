@@ -173,11 +173,13 @@ void pipelined_connection::copy_outcome(copy_state& st, std::error_code ec, resu
 // ---- copy_core's actions ----------------------------------------------------------
 
 void pipelined_connection::copy_apply(copy_state& st) {
-  // A local buffer: an action may complete the COPY's request, and the
-  // outcome carries out its own actions in a nested call.
-  std::vector<copy_action> actions;
+  // An action may answer libpq or complete the COPY's request, whose
+  // actions are carried out in a nested call: that one takes its own buffer
+  // (the spare is moved out), and the buffers' capacity is reused.
+  std::vector<copy_action> actions = std::move(copy_actions_spare_);
   for (st.core.take_actions(actions); !actions.empty(); st.core.take_actions(actions))
     for (auto& a : actions) copy_carry_out(st, a);
+  copy_actions_spare_ = std::move(actions);
   if (st_ == state::ready && copy_.get() == &st) {
     flush_pending_ = st.core.flush_pending();
     if (flush_pending_) {  // wait for the socket, consuming input meanwhile

@@ -289,6 +289,7 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   std::unique_ptr<notice_route> notices_;  ///< server NOTICE/WARNING -> owner's log (pq/notice_route.hpp)
 
   std::shared_ptr<copy_state> copy_;  ///< the COPY running outside pipeline mode
+  std::vector<copy_action> copy_actions_spare_;  ///< reused by copy_apply()
 };
 
 }  // namespace pgpipe::detail
