@@ -42,7 +42,8 @@ struct connect_failure {
   /// role, 57P03 starting up / shutting down / in recovery) or connect_failed.
   std::error_code ec;
   /// Server part ("FATAL:  ...") as severity + message (+ sqlstate when the
-  /// code is known); client_message = "could not connect: <libpq's message>".
+  /// code is known); client_message = connect_error_text(message)
+  /// (core/pool/connect_error.hpp): "could not connect: <libpq's message>".
   diagnostics diag;
   /// libpq's message on one line, secrets scrubbed.
   std::string message;
