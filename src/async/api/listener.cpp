@@ -92,9 +92,7 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
   void connect() {
     if (core_.phase() != listener_phase::waiting) return;
     core_.on_connect_started();
-    const char* keys[] = {"dbname", "fallback_application_name", nullptr};
-    const char* vals[] = {params_.conninfo.c_str(), "pgpipe-listener", nullptr};
-    pg_ = PQconnectStartParams(keys, vals, 1);
+    pg_ = start_listener_connect(params_.conninfo, "pgpipe-listener");
     if (pg_ == nullptr || PQstatus(pg_) == CONNECTION_BAD) {
       connect_failed("");
       return;
@@ -118,6 +116,13 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
   bool reassign_socket() {
     // Asio watches a duplicate of libpq's socket (as pipelined_connection
     // does): libpq may close and reuse its own fd number at any time.
+    forget_socket();
+    sd_ = watch_libpq_socket(strand_, pg_);
+    return sd_.has_value();
+  }
+
+  // Stops watching the socket; every wait armed on it ignores itself (gen_).
+  void forget_socket() {
     if (sd_) {
       boost::system::error_code ignored;
       sd_->close(ignored);
@@ -125,8 +130,6 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
     }
     ++gen_;
     read_armed_ = write_armed_ = false;
-    sd_ = watch_libpq_socket(strand_, pg_);
-    return sd_.has_value();
   }
 
   void connect_wait(PostgresPollingStatusType want) {
@@ -282,13 +285,7 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
 
   void drop_connection() {
     notices_.reset();
-    if (sd_) {
-      boost::system::error_code ignored;
-      sd_->close(ignored);
-      sd_.reset();
-    }
-    ++gen_;
-    read_armed_ = write_armed_ = false;
+    forget_socket();
     if (pg_) {
       PQfinish(pg_);
       pg_ = nullptr;

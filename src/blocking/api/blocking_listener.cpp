@@ -207,9 +207,7 @@ class blocking_listener_impl {
       std::lock_guard lock(mu_);
       core_.on_connect_started();
     }
-    const char* keys[] = {"dbname", "fallback_application_name", nullptr};
-    const char* vals[] = {params_.conninfo.c_str(), "pgpipe-blocking-listener", nullptr};
-    pg_ = PQconnectStartParams(keys, vals, 1);
+    pg_ = start_listener_connect(params_.conninfo, "pgpipe-blocking-listener");
     if (pg_ == nullptr || PQstatus(pg_) == CONNECTION_BAD) {
       connect_failed("");
       return;

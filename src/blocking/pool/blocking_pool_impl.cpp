@@ -127,17 +127,23 @@ void blocking_pool_impl::give_back_locked(slot_id slot, bool reuse) {
   auto it = slots.find(slot);
   if (it == slots.end()) return;
   it->second.leased = false;
-  if (!reuse) it->second.why_closing = "broken, or returned in a state that could not be cleaned";
-  if (it->second.close_pending) {
-    retire(slot, it->second);
-    slots.erase(it);
-  } else if (reuse) {
-    it->second.returned_at = now;
-    core.release(now, slot, request_kind::exclusive);
-  } else {
-    core.on_broken(now, slot);
+  if (!close_if_pending(it, reuse ? nullptr : "broken, or returned in a state that could not be cleaned")) {
+    if (reuse) {
+      it->second.returned_at = now;
+      core.release(now, slot, request_kind::exclusive);
+    } else {
+      core.on_broken(now, slot);
+    }
   }
   apply_actions();
+}
+
+bool blocking_pool_impl::close_if_pending(std::unordered_map<slot_id, slot_entry>::iterator it, const char* why) {
+  if (why != nullptr) it->second.why_closing = why;
+  if (!it->second.close_pending) return false;
+  retire(it->first, it->second);
+  slots.erase(it);
+  return true;
 }
 
 void blocking_pool_impl::give_back(slot_id slot, pooled_connection* conn, bool broken) noexcept {

@@ -118,6 +118,11 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
 
  private:
   void give_back_locked(slot_id slot, bool reuse);
+  // The holder of a slot (a lease, a health check) is done with it. `why`,
+  // when given, is why it would close (it failed). When pool_core closed the
+  // slot meanwhile (close_pending) the holder closes it now: true, and
+  // pool_core must not hear of that slot again.
+  bool close_if_pending(std::unordered_map<slot_id, slot_entry>::iterator it, const char* why);
   error make_error(const std::error_code& ec, std::chrono::milliseconds timeout) const;
 
   // connector_threads.cpp

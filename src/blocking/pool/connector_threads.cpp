@@ -141,13 +141,7 @@ void blocking_pool_impl::run_check(std::unique_lock<std::mutex>& lk, slot_id slo
   it = slots.find(slot);
   if (it == slots.end()) return;
   it->second.checking = false;
-  if (!healthy) it->second.why_closing = "health check failed";
-  if (it->second.close_pending) {
-    retire(slot, it->second);
-    slots.erase(it);
-  } else {
-    core.on_check_done(pool_clock::now(), slot, healthy);
-  }
+  if (!close_if_pending(it, healthy ? nullptr : "health check failed")) core.on_check_done(pool_clock::now(), slot, healthy);
   apply_actions();
   bury(lk);
   lk.lock();
