@@ -6,9 +6,9 @@
 //
 // Depends on libpq and pgpipe/error.hpp only (no Asio, no libpqxx), so the
 // async driver, the blocking driver and the SCRAM probe can all use it.
-// Before this file the two drivers each had a list of libpq messages, and the
-// same failure got different codes from them (tests/unit/libpq_failure_test
-// pins one table for both).
+// One list of libpq messages for both drivers, so that a failure gets the
+// same code from either (tests/unit/pq/libpq_failure_test pins one table for
+// both).
 #pragma once
 
 #include <pgpipe/error.hpp>

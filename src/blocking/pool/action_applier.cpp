@@ -67,7 +67,7 @@ void blocking_pool_impl::apply_actions() {
     }
   }
   start_connectors();
-  // Wake the housekeeper when pool_core now wants a tick earlier than the
+  // Wake the housekeeper when pool_core wants a tick earlier than the
   // housekeeper planned to wake.
   if (auto t = core.next_timer(); t && (!hk_wake || *t < *hk_wake)) hk_cv.notify_one();
 }
