@@ -3,7 +3,7 @@
 // costs one connect_timeout, then the second host serves. libpq applies the
 // timeout per host in the blocking driver; the async driver walks the hosts
 // itself (pq/host_walk.hpp), because libpq 15's nonblocking connect has no
-// per-host timeout and the silent host used to eat every whole attempt.
+// per-host timeout: the silent host would eat every whole attempt.
 #include "support/cluster_fixture.hpp"
 #include "support/driver_adapter.hpp"
 #include "support/kit.hpp"
