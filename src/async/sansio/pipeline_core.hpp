@@ -161,7 +161,7 @@ struct pipe_action {
                   ///< (unnamed with the request's SQL if empty); then Sync if `sync`
     send_internal,///< write `sql` (no parameters, unnamed) + Sync; its results are the core's
     flush,        ///< everything sent since the last flush
-    single_row,   ///< set single-row mode now: `id` is the head at its Execute
+    single_row,   ///< set single-row mode at once: `id` is the head at its Execute
     complete,     ///< `id` completes with `outcome`
     release,      ///< `units` shared units of pool capacity go back to the pool
     start_cancel, ///< PQcancel for `id` (off the loop); answer on_cancel_returned / on_cancel_failed
@@ -381,7 +381,7 @@ class pipeline_core {
   time_point cancel_deadline_ = time_point::max();
   time_point last_progress_{};
   pipe_id next_internal_ = 0;  ///< counts down from the top of the id space
-  bool pooler_seen_ = false;   ///< pooler detection tripped: unnamed from now on
+  bool pooler_seen_ = false;   ///< pooler detection tripped: unnamed from then on
   bool pooler_warned_ = false;
   pipe_id copy_id_ = 0;  ///< the COPY running outside pipeline mode
   /// Some request had a deadline (sticky): next_timer() must scan the queues.

@@ -40,7 +40,7 @@ TEST(pipeline_core, after_a_break_each_request_is_lost_exactly_when_it_was_writt
   harness h(p);
   h.submit(1, shared_req("q"));
   h.write();
-  h.reply();  // "q" is prepared now
+  h.reply();  // "q" is prepared from here on
   h.submit(2, shared_req("q"));  // runs named
   h.submit(3, shared_req("b"));
   h.submit(4, shared_req("c"));  // behind the depth limit

@@ -148,7 +148,7 @@ TEST(pipeline_core, a_request_is_rerun_at_most_once) {
   h.write();
   h.reply({pipe_result::error, "26000", true});
   h.write();
-  // The re-run carries its own Parse: a failure now is reported.
+  // The re-run carries its own Parse: a failure of it is reported.
   h.reply({pipe_result::error, "0A000", true});
   EXPECT_EQ(h.outcome(2), pipe_outcome::sql_error);
   EXPECT_EQ(h.completions(2), 1u);
@@ -242,7 +242,7 @@ TEST(pipeline_core, fresh_name_already_existing_means_a_pooler_and_turns_names_o
   EXPECT_EQ(h.released, 1u);
   h.reply();  // request 2 was written named before the detection
   EXPECT_EQ(h.outcome(2), pipe_outcome::ok);
-  // From now on: unnamed, even for SQL seen before.
+  // From here on: unnamed, even for SQL seen before.
   h.submit(3, shared_req("select 2"));
   h.submit(4, shared_req("select 4"));
   h.write();
