@@ -132,6 +132,31 @@ TEST(pipeline_core, skipped_requests_go_ahead_of_newer_work_in_their_order) {
   EXPECT_EQ(syncs_of(h), (std::vector<bool>{false, false, true, false, true, true}));
 }
 
+TEST(pipeline_core, skipped_requests_of_two_batches_are_resent_in_submission_order) {
+  harness h(coalescing_params(3));
+  for (pipe_id id = 1; id <= 6; ++id) h.submit(id, read_req());
+  h.write();
+  ASSERT_EQ(syncs_of(h), (std::vector<bool>{false, false, true, false, false, true}));
+  h.submit(7, read_req());  // newer work, waiting
+  // Each batch fails at its first request; both Syncs are read before the
+  // next write pass.
+  h.reply({pipe_result::error, "22012"});
+  h.reply();  // 2 and 3 skipped
+  h.reply();
+  h.reply({pipe_result::error, "22012"});
+  h.reply();  // 5 and 6 skipped
+  h.reply();
+  ASSERT_EQ(h.completion_order, (std::vector<pipe_id>{1, 4}));
+  h.write();
+  std::vector<pipe_id> resent;
+  for (std::size_t i = 6; i < h.sent_log.size(); ++i) resent.push_back(h.sent_log[i].id);
+  EXPECT_EQ(resent, (std::vector<pipe_id>{2, 3, 5, 6, 7})) << "the earlier batch's skipped requests first";
+  while (!h.wire.empty()) h.reply();
+  EXPECT_EQ(h.completion_order, (std::vector<pipe_id>{1, 4, 2, 3, 5, 6, 7}));
+  for (pipe_id id : {2, 3, 5, 6, 7}) EXPECT_EQ(h.outcome(id), pipe_outcome::ok) << id;
+  EXPECT_FALSE(h.replayed_executed);
+}
+
 TEST(pipeline_core, break_mid_batch_reports_every_request_of_it_lost_exactly_once) {
   harness h(coalescing_params(10));
   for (pipe_id id = 1; id <= 3; ++id) h.submit(id, read_req());

@@ -31,6 +31,7 @@ TEST(pipeline_core, randomized_interleavings_keep_the_contract) {
   std::size_t total_at_break = 0;  ///< requests pending at a break, over all runs
   std::size_t total_skipped = 0;   ///< answers that were PIPELINE_ABORTED in a batch
   std::set<std::size_t> error_positions;  ///< where in a batch a failing request stood
+  std::map<int, std::string> out_of_order;  ///< seed -> the first write out of submission order
   for (int seed = 1; seed <= runs; ++seed) {
     std::mt19937 rng(static_cast<unsigned>(seed));
     auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
@@ -45,7 +46,25 @@ TEST(pipeline_core, randomized_interleavings_keep_the_contract) {
     std::vector<pipe_id> answered;  ///< ids whose Sync the server sent, user requests
     pipe_id next = 1;
     auto write = [&] {
+      // Submission order: each request written is the oldest one submitted
+      // that is neither on the wire nor answered (never written, skipped in
+      // its batch, or queued again for a statement repair), however many
+      // Syncs were read since the last write pass.
+      std::set<pipe_id> unwritten;
+      for (auto& [id, m] : reqs)
+        if (!m.written && h.completions(id) == 0) unwritten.insert(id);
+      const std::size_t before = h.sent_log.size();
       h.write();
+      for (std::size_t i = before; i < h.sent_log.size(); ++i) {
+        const pipe_id id = h.sent_log[i].id;
+        if (!reqs.count(id)) continue;  // the core's own DEALLOCATE
+        ASSERT_TRUE(unwritten.count(id)) << "seed " << seed << " request " << id << " written while on the wire or answered";
+        if (id != *unwritten.begin() && !out_of_order.count(seed)) {
+          out_of_order[seed] = "request " + std::to_string(id) + " written ahead of request " +
+                               std::to_string(*unwritten.begin()) + ", submitted before it and still to be written";
+        }
+        unwritten.erase(id);
+      }
       for (auto& w : h.wire) {
         if (reqs.count(w.id)) reqs[w.id].written = true;
       }
@@ -237,6 +256,9 @@ TEST(pipeline_core, randomized_interleavings_keep_the_contract) {
     total_requests += reqs.size();
     total_at_break += checked_at_break;
   }
+  EXPECT_TRUE(out_of_order.empty()) << out_of_order.size() << " of " << runs
+                                    << " runs wrote requests out of submission order; first: seed "
+                                    << out_of_order.begin()->first << ": " << out_of_order.begin()->second;
   RecordProperty("interleavings", runs);
   RecordProperty("requests", static_cast<int>(total_requests));
   RecordProperty("pending_at_a_break", static_cast<int>(total_at_break));

@@ -197,6 +197,35 @@ TEST(pipeline_core, non_retryable_errors_and_detached_requests_are_not_rerun) {
   EXPECT_TRUE(h.wire.empty()) << "a detached request is not sent again";
 }
 
+TEST(pipeline_core, two_repairs_read_in_one_go_rerun_in_submission_order) {
+  harness h;
+  h.submit(1, shared_req("a"));
+  h.submit(2, shared_req("b"));
+  h.write();
+  h.reply();
+  h.reply();  // "a" and "b" prepared
+  h.submit(3, shared_req("a"));
+  h.submit(4, shared_req("b"));
+  h.write();
+  ASSERT_FALSE(h.wire[0].parse);
+  ASSERT_FALSE(h.wire[1].parse);
+  h.submit(5, shared_req("c"));  // newer work, waiting
+  // Both plans changed; both Syncs are read before the next write pass.
+  h.reply({pipe_result::error, "0A000", true});
+  h.reply({pipe_result::error, "0A000", true});
+  ASSERT_EQ(h.completions(3) + h.completions(4), 0u);
+  h.write();
+  std::vector<pipe_id> rerun;
+  for (std::size_t i = 4; i < h.sent_log.size(); ++i)
+    if (!h.sent_log[i].internal) rerun.push_back(h.sent_log[i].id);
+  EXPECT_EQ(rerun, (std::vector<pipe_id>{3, 4, 5})) << "the earlier repair first, then newer work";
+  while (!h.wire.empty()) h.reply();
+  h.write();
+  while (!h.wire.empty()) h.reply();
+  EXPECT_EQ(h.completion_order, (std::vector<pipe_id>{1, 2, 3, 4, 5}));
+  for (pipe_id id : {3, 4, 5}) EXPECT_EQ(h.outcome(id), pipe_outcome::ok) << id;
+}
+
 TEST(pipeline_core, prepared_statements_off_sends_every_request_unnamed_and_pipelined) {
   auto p = base_params();
   p.prepared_statements = false;
