@@ -77,6 +77,7 @@ void pipeline_core::submit(time_point now, pipe_id id, pipe_request r) {
   (void)now;
   entry e;
   e.id = id;
+  e.seq = next_seq_++;
   e.req = std::move(r);
   if (e.req.deadline != time_point::max()) any_deadline_ = true;
   if (broken_) {
@@ -90,6 +91,7 @@ void pipeline_core::submit(time_point now, pipe_id id, pipe_request r) {
 void pipeline_core::push_internal(std::string sql) {
   entry e;
   e.id = next_internal_--;
+  e.seq = next_seq_++;
   e.to = recipient::core;
   e.req.sql = std::move(sql);
   e.req.internal = true;

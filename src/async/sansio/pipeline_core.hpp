@@ -16,6 +16,10 @@
 //  - Results are matched in order: on_result/on_command_end/on_sync always
 //    concern head(), the oldest written request.
 //  - At most `depth` requests are written and not yet synced.
+//  - Writes follow submission order: the next request written is always the
+//    oldest one submitted that is still to be written, including requests
+//    written before and queued again (skipped in a batch, or re-run for a
+//    statement repair), however many Syncs gave them back.
 //  - Nothing is sent after the connection broke (on_broken, a session-fatal
 //    error, COPY, a stall, an unanswered cancel): written requests complete
 //    with connection_lost ("may have executed"), waiting ones with not_sent.
@@ -52,9 +56,9 @@
 //    to fill: each write_pass closes its last batch. The batch is one implicit
 //    transaction: an error in one request makes the server skip (abort) the
 //    requests behind it in the batch; those never ran and are written again
-//    (front of the queue, in order), while every request that ran completes
-//    with its own result or its own error and is never written again. Outcomes
-//    are decided at the batch's Sync. The shell marks `coalesce` only where a
+//    (ahead of newer work, in submission order), while every request that ran
+//    completes with its own result or its own error and is never written
+//    again. Outcomes are decided at the batch's Sync. The shell marks `coalesce` only where a
 //    rollback of the batch cannot undo anything a caller was told succeeded
 //    (reads on a read-only session: see sync_coalescing.hpp).
 //  - COPY (lease only): a `copy` request waits at the head of the waiting
@@ -303,6 +307,7 @@ class pipeline_core {
   /// which combine freely with them and with each other.
   struct entry {
     pipe_id id = 0;
+    std::uint64_t seq = 0;  ///< submission order: waiting_ is kept sorted by it
     stage at = stage::waiting;
     answer heard = answer::none;
     recipient to = recipient::caller;
@@ -330,10 +335,10 @@ class pipeline_core {
   /// Decides every request of the segment a Sync closed: the head, and the
   /// requests of its coalesced batch in batch_.
   void settle(tx_state tx);
-  /// One request of the settled segment; `requeued` counts those of the
-  /// segment queued again so far.
-  void settle_one(entry& e, bool lease_may_retry, std::size_t& requeued);
-  void requeue(entry& e, std::size_t& requeued);
+  /// One request of the settled segment.
+  void settle_one(entry& e, bool lease_may_retry);
+  /// Back into waiting_ to be written again, at its place in submission order.
+  void requeue(entry& e);
   // pipeline_statements.cpp: the statement cache, its repair, pooler detection.
   /// Names `e`'s statement for its send (evicting, and writing the
   /// DEALLOCATE, when the cache is full); unnamed if it cannot be cached.
@@ -381,6 +386,7 @@ class pipeline_core {
   time_point cancel_deadline_ = time_point::max();
   time_point last_progress_{};
   pipe_id next_internal_ = 0;  ///< counts down from the top of the id space
+  std::uint64_t next_seq_ = 0;  ///< the next entry's submission order
   bool pooler_seen_ = false;   ///< pooler detection tripped: unnamed from then on
   bool pooler_warned_ = false;
   pipe_id copy_id_ = 0;  ///< the COPY running outside pipeline mode

@@ -20,6 +20,7 @@
 //    and would run inside a transaction it left open.
 #include "async/sansio/pipeline_core.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace pgpipe::detail {
@@ -61,11 +62,10 @@ void pipeline_core::settle(tx_state tx) {
   // A lease's requests keep their order, and a transaction the error aborted
   // stays aborted: a lease request is re-run only alone and outside one.
   const bool lease_may_retry = tx == tx_state::idle && written_.size() == 1;
-  std::size_t requeued = 0;
-  each([&](entry& e) { settle_one(e, lease_may_retry, requeued); });
+  each([&](entry& e) { settle_one(e, lease_may_retry); });
 }
 
-void pipeline_core::settle_one(entry& e, bool lease_may_retry, std::size_t& requeued) {
+void pipeline_core::settle_one(entry& e, bool lease_may_retry) {
   switch (e.heard) {
     case answer::ok:
       release_unit(e);
@@ -79,7 +79,7 @@ void pipeline_core::settle_one(entry& e, bool lease_may_retry, std::size_t& requ
       if (e.to == recipient::detached) {
         release_unit(e);  // its caller was answered (cancel, timeout): nothing to run
       } else {
-        requeue(e, requeued);
+        requeue(e);
       }
       return;
     case answer::error:
@@ -95,17 +95,23 @@ void pipeline_core::settle_one(entry& e, bool lease_may_retry, std::size_t& requ
     return;
   }
   if (repair_statement(e, lease_may_retry)) {
-    requeue(e, requeued);
+    requeue(e);
     return;
   }
   release_unit(e);
   complete(e, e.cancel_sent && e.sqlstate == "57014" ? pipe_outcome::cancelled_by_server : pipe_outcome::sql_error);
 }
 
-void pipeline_core::requeue(entry& e, std::size_t& requeued) {
-  // Ahead of newer work, in the segment's order; capacity stays held.
+void pipeline_core::requeue(entry& e) {
+  // waiting_ holds requests in submission order, and a request queued again
+  // takes its place in it: ahead of newer work, and behind the requests
+  // submitted before it that are queued again too, whichever Sync (this one
+  // or one read earlier, before any write pass) gave them back. Capacity
+  // stays held.
   e.at = stage::waiting;
-  waiting_.insert(waiting_.begin() + static_cast<std::ptrdiff_t>(requeued++), std::move(e));
+  auto at = std::upper_bound(waiting_.begin(), waiting_.end(), e.seq,
+                             [](std::uint64_t seq, const entry& w) { return seq < w.seq; });
+  waiting_.insert(at, std::move(e));
 }
 
 }  // namespace pgpipe::detail

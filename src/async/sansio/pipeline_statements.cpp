@@ -32,6 +32,7 @@ void pipeline_core::name_statement(entry& e) {
         if (auto old = cache_.evict()) {
           entry d;
           d.id = next_internal_--;
+          d.seq = e.seq;  // written just ahead of e
           d.to = recipient::core;
           d.req.internal = true;
           d.req.sql = "deallocate " + *old;
