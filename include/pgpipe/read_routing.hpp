@@ -93,6 +93,10 @@ struct read_routing_stats {
   /// Reads that failed on a replica with a lost connection or a connect
   /// error and were run again on the primary (the caller saw no error).
   std::uint64_t reads_retried_on_primary = 0;
+  /// Reads that failed on the primary (its read-only pool) or on a replica
+  /// because that server was unreachable and were run again on another
+  /// replica (the caller saw no error).
+  std::uint64_t reads_retried_on_replica = 0;
   std::uint64_t primary_probes_ok = 0;      ///< successful probes of the primary's WAL position
   std::uint64_t primary_probes_failed = 0;  ///< failed or timed-out probes of the primary
   pool_stats primary;  ///< the primary's own pool
@@ -103,7 +107,7 @@ struct read_routing_stats {
 };
 
 /// Renders the routing metrics of `s` as Prometheus text:
-/// `<prefix>_read_routing_total{decision="replica|primary_no_replica|primary_lag|retried_on_primary"}`,
+/// `<prefix>_read_routing_total{decision="replica|primary_no_replica|primary_lag|retried_on_primary|retried_on_replica"}`,
 /// `<prefix>_replica_up{replica=...}`, `<prefix>_replica_in_recovery`,
 /// `<prefix>_replica_lag_seconds` (NaN when unknown), `<prefix>_replica_lag_bytes`,
 /// `<prefix>_replica_reads_total`, `<prefix>_replica_skipped_for_lag_total`,

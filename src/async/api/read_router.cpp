@@ -132,8 +132,8 @@ class routing_target final : public query_target, public std::enable_shared_from
                         const std::shared_ptr<read_cancel>& cancel) {
     {
       std::lock_guard lk(st_->mu);
-      st_->tracker.replica_read_failed(replica, clock::now());
-      st_->tracker.read_retried();
+      read_failures f;
+      (void)st_->tracker.reroute({read_route::to::replica, replica}, clock::now(), f);
     }
     if (!cancel) {
       primary_->submit_query(std::move(spec), std::move(done), {});
@@ -155,7 +155,7 @@ class routing_target final : public query_target, public std::enable_shared_from
 
 void replica_read::complete(const boost::asio::any_io_executor& fallback, bool must_post, std::error_code ec,
                             result value) {
-  if (replica_unreachable(ec)) {
+  if (server_unreachable(ec)) {
     owner_->rerun_on_primary(replica_, std::move(retry_), std::move(done_), cancel_);
     return;
   }
@@ -190,7 +190,7 @@ struct read_router_impl {
     bool go;
     {
       std::lock_guard lk(st->mu);
-      go = st->tracker.begin_primary_probe();
+      go = true;
     }
     if (go) {
       primary.async_query(opts, primary_probe_sql, [st = st, sent](std::error_code ec, result r) {
@@ -207,7 +207,7 @@ struct read_router_impl {
     for (std::size_t i = 0; i < replicas.size(); ++i) {
       {
         std::lock_guard lk(st->mu);
-        go = st->tracker.begin_replica_probe(i);
+        go = true;
       }
       if (!go) continue;  // the previous probe is still out (bounded by its timeout)
       replicas[i].async_query(opts, replica_probe_sql, [st = st, sent, i](std::error_code ec, result r) {

@@ -53,7 +53,6 @@ struct blocking_read_router_impl {
     }
     {
       std::lock_guard lk(mu);
-      tracker.begin_primary_probe();
       if (lsn && *lsn >= 0) {
         tracker.primary_probed(sent, static_cast<std::uint64_t>(*lsn));
       } else {
@@ -70,7 +69,6 @@ struct blocking_read_router_impl {
         }
       }
       std::lock_guard lk(mu);
-      tracker.begin_replica_probe(i);
       if (answer && answer->second >= 0) {
         tracker.replica_probed(i, sent, clock::now(), answer->first, static_cast<std::uint64_t>(answer->second));
       } else {
@@ -123,10 +121,10 @@ std::optional<std::size_t> blocking_read_router::route_read() {
 }
 
 bool blocking_read_router::rerun_on_primary(std::size_t i, const std::error_code& ec) {
-  if (!detail::replica_unreachable(ec)) return false;
+  if (!detail::server_unreachable(ec)) return false;
   std::lock_guard lk(impl_->mu);
-  impl_->tracker.replica_read_failed(i, detail::clock::now());
-  impl_->tracker.read_retried();
+  detail::read_failures f;
+  (void)impl_->tracker.reroute({detail::read_route::to::replica, i}, detail::clock::now(), f);
   return true;
 }
 
