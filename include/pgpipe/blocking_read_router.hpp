@@ -23,6 +23,7 @@
 #pragma once
 
 #include <pgpipe/blocking_pool.hpp>
+#include <pgpipe/detail/read_route.hpp>
 #include <pgpipe/error.hpp>
 #include <pgpipe/read_routing.hpp>
 
@@ -73,14 +74,16 @@ class blocking_read_router {
   /// refuses it; the primary's read-only pool has read-only sessions).
   template <typename... Args>
   pqxx::result exec(read_only_t, std::string_view sql, Args&&... args) {
-    if (const std::optional<std::size_t> i = route_read()) {
+    detail::read_route where = route_read();
+    detail::read_failures failed;
+    for (;;) {
       try {
-        return replica(*i).exec(sql, args...);  // not forwarded: the primary may need them again
+        return pool_for(where).exec(sql, args...);  // not forwarded: a re-run may need them again
       } catch (const pgpipe::error& e) {
-        if (!rerun_on_primary(*i, e.code())) throw;
+        where = reroute(where, e.code(), failed);
+        if (where.where == detail::read_route::to::nowhere) throw;
       }
     }
-    return primary_read_only().exec(sql, std::forward<Args>(args)...);
   }
 
   /// A transaction on the primary (blocking_pool::transaction).
@@ -105,10 +108,12 @@ class blocking_read_router {
   read_routing_stats stats() const;
 
  private:
-  std::optional<std::size_t> route_read();
-  // Marks replica i unhealthy and counts the re-run when `ec` says it is
-  // unreachable; false when the caller should see the error instead.
-  bool rerun_on_primary(std::size_t i, const std::error_code& ec);
+  detail::read_route route_read();
+  blocking_pool& pool_for(const detail::read_route& r);
+  // When `ec` says the server of `failed` is unreachable: records it (a
+  // replica is taken out until a later probe) and answers where the read
+  // runs next; nowhere when the caller should see the error.
+  detail::read_route reroute(const detail::read_route& failed, const std::error_code& ec, detail::read_failures& f);
   std::unique_ptr<detail::blocking_read_router_impl> impl_;
 };
 
