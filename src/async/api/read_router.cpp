@@ -76,7 +76,7 @@ struct read_cancel_hook {
 // One marked read between its attempts: where the current one runs, the
 // servers that failed it, the query to re-run, the caller's completion.
 struct read_in_flight {
-  read_route where;
+  read_route route;
   read_failures failed;
   query_spec retry;
   std::unique_ptr<completion<result>> done;
@@ -109,7 +109,7 @@ class routing_target final : public query_target, public std::enable_shared_from
     {
       std::lock_guard lk(st_->mu);
       const std::optional<std::size_t> pick = st_->tracker.route_read(clock::now());
-      read.where = pick ? read_route{read_route::to::replica, *pick} : read_route{read_route::to::primary, 0};
+      read.route = pick ? read_route{read_route::to::replica, *pick} : read_route{read_route::to::primary, 0};
     }
     read.done = std::move(done);
     boost::asio::cancellation_slot inner;
@@ -128,9 +128,9 @@ class routing_target final : public query_target, public std::enable_shared_from
                       std::error_code ec, result value) {
     {
       std::lock_guard lk(st_->mu);
-      read.where = st_->tracker.reroute(read.where, clock::now(), read.failed);
+      read.route = st_->tracker.reroute(read.route, clock::now(), read.failed);
     }
-    if (read.where.where == read_route::to::nowhere) {
+    if (read.route.where == read_route::to::nowhere) {
       read.done->complete(fallback, must_post, ec, std::move(value));
       return;
     }
@@ -154,7 +154,7 @@ class routing_target final : public query_target, public std::enable_shared_from
   void submit(query_spec spec, read_in_flight read, boost::asio::cancellation_slot slot) {
     read.retry = spec;
     const std::shared_ptr<query_target>& to =
-        read.where.where == read_route::to::replica ? replicas_[read.where.replica] : primary_;
+        read.route.where == read_route::to::replica ? replicas_[read.route.replica] : primary_;
     to->submit_query(std::move(spec), std::make_unique<routed_read>(shared_from_this(), std::move(read)), slot);
   }
 
