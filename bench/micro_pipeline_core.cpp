@@ -5,13 +5,12 @@
 // stay written, as on a busy pipelined connection.
 //
 // Two ways of handing the core the request's SQL text (its statement-cache
-// key), to show what borrowing saves on the hot path:
+// key), to show what lending it saves per query:
 //  - borrowed: the shell lends the text its request holds (sql_key with an
-//    owner reference), what pipelined_connection does;
+//    owner reference), as pipelined_connection does;
 //  - copied: the core gets its own copy of the text per query (an owning
-//    sql_key: the copy plus one shared block, one allocation more than a
-//    plain std::string member; callgrind on pgpipe-bench gives the whole
-//    driver's difference, docs/benchmarks.md).
+//    sql_key: the copy plus one shared block). Callgrind on pgpipe-bench
+//    gives the difference on the whole query path (docs/benchmarks.md).
 // Plus the statement cache's lookup alone.
 #include "async/sansio/pipeline_core.hpp"
 #include "async/sansio/statement_cache.hpp"

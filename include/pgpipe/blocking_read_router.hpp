@@ -14,15 +14,17 @@
 //   pqxx::result r = router.exec(pgpipe::read_only, "select ... where id = $1", id);  // a replica
 //   router.exec("update ...", id);                                                 // the primary
 //
-// Health and lag: one thread of the router's own runs, every probe_interval,
-// one short query on the primary and on each replica, borrowing one pooled
-// connection for that query only (acquire bounded by probe_timeout). The
-// blocking driver cannot time out a statement on a hung server: a probe stuck
-// there leaves that replica unhealthy (no recent probe) and delays only the
-// probes and the router's destructor, never a caller.
+// Health and lag: every probe_interval, one short query on the primary and
+// on each replica, each on a connection of the router's own to that server
+// (not a pooled one) and from a thread of the router's own per server,
+// bounded by probe_timeout on the client side (connecting included): a hung
+// server costs its own probe that long, never the other servers' probes, a
+// caller or the destructor. Connections: one more per server than the pools
+// open, plus the read-only pool's on the primary.
 #pragma once
 
 #include <pgpipe/blocking_pool.hpp>
+#include <pgpipe/detail/read_route.hpp>
 #include <pgpipe/error.hpp>
 #include <pgpipe/read_routing.hpp>
 
@@ -64,23 +66,29 @@ class blocking_read_router {
   /// A read-only statement: a healthy replica within max_lag, else the
   /// primary's read-only pool (read_routing_params::primary_read_only_pool_size).
   /// Same arguments, blocking and errors as blocking_pool::exec, and:
-  /// a read that fails on a replica because its connection was lost or could
-  /// not be opened, or the server is shutting down (SQLSTATE 57P01-57P03), is
-  /// run again on the primary and the caller sees the primary's answer (safe:
-  /// a standby refuses writes, so nothing ran). Reads may see data older than
-  /// the primary's by the replica's lag. Marking a statement that writes is a
+  /// a read that fails on a server because its connection was lost or could
+  /// not be opened, or the server is shutting down (SQLSTATE 57P01-57P03,
+  /// class 08), is run again elsewhere (after a replica: another healthy
+  /// replica or the primary; after the primary: a replica that may serve
+  /// it), each server at most once, and the caller sees the answer, or the
+  /// last server's error when none is left (safe: a standby refuses writes,
+  /// the read-only pool too, so nothing ran). A replica out of recovery
+  /// (promoted) serves no marked reads. Reads may see data older than the
+  /// primary's by the replica's lag. Marking a statement that writes is a
   /// caller's error, refused with SQLSTATE 25006 wherever it runs (a standby
   /// refuses it; the primary's read-only pool has read-only sessions).
   template <typename... Args>
   pqxx::result exec(read_only_t, std::string_view sql, Args&&... args) {
-    if (const std::optional<std::size_t> i = route_read()) {
+    detail::read_route where = route_read();
+    detail::read_failures failed;
+    for (;;) {
       try {
-        return replica(*i).exec(sql, args...);  // not forwarded: the primary may need them again
+        return pool_for(where).exec(sql, args...);  // not forwarded: a re-run may need them again
       } catch (const pgpipe::error& e) {
-        if (!rerun_on_primary(*i, e.code())) throw;
+        where = reroute(where, e.code(), failed);
+        if (where.where == detail::read_route::to::nowhere) throw;
       }
     }
-    return primary_read_only().exec(sql, std::forward<Args>(args)...);
   }
 
   /// A transaction on the primary (blocking_pool::transaction).
@@ -105,10 +113,12 @@ class blocking_read_router {
   read_routing_stats stats() const;
 
  private:
-  std::optional<std::size_t> route_read();
-  // Marks replica i unhealthy and counts the re-run when `ec` says it is
-  // unreachable; false when the caller should see the error instead.
-  bool rerun_on_primary(std::size_t i, const std::error_code& ec);
+  detail::read_route route_read();
+  blocking_pool& pool_for(const detail::read_route& r);
+  // When `ec` says the server of `failed` is unreachable: records it (a
+  // replica is taken out until a later probe) and answers where the read
+  // runs next; nowhere when the caller should see the error.
+  detail::read_route reroute(const detail::read_route& failed, const std::error_code& ec, detail::read_failures& f);
   std::unique_ptr<detail::blocking_read_router_impl> impl_;
 };
 

@@ -16,12 +16,17 @@
 //   router.async_query({.read_only = true}, "select ...", key, token);  // a replica
 //   router.async_query("update ...", key, token);                        // the primary
 //
-// Health and lag come from probes: one thread of the router's own starts, every
-// probe_interval, one short query on the primary (pg_current_wal_lsn()) and
-// one on each replica (pg_is_in_recovery(), its replayed WAL position),
-// pipelined with users' queries, bounded by probe_timeout. It never waits for
-// them and never runs on an event loop. A read that fails on a replica with a
-// lost connection or a connect error marks that replica unhealthy at once.
+// Health and lag come from probes: every probe_interval, one short query on
+// the primary (pg_current_wal_lsn()) and one on each replica
+// (pg_is_in_recovery(), its replayed WAL position), each on a connection of
+// the router's own to that server and from a thread of the router's own per
+// server, bounded by probe_timeout. They never queue behind users' queries,
+// never take a pool's connection and never run on an event loop. A replica
+// that reports it left recovery (promoted) serves no marked reads. A read
+// that fails on a server with a lost connection or a connect error runs
+// again on another (a replica, or the primary), each at most once, and marks
+// a replica unhealthy at once. Connections: one more per server than the
+// pools open (the probes'), plus the read-only pool's on the primary.
 #pragma once
 
 #include <pgpipe/async_client.hpp>
@@ -73,16 +78,21 @@ class read_router {
   /// to the primary. A marked statement that writes fails with SQLSTATE
   /// 25006 wherever it runs. Same parameters, token, errors, executor and cancellation as
   /// async_client::async_query, and:
-  ///  - a read that fails on a replica because its connection was lost
+  ///  - a read that fails on a server because its connection was lost
   ///    (errc::not_sent, errc::connection_lost), no connection could be opened
-  ///    (connect errors) or the server is shutting down (SQLSTATE 57P01-57P03)
-  ///    is run again on the primary (its read-only pool): the caller sees the primary's answer,
-  ///    never that error. Safe because a read-only query changes nothing (a
-  ///    standby refuses writes). The caller's cancellation slot follows
-  ///    the read: a signal emitted while the re-run is pending cancels the
-  ///    re-run, with the same types and effects as async_client::async_query;
-  ///    one emitted earlier, that the replica's attempt ignored (total
-  ///    cancellation of a written query), cancels the re-run as it starts.
+  ///    (connect errors) or the server is shutting down (SQLSTATE 57P01-57P03,
+  ///    class 08) is run again elsewhere: after a replica, on another healthy
+  ///    replica or else the primary (its read-only pool); after the primary,
+  ///    on a replica that may serve it (in recovery, within max_lag unless
+  ///    the primary counts as down, its latest probe good). Each server is
+  ///    tried at most once; the caller sees the answer, or the last server's
+  ///    error when none is left. Safe because a marked query changes nothing
+  ///    (a standby refuses writes, the read-only pool too). The caller's
+  ///    cancellation slot follows the read: a signal emitted while a re-run
+  ///    is pending cancels it, with the same types and effects as
+  ///    async_client::async_query; one emitted earlier, that an attempt
+  ///    ignored (total cancellation of a written query), cancels the re-run
+  ///    as it starts.
   ///  - a read may see data older than the primary's by the replica's lag.
   template <class... ArgsAndToken>
   auto async_query(const query_options& opts, std::string_view sql, ArgsAndToken&&... args_and_token) {

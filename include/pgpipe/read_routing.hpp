@@ -26,14 +26,20 @@ inline constexpr read_only_t read_only{};
 /// How a router probes its replicas and which it may read from.
 struct read_routing_params {
   /// Each replica, and the primary, is probed this often: one short query on
-  /// each (the async driver pipelines it with users' queries; the blocking
-  /// driver borrows a connection for that one query).
+  /// each, on a connection of the router's own to that server (one per
+  /// server, opened from its pool's conninfo, never shared with callers'
+  /// queries), from a thread of the router's own per server. Both drivers.
   std::chrono::milliseconds probe_interval{1000};
-  /// A probe that has not answered within this long counts as failed: the
-  /// replica is unhealthy until a later probe succeeds.
+  /// A probe that has not answered within this long (connecting included)
+  /// counts as failed, and its connection is dropped: the replica is
+  /// unhealthy until a later probe succeeds; the primary counts as down
+  /// (the lag bound is lifted) after two failed probes in a row. A hung
+  /// server costs its probe this long and nothing else; destroying the
+  /// router does not wait for it.
   std::chrono::milliseconds probe_timeout{2000};
   /// Reads stay off a replica whose lag (replica_stats::lag) exceeds this, or
-  /// whose lag is unknown (the primary has never answered a probe).
+  /// whose lag is unknown (the primary has never answered a probe), except
+  /// while the primary counts as down (then the primary cannot serve them).
   /// std::nullopt: no bound, any healthy replica serves reads.
   std::optional<std::chrono::milliseconds> max_lag;
   /// Marked reads the router runs on the primary (no replica eligible, or a
@@ -62,6 +68,9 @@ struct replica_stats {
   /// probe_timeout), and no read has failed on a lost connection since.
   bool healthy = false;
   /// pg_is_in_recovery() at the latest probe: false once it was promoted.
+  /// A replica out of recovery serves no marked reads (its sessions are
+  /// read-write, so a marked write would commit there) until a probe finds
+  /// it in recovery again; healthy still says whether it answers probes.
   bool in_recovery = false;
   /// Estimated age of the replica's data: how long ago the primary was at the
   /// WAL position the replica has replayed, interpolated between the router's
@@ -85,7 +94,8 @@ struct replica_stats {
 struct read_routing_stats {
   /// Read-only requests sent to a replica.
   std::uint64_t reads_to_replica = 0;
-  /// Read-only requests sent to the primary because no replica was healthy.
+  /// Read-only requests sent to the primary because no replica was healthy
+  /// (and in recovery).
   std::uint64_t reads_to_primary_no_replica = 0;
   /// Read-only requests sent to the primary because every healthy replica
   /// lagged more than max_lag (or had an unknown lag).
@@ -93,6 +103,10 @@ struct read_routing_stats {
   /// Reads that failed on a replica with a lost connection or a connect
   /// error and were run again on the primary (the caller saw no error).
   std::uint64_t reads_retried_on_primary = 0;
+  /// Reads that failed on the primary (its read-only pool) or on a replica
+  /// because that server was unreachable and were run again on another
+  /// replica (the caller saw no error).
+  std::uint64_t reads_retried_on_replica = 0;
   std::uint64_t primary_probes_ok = 0;      ///< successful probes of the primary's WAL position
   std::uint64_t primary_probes_failed = 0;  ///< failed or timed-out probes of the primary
   pool_stats primary;  ///< the primary's own pool
@@ -103,7 +117,7 @@ struct read_routing_stats {
 };
 
 /// Renders the routing metrics of `s` as Prometheus text:
-/// `<prefix>_read_routing_total{decision="replica|primary_no_replica|primary_lag|retried_on_primary"}`,
+/// `<prefix>_read_routing_total{decision="replica|primary_no_replica|primary_lag|retried_on_primary|retried_on_replica"}`,
 /// `<prefix>_replica_up{replica=...}`, `<prefix>_replica_in_recovery`,
 /// `<prefix>_replica_lag_seconds` (NaN when unknown), `<prefix>_replica_lag_bytes`,
 /// `<prefix>_replica_reads_total`, `<prefix>_replica_skipped_for_lag_total`,

@@ -1,6 +1,8 @@
 // host_walk: see host_walk.hpp.
 #include "pq/host_walk.hpp"
 
+#include "pq/libpq_failure.hpp"
+
 #include <libpq-fe.h>
 
 #include <memory>
@@ -99,6 +101,22 @@ std::vector<connect_attempt> plan_host_walk(const std::string& conninfo, const s
     }
   }
   return out;
+}
+
+// libpq's rule (PQconnectPoll): a host that is down, silent or of the wrong
+// kind (target_session_attrs) sends the walk to the next one, and so does a
+// server answering 57P03 ("cannot connect now": starting up, shutting down,
+// in recovery without hot standby), since during a failover that is exactly
+// the old primary or a standby not yet up, and the next host may be the
+// promoted one. Any other error the server answered with (authentication,
+// no such database or role, too many connections) ends the walk: the next
+// host is most likely configured alike, and trying it with the same
+// credentials would only multiply the failure.
+bool walk_moves_on(std::string_view message) {
+  const connect_failure f = classify_connect_failure(message, false, {});
+  if (f.ec == errc::auth_failed || f.ec == errc::bad_conninfo) return false;
+  if (f.ec == make_sqlstate("57P03")) return true;
+  return f.diag.message.empty();
 }
 
 }  // namespace pgpipe::detail

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace pgpipe::detail {
@@ -33,5 +34,9 @@ struct connect_attempt {
 /// and port lists do not match: libpq's own error then says why.
 /// `fallback_application_name` is added to every attempt.
 std::vector<connect_attempt> plan_host_walk(const std::string& conninfo, const std::string& fallback_application_name);
+
+/// Whether the walk goes on to the next attempt after one failed with
+/// libpq's `message` (scrubbed or not: only its kind is read). libpq's rule.
+bool walk_moves_on(std::string_view message);
 
 }  // namespace pgpipe::detail

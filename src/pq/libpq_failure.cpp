@@ -1,5 +1,7 @@
 #include "pq/libpq_failure.hpp"
 
+#include "core/pool/connect_error.hpp"
+
 #include <algorithm>
 #include <memory>
 
@@ -119,7 +121,7 @@ connect_failure classify_connect_failure(std::string_view libpq_message, bool ne
   for (const auto& s : secrets) scrubbed = redact_secret(std::move(scrubbed), s);
   parse_server_part(scrubbed, f.diag);
   f.message = clean_message(scrubbed, {});
-  f.diag.client_message = "could not connect: " + f.message;
+  f.diag.client_message = connect_error_text(f.message);
   // Classified on libpq's own words: a password that happens to occur in
   // them (a short one, or "TCP") must not change the error kind.
   const std::string raw = clean_message(std::string(libpq_message), {});

@@ -6,9 +6,9 @@
 //
 // Depends on libpq and pgpipe/error.hpp only (no Asio, no libpqxx), so the
 // async driver, the blocking driver and the SCRAM probe can all use it.
-// Before this file the two drivers each had a list of libpq messages, and the
-// same failure got different codes from them (tests/unit/libpq_failure_test
-// pins one table for both).
+// One list of libpq messages for both drivers, so that a failure gets the
+// same code from either (tests/unit/pq/libpq_failure_test pins one table for
+// both).
 #pragma once
 
 #include <pgpipe/error.hpp>
@@ -42,7 +42,8 @@ struct connect_failure {
   /// role, 57P03 starting up / shutting down / in recovery) or connect_failed.
   std::error_code ec;
   /// Server part ("FATAL:  ...") as severity + message (+ sqlstate when the
-  /// code is known); client_message = "could not connect: <libpq's message>".
+  /// code is known); client_message = connect_error_text(message)
+  /// (core/pool/connect_error.hpp): "could not connect: <libpq's message>".
   diagnostics diag;
   /// libpq's message on one line, secrets scrubbed.
   std::string message;

@@ -5,6 +5,12 @@
 
 namespace pgpipe::detail {
 
+PGconn* start_listener_connect(const std::string& conninfo, const char* application_name) {
+  const char* keys[] = {"dbname", "fallback_application_name", nullptr};
+  const char* vals[] = {conninfo.c_str(), application_name, nullptr};
+  return PQconnectStartParams(keys, vals, 1);
+}
+
 bool read_command_results(PGconn* pg, listen_outcome& out) {
   while (!PQisBusy(pg)) {
     PGresult* res = PQgetResult(pg);
@@ -19,7 +25,7 @@ bool read_command_results(PGconn* pg, listen_outcome& out) {
   return false;
 }
 
-bool take_notifications(PGconn* pg, std::deque<notification>& out) {
+bool take_notifications(PGconn* pg, listener_core& core) {
   bool any = false;
   while (PGnotify* n = PQnotifies(pg)) {
     notification one;
@@ -27,16 +33,30 @@ bool take_notifications(PGconn* pg, std::deque<notification>& out) {
     one.payload = n->extra;
     one.sender_pid = n->be_pid;
     PQfreemem(n);
-    out.push_back(std::move(one));
+    core.on_notification(std::move(one));
     any = true;
   }
   return any;
 }
 
-std::string relisten_sql(const std::set<std::string>& channels) {
-  std::string sql;
-  for (const auto& c : channels) sql += "LISTEN " + quote_identifier(c) + ";";
-  return sql;
+std::string connect_failed_text(PGconn* pg, std::string_view reason, const std::vector<std::string>& secrets) {
+  const std::string why = !reason.empty() ? std::string(reason)
+                          : pg != nullptr ? clean_message(PQerrorMessage(pg), secrets)
+                                          : std::string("out of memory");
+  return "connect failed: " + why;
+}
+
+std::string connect_timeout_text(std::chrono::milliseconds connect_timeout) {
+  return "connect timed out after " + std::to_string(connect_timeout.count()) + "ms";
+}
+
+std::string relisten_failed_text(std::string_view server) {
+  return "LISTEN again after a reconnect failed: " + std::string(server);
+}
+
+std::string connection_lost_text(PGconn* pg, const std::vector<std::string>& secrets) {
+  return "connection lost (" + (pg != nullptr ? clean_message(PQerrorMessage(pg), secrets) : std::string()) +
+         "): reconnecting; a gap event follows";
 }
 
 }  // namespace pgpipe::detail

@@ -1,17 +1,22 @@
-// What both listeners (src/async/listener.cpp, src/blocking/blocking_listener.cpp)
-// read from and send to libpq, in one room: they differ in how they wait
-// (Asio strand, poll() thread), not in what a LISTEN's answer means.
+// What both listeners (src/async/api/listener.cpp,
+// src/blocking/api/blocking_listener.cpp) read from libpq, in one room: they
+// differ in how they wait (Asio strand, poll() thread), not in what a
+// LISTEN's answer means. What to send and when is listener_core's
+// (src/core/listen/listener_core.hpp).
 #pragma once
 
 #include <pgpipe/error.hpp>
 #include <pgpipe/notification.hpp>
 
+#include "core/listen/listener_core.hpp"
+
 #include <libpq-fe.h>
 
-#include <deque>
-#include <set>
+#include <chrono>
 #include <string>
+#include <string_view>
 #include <system_error>
+#include <vector>
 
 namespace pgpipe::detail {
 
@@ -22,17 +27,31 @@ struct listen_outcome {
   diagnostics diag;
 };
 
+/// Starts a nonblocking connect for a listener (PQconnectStartParams with
+/// `conninfo` and fallback_application_name `application_name`). Null, or a
+/// connection already CONNECTION_BAD, when it could not even start: then
+/// connect_failed_text(pg, "", ...) says why; the caller PQfinishes it.
+PGconn* start_listener_connect(const std::string& conninfo, const char* application_name);
+
 /// Reads the results libpq holds complete, never blocking. Returns true once
 /// the command's last result was read; `out` then holds its outcome (kept
 /// across calls until then, so an error read early is not lost).
 bool read_command_results(PGconn* pg, listen_outcome& out);
 
-/// Moves every notification libpq has parsed to `out`, in the server's
+/// Hands every notification libpq has parsed to `core`, in the server's
 /// order. Returns whether there was any.
-bool take_notifications(PGconn* pg, std::deque<notification>& out);
+bool take_notifications(PGconn* pg, listener_core& core);
 
-/// One simple query LISTENing to every channel (they run in one implicit
-/// transaction: all or none are listened).
-std::string relisten_sql(const std::set<std::string>& channels);
+// ---- what both listeners log --------------------------------------------------
+
+/// "connect failed: <reason>", or libpq's message (secrets scrubbed) when
+/// `reason` is empty.
+std::string connect_failed_text(PGconn* pg, std::string_view reason, const std::vector<std::string>& secrets);
+/// The reason for a connect attempt that ran out of connect_timeout.
+std::string connect_timeout_text(std::chrono::milliseconds connect_timeout);
+/// The reason for a refused re-LISTEN (`server` is the server's diagnostics).
+std::string relisten_failed_text(std::string_view server);
+/// The line for a lost connection, with libpq's message (secrets scrubbed).
+std::string connection_lost_text(PGconn* pg, const std::vector<std::string>& secrets);
 
 }  // namespace pgpipe::detail

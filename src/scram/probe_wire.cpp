@@ -85,15 +85,15 @@ sasl_choice choose_sasl(const std::vector<std::string>& offered, bool tls, std::
   sasl_choice c;
   if (tls && is_offered("SCRAM-SHA-256-PLUS") && channel_binding != "disable") {
     auto hash = tls_server_end_point_hash(peer_certificate_der);
-    if (hash) {
-      c.binding = channel_binding_mode::tls_server_end_point;
-      c.binding_data = std::move(*hash);
-    } else if (channel_binding == "require") {
+    if (!hash) {
+      // Not "y" with plain SCRAM: the server offered -PLUS, so it would take
+      // "y" for a downgrade and refuse with a negotiation error that hides
+      // the cause. libpq fails here too, with prefer as with require.
       c.error = hash.error().message;
       return c;
-    } else {
-      c.binding = channel_binding_mode::supported_not_used;
     }
+    c.binding = channel_binding_mode::tls_server_end_point;
+    c.binding_data = std::move(*hash);
   } else if (is_offered("SCRAM-SHA-256")) {
     c.binding = tls && channel_binding != "disable" ? channel_binding_mode::supported_not_used
                                                     : channel_binding_mode::none;

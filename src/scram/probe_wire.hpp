@@ -47,7 +47,10 @@ std::vector<std::string> parse_sasl_mechanisms(std::string_view body);
 /// binding, chosen from what the server offers, TLS, and the channel_binding
 /// setting ("disable", "prefer", "require"). `peer_certificate_der` is the
 /// server certificate (empty without TLS); it is hashed for
-/// tls-server-end-point. error: non-empty when the exchange cannot start.
+/// tls-server-end-point. error: non-empty when the exchange cannot start,
+/// including when the server offers SCRAM-SHA-256-PLUS over TLS, binding is
+/// not disabled, and the certificate cannot be hashed (as libpq fails:
+/// answering "y" would be refused by the server as a downgrade).
 struct sasl_choice {
   std::string error;
   channel_binding_mode binding = channel_binding_mode::none;

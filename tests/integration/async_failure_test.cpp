@@ -283,8 +283,8 @@ TEST(async_failure, bad_conninfo_fails_with_bad_conninfo) {
 }
 
 // The shared (non-lease) path must never leave a transaction open on a
-// connection other callers share (issue 11: a neighbour's query ran inside
-// it). Whether BEGIN is refused before it is sent or the connection is
+// connection other callers share: a neighbour's query would run inside
+// it. Whether BEGIN is refused before it is sent or the connection is
 // retired after its Sync (pipeline_core's safety net), the caller gets an
 // error and the next query runs outside any transaction.
 TEST(async_failure, begin_on_the_shared_path_never_leaks_into_neighbours) {

@@ -136,7 +136,7 @@ TEST(async_lease, cancelling_a_written_query_on_a_lease_cancels_it_on_the_server
   EXPECT_EQ(r.value<std::string>(), "after");
 }
 
-// The race behind issue 7: the target finishes on the server just before its
+// The cancel race on a lease: the target finishes on the server just before its
 // cancel is acted on, while the next query of the lease is already running.
 // Made deterministic by holding the lease's loop (so the target's result is
 // not read) until the server runs the next query, and cancelling then. A

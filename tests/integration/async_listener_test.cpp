@@ -1,7 +1,8 @@
 // pgpipe::listener against a real server: order over many notifications and
 // channels, a terminated backend (gap, then delivery resumes), the largest
 // payload, a Unicode channel name and a refused LISTEN (the scenarios both listeners share,
-// tests/support/listener_scenarios.hpp), and close() failing a pending receive.
+// tests/support/listener_scenarios.hpp), and close() failing a pending receive
+// and every later one.
 #include <pgpipe/async_client.hpp>
 #include <pgpipe/listener.hpp>
 
@@ -81,4 +82,17 @@ TEST(listener, close_fails_a_pending_receive) {
   auto [ec, n] = f.get();
   EXPECT_EQ(ec, pgpipe::errc::closed);
   EXPECT_EQ(a.l.async_subscribe("x", asio::use_future).get(), pgpipe::errc::closed);
+}
+
+// listener.hpp: async_receive fails with errc::closed after close(), as
+// blocking_listener::receive throws it: a receive started after close()
+// must not wait forever for a connection that will never come back.
+TEST(listener, a_receive_after_close_fails_with_closed) {
+  async_listener_adapter a("listener_closed_receive");
+  a.subscribe("lt_quiet");
+  a.l.close();
+  auto f = a.l.async_receive(asio::use_future);
+  ASSERT_EQ(f.wait_for(10s), std::future_status::ready) << "async_receive after close() never completed";
+  auto [ec, n] = f.get();
+  EXPECT_EQ(ec, pgpipe::errc::closed);
 }

@@ -1,5 +1,5 @@
-// Bad input, the same scenarios for both drivers (issue 7; written once over
-// tests/support/driver_adapter.hpp, issue 13): every mistake a user can make
+// Bad input, the same scenarios for both drivers (written once over
+// tests/support/driver_adapter.hpp): every mistake a user can make
 // in a connection string, a credential or a query gets an error code that
 // names the class of problem and diagnostics that name the problem itself;
 // the pool stays usable once the mistake is fixed; and the password never

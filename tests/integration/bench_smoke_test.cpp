@@ -1,6 +1,6 @@
 // pgpipe-bench's helpers: the latency histogram the numbers come from, the
 // --sql workload format and its pgbench translation (run through the real
-// pgbench), the child-to-parent result line, the JSON keys issue 5 fixes,
+// pgbench), the child-to-parent result line, the keys of the JSON report,
 // and the server-side observations (table loading, pg_stat_activity count).
 // The binary's end-to-end smoke run is in .ci/run.
 #include <gtest/gtest.h>
@@ -185,7 +185,7 @@ TEST(bench_result, line_round_trip_keeps_every_field) {
   EXPECT_EQ(encode_result(r).find('\n'), std::string::npos);
 }
 
-TEST(bench_report, json_has_exactly_the_issue_keys_and_escapes_strings) {
+TEST(bench_report, json_has_exactly_the_report_keys_and_escapes_strings) {
   options o;
   o.pools = {20};
   report_input in;

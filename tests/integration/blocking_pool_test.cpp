@@ -1,5 +1,5 @@
 // blocking_pool against a real PostgreSQL: what a caller of the blocking
-// driver relies on (issue 4).
+// driver relies on.
 #include <pgpipe/blocking_pool.hpp>
 
 #include "support/cluster_fixture.hpp"

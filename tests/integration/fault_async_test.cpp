@@ -1,4 +1,4 @@
-// Faults only the async (pipelined) driver has (issue 7): a hung server
+// Faults only the async (pipelined) driver has: a hung server
 // (SIGSTOP) under stall and query timeouts, the retry-safety split of a
 // broken pipeline (written: connection_lost, unwritten: not_sent), an error
 // mid-pipeline (implicit transactions and BEGIN...COMMIT on a lease), and

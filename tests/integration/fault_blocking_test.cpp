@@ -1,4 +1,4 @@
-// Faults only the blocking driver has (issue 7): a hung backend (no
+// Faults only the blocking driver has: a hung backend (no
 // client-side timeout), an error inside BEGIN...COMMIT, and connect back-off
 // under a role connection limit. Each prints "[figure] ..." lines for
 // docs/reliability.md. The faults both drivers share are written once in

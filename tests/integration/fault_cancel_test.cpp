@@ -1,4 +1,4 @@
-// Cancellation races through the async driver (issue 7): operations are
+// Cancellation races through the async driver: operations are
 // cancelled at random (seeded) points -- before they are written, while they
 // run, right after they complete -- on the shared pipeline (detach) and on an
 // exclusive lease (PQcancel). A user relies on: every operation completes

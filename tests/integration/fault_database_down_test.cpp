@@ -1,4 +1,4 @@
-// Database down: the test HikariCP's authors use to compare pools (issue 7).
+// Database down: the test HikariCP's authors use to compare pools.
 //
 // One operation every 200 ms through each driver (blocking_pool and
 // async_client, side by side in the same outage), each bounded by a 1 s

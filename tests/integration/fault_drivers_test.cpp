@@ -1,5 +1,5 @@
 // Faults both drivers must survive the same way, written once over
-// tests/support/driver_adapter.hpp and run against each (issue 13): backends
+// tests/support/driver_adapter.hpp and run against each: backends
 // terminated or SIGKILLed with work in flight, a server restarted under an
 // idle pool, a role connection limit that refuses every connect, and pool
 // exhaustion told apart from a server that is down. Each prints

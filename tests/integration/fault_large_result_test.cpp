@@ -1,4 +1,4 @@
-// Large results (issue 7): a 5-million-row result. A user relies on getting
+// Large results: a 5-million-row result. A user relies on getting
 // it in chunks with peak memory bounded by the chunk, not by the result, and
 // on being able to stop early without reading the rest. Peak RSS is measured
 // as the growth of VmHWM over the test (reset through /proc/self/clear_refs)
@@ -114,8 +114,8 @@ TEST(fault_large_result, blocking_cursor_delivers_5_million_rows_in_chunks_with_
 // The stream hands out one row per chunk (single-row mode, one PGresult per
 // row): 5 million rows take about 90 s in a Debug build, too long for the
 // suite, so the suite streams 500k rows (the bound below still tells a stream
-// from a buffered result: 500k buffered rows are ~35 MB). For the issue's
-// figure: PGPIPE_FAULT_STREAM_ROWS=5000000.
+// from a buffered result: 500k buffered rows are ~35 MB). For the
+// figure in docs/reliability.md: PGPIPE_FAULT_STREAM_ROWS=5000000.
 long stream_rows() {
   if (const char* s = std::getenv("PGPIPE_FAULT_STREAM_ROWS")) return std::atol(s);
   return 500'000;
@@ -220,7 +220,7 @@ TEST(fault_large_result, async_row_stream_stops_early_and_the_lease_serves_the_n
   // Stopping a stream cancels it on the server: the lease serves again
   // promptly, not after the rest of 5M rows is read and discarded. Measured
   // 0.3-1.2 s (TSan included); one unexplained 12.9 s run is bug 4 in
-  // docs/reliability.md, which this bound would now report.
+  // docs/reliability.md, which this bound reports.
   EXPECT_LE(worst_stop_ms, 10'000);
   std::printf("[figure] large_result.async_stream.worst_early_stop_to_next_query_ms=%ld next_query_errors=%d\n",
               worst_stop_ms, next_query_errors);

@@ -168,7 +168,7 @@ TYPED_TEST(query_observer_drivers, an_exhausted_pool_shows_as_wait_and_its_timeo
   EXPECT_GE(ends[0].ev.wait, 250ms);
   EXPECT_TRUE(this->rec->starts().empty());
 
-  // Now the lease is given back once the next query is queued behind it.
+  // Then the lease is given back once the next query is queued behind it.
   auto p2 = this->params(1);
   p2.acquire_timeout = 20s;
   TypeParam db2(p2);

@@ -4,8 +4,10 @@
 // (marked read-only) and a writer run throughout while the primary is
 // killed and the standby promoted. Every request completes once, with a
 // result or a clear error, within its bound; reads keep being served (by the
-// standby, then by the same server as the new primary); writes fail clearly
-// while no primary exists and resume on their own. The read errors and the
+// standby; a read lost with the crashed primary runs again there; once the
+// standby is promoted it leaves the replica set and reads reach it as the new
+// primary, through the router's read-only pool); writes fail clearly while no
+// primary exists and resume on their own. The read errors and the
 // write gap are printed and recorded as test properties (docs/scaling.md).
 #include "support/cluster_fixture.hpp"
 #include "support/failover_errors.hpp"
@@ -187,12 +189,13 @@ TYPED_TEST(scaleout_failover_routing, reads_are_served_throughout_and_writes_res
   const auto gap = std::chrono::duration_cast<std::chrono::milliseconds>(first_after - last_before);
   std::printf(
       "[ %s ] through the router: write gap %lld ms, %d write errors of %zu; %d read errors of %zu reads, %d reads "
-      "served inside the write gap; reads to replica %llu, to primary %llu, re-run on primary %llu; primary probes "
-      "failed %llu; promote() returned %lld ms after the crash\n",
+      "served inside the write gap; reads to replica %llu, to primary %llu, re-run on primary %llu, re-run on "
+      "replica %llu; primary probes failed %llu; promote() returned %lld ms after the crash\n",
       TypeParam::name, static_cast<long long>(gap.count()), write_errors, writes.size(), read_errors, reads.size(),
       reads_in_gap, static_cast<unsigned long long>(stats.reads_to_replica),
       static_cast<unsigned long long>(stats.reads_to_primary_no_replica + stats.reads_to_primary_lag),
       static_cast<unsigned long long>(stats.reads_retried_on_primary),
+      static_cast<unsigned long long>(stats.reads_retried_on_replica),
       static_cast<unsigned long long>(stats.primary_probes_failed),
       static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(promoted_at - stopped_at).count()));
   ::testing::Test::RecordProperty("write_gap_ms", std::to_string(gap.count()));
@@ -203,7 +206,7 @@ TYPED_TEST(scaleout_failover_routing, reads_are_served_throughout_and_writes_res
   EXPECT_EQ(read_errors, 0);
   EXPECT_GT(reads_in_gap, 0) << "no read was served while no primary existed";
   // The router sees its replica promoted (a probe after the promotion says
-  // it left recovery): its reads are a primary's now, lag 0.
+  // it left recovery): lag 0, still answering probes, out of the replica set.
   EXPECT_TRUE(pgpipe::test::wait_until(
       [&] {
         const auto now = router.stats();

@@ -3,15 +3,11 @@
 // costs one connect_timeout, then the second host serves. libpq applies the
 // timeout per host in the blocking driver; the async driver walks the hosts
 // itself (pq/host_walk.hpp), because libpq 15's nonblocking connect has no
-// per-host timeout and the silent host used to eat every whole attempt.
+// per-host timeout: the silent host would eat every whole attempt.
 #include "support/cluster_fixture.hpp"
 #include "support/driver_adapter.hpp"
+#include "support/fake_listeners.hpp"
 #include "support/kit.hpp"
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -22,32 +18,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using pgpipe::test::outcome;
-
-// A loopback port whose listen backlog completes the TCP handshake while
-// nobody ever accepts or writes: the client's startup packet goes unanswered.
-class silent_listener {
- public:
-  silent_listener() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = 0;
-    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 64) != 0)
-      throw std::runtime_error("silent_listener: cannot listen on loopback");
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-  }
-  ~silent_listener() { ::close(fd_); }
-  silent_listener(const silent_listener&) = delete;
-  silent_listener& operator=(const silent_listener&) = delete;
-  int port() const { return port_; }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-};
+using pgpipe::test::silent_listener;
+using pgpipe::test::starting_up_listener;
 
 // "host=127.0.0.1,127.0.0.1 port=first,second ..." as `pg`'s superuser.
 std::string two_ports(const pgpipe::devcluster::cluster& pg, int first, int second, const std::string& password) {
@@ -95,6 +67,24 @@ TYPED_TEST(scaleout_multihost_timeout, every_host_silent_names_each_host_without
   EXPECT_EQ(o.ec, pgpipe::make_error_code(pgpipe::errc::server_unreachable)) << o.text;
   EXPECT_NE(o.text.find(std::to_string(first.port())), std::string::npos) << o.text;
   EXPECT_NE(o.text.find(std::to_string(second.port())), std::string::npos) << o.text;
+  pgpipe::test::expect_no_secret(o.text + d.log(), {pg.password()}, "error and log");
+}
+
+TYPED_TEST(scaleout_multihost_timeout, a_server_that_cannot_take_connections_now_sends_the_walk_on_as_in_libpq) {
+  // During a failover the old primary may answer 57P03 (shutting down) or a
+  // standby still starting may (starting up): libpq tries the next host, so
+  // with target_session_attrs=read-write the promoted server is reached.
+  auto& pg = pgpipe::test::shared_cluster();
+  starting_up_listener starting;
+  auto p = pgpipe::test::fault_params(
+      two_ports(pg, starting.port(), pg.port(), pg.password()) + " target_session_attrs=read-write", 1);
+  p.connect_timeout = 2s;
+  p.acquire_timeout = 6s;
+  TypeParam d(p);
+  outcome o = d.run("select current_setting('port')");
+  ASSERT_FALSE(o.ec) << o.text;
+  EXPECT_EQ(o.first, std::to_string(pg.port())) << "served by the second host";
+  EXPECT_GE(starting.logins(), 1) << "the first host was tried first";
   pgpipe::test::expect_no_secret(o.text + d.log(), {pg.password()}, "error and log");
 }
 

@@ -104,7 +104,7 @@ TEST_F(scram_cli, MalformedVerifierExits2NamingThePart) {
   EXPECT_NE(md5.err.find("MD5"), std::string::npos) << md5.err;
 }
 
-// Issue 10, as a user would meet it: a password pasted into the verifier's
+// As a user would meet it: a password pasted into the verifier's
 // iteration field (or any other part) is never printed back, on either stream.
 TEST_F(scram_cli, MalformedVerifierIsNeverPrintedBack) {
   for (const std::string verifier :

@@ -1,4 +1,4 @@
-// TLS through both drivers (issue 7): sslmode=verify-full against a CA and a
+// TLS through both drivers: sslmode=verify-full against a CA and a
 // server certificate the test makes. A user relies on: the right host name
 // gives an encrypted session; a wrong host name or an unknown CA is refused
 // with a message that says which; channel_binding=require works over TLS and

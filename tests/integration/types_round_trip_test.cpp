@@ -1,4 +1,4 @@
-// Issue 12: the types a service stores, round-tripped through a real server
+// The types a service stores, round-tripped through a real server
 // by both drivers with the same C++ types. Each scenario is written once and
 // run against each driver (a typed test). The session's TimeZone is not UTC
 // (Asia/Kolkata, +05:30), so a timestamptz read back must honour the offset

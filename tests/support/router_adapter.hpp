@@ -42,6 +42,8 @@ class async_router {
     return wait(l.async_query(sql, boost::asio::use_future));
   }
   pgpipe::read_routing_stats stats() const { return router_->stats(); }
+  /// Destroys the router (its probes, then its clients).
+  void reset() { router_.reset(); }
 
  private:
   static pgpipe::query_options read_only() {
@@ -83,6 +85,8 @@ class blocking_router {
     return run([&] { return router_->transaction([&](pqxx::work& tx) { return tx.exec(std::string(sql)); }); });
   }
   pgpipe::read_routing_stats stats() const { return router_->stats(); }
+  /// Destroys the router (its probes, then its pools).
+  void reset() { router_.reset(); }
 
  private:
   template <class Fn>

@@ -6,6 +6,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
+#include <openssl/rsa.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
@@ -38,10 +39,38 @@ void check(int ok, const char* what) {
   if (ok != 1) fail(what);
 }
 
-pkey_ptr new_key() {
-  pkey_ptr key(EVP_EC_gen("P-256"));
-  if (!key) fail("EVP_EC_gen");
-  return key;
+pkey_ptr new_key(cert_kind kind) {
+  EVP_PKEY* key = nullptr;
+  switch (kind) {
+    case cert_kind::ecdsa_p256_sha256: key = EVP_EC_gen("P-256"); break;
+    case cert_kind::ecdsa_p384_sha384: key = EVP_EC_gen("P-384"); break;
+    case cert_kind::rsa_sha256:
+    case cert_kind::rsa_pss_sha512: key = EVP_RSA_gen(2048); break;
+    case cert_kind::ed25519: key = EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519"); break;
+  }
+  if (!key) fail(std::string("key generation for ") + name_of(kind));
+  return pkey_ptr(key);
+}
+
+// Signs `cert` with `key` the way `kind` says.
+void sign(X509* cert, EVP_PKEY* key, cert_kind kind, const char* what) {
+  using md_ctx_ptr = std::unique_ptr<EVP_MD_CTX, ossl_deleter<EVP_MD_CTX, EVP_MD_CTX_free>>;
+  md_ctx_ptr ctx(EVP_MD_CTX_new());
+  if (!ctx) fail("EVP_MD_CTX_new");
+  const EVP_MD* md = nullptr;  // Ed25519 signs the message itself
+  if (kind == cert_kind::ecdsa_p256_sha256 || kind == cert_kind::rsa_sha256) md = EVP_sha256();
+  if (kind == cert_kind::ecdsa_p384_sha384) md = EVP_sha384();
+  if (kind == cert_kind::rsa_pss_sha512) md = EVP_sha512();
+  EVP_PKEY_CTX* pctx = nullptr;
+  check(EVP_DigestSignInit(ctx.get(), &pctx, md, nullptr, key), what);
+  if (kind == cert_kind::rsa_pss_sha512) {
+    if (EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING) <= 0 ||
+        EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST) <= 0 ||
+        EVP_PKEY_CTX_set_rsa_mgf1_md(pctx, EVP_sha512()) <= 0) {
+      fail(std::string(what) + ": RSA-PSS parameters");
+    }
+  }
+  if (X509_sign_ctx(cert, ctx.get()) <= 0) fail(what);
 }
 
 void add_ext(X509* cert, X509* issuer, int nid, const std::string& value) {
@@ -100,16 +129,27 @@ bool is_ip_address(const std::string& host) {
 
 }  // namespace
 
-tls_files make_tls_files(const std::string& host) {
-  auto ca_key = new_key();
+const char* name_of(cert_kind kind) {
+  switch (kind) {
+    case cert_kind::ecdsa_p256_sha256: return "ecdsa_p256_sha256";
+    case cert_kind::rsa_sha256: return "rsa_sha256";
+    case cert_kind::rsa_pss_sha512: return "rsa_pss_sha512";
+    case cert_kind::ecdsa_p384_sha384: return "ecdsa_p384_sha384";
+    case cert_kind::ed25519: return "ed25519";
+  }
+  return "unknown";
+}
+
+tls_files make_tls_files(const std::string& host, cert_kind kind) {
+  auto ca_key = new_key(kind);
   auto ca = new_cert("pgpipe test CA", ca_key.get());
   check(X509_set_issuer_name(ca.get(), X509_get_subject_name(ca.get())), "CA issuer");
   add_ext(ca.get(), ca.get(), NID_basic_constraints, "critical,CA:TRUE");
   add_ext(ca.get(), ca.get(), NID_key_usage, "critical,keyCertSign,cRLSign");
   add_ext(ca.get(), ca.get(), NID_subject_key_identifier, "hash");
-  if (X509_sign(ca.get(), ca_key.get(), EVP_sha256()) <= 0) fail("sign CA");
+  sign(ca.get(), ca_key.get(), kind, "sign CA");
 
-  auto server_key = new_key();
+  auto server_key = new_key(kind);
   auto server = new_cert(host, server_key.get());
   check(X509_set_issuer_name(server.get(), X509_get_subject_name(ca.get())), "server issuer");
   add_ext(server.get(), ca.get(), NID_basic_constraints, "critical,CA:FALSE");
@@ -117,7 +157,7 @@ tls_files make_tls_files(const std::string& host) {
   add_ext(server.get(), ca.get(), NID_ext_key_usage, "serverAuth");
   add_ext(server.get(), ca.get(), NID_subject_alt_name, (is_ip_address(host) ? "IP:" : "DNS:") + host);
   add_ext(server.get(), ca.get(), NID_authority_key_identifier, "keyid:always");
-  if (X509_sign(server.get(), ca_key.get(), EVP_sha256()) <= 0) fail("sign server");
+  sign(server.get(), ca_key.get(), kind, "sign server");
 
   tls_files files;
   files.ca_cert_pem = to_pem(ca.get());
@@ -126,8 +166,8 @@ tls_files make_tls_files(const std::string& host) {
   return files;
 }
 
-tls_files enable_tls(devcluster::cluster& cluster, const std::string& host) {
-  tls_files files = make_tls_files(host);
+tls_files enable_tls(devcluster::cluster& cluster, const std::string& host, cert_kind kind) {
+  tls_files files = make_tls_files(host, kind);
   cluster.write_data_file("server.crt", files.server_cert_pem, 0644);
   cluster.write_data_file("server.key", files.server_key_pem, 0600);
   files.ca_cert_path = cluster.base_dir() + "/ca.crt";

@@ -120,9 +120,11 @@ class client {
 
 /// The tls-server-end-point channel-binding data (RFC 5929 section 4.1) for a
 /// DER-encoded server certificate: its hash with the certificate signature's
-/// digest, SHA-256 when that digest is MD5 or SHA-1. Fails with
-/// channel_binding_unsupported when the signature has no single digest
-/// (e.g. Ed25519, RSA-PSS), as libpq does. Thread-safe.
+/// digest (for RSA-PSS the digest in the signature's parameters), SHA-256
+/// when that digest is MD5 or SHA-1. Fails with channel_binding_unsupported,
+/// as libpq does, when the signature has no separate digest (Ed25519,
+/// Ed448: RFC 5929 defines no hash for them), with a message that names the
+/// algorithm and says what to do. Thread-safe.
 expected<std::vector<unsigned char>> tls_server_end_point_hash(std::span<const unsigned char> der_certificate);
 
 }  // namespace pgpipe::scram

@@ -5,18 +5,16 @@
 // replaced under us; here the listener decides when to reconnect and knows
 // exactly which channels the server has.
 //
-// Why the gap is delivered after the re-LISTEN is acknowledged rather than
-// when the loss is seen: a caller re-reads its state on a gap; if LISTEN were
-// not active yet, a change made between that re-read and the LISTEN would be
-// lost with no gap to say so.
-//
-// Commands (LISTEN, UNLISTEN, the re-subscription after a reconnect) go one
-// at a time with PQsendQuery (the simple protocol, several statements
-// allowed). One still in flight when the connection is lost is sent again on
-// the next connection: LISTEN and UNLISTEN are idempotent.
+// What to send, when to reconnect, where the gap goes and what a refused
+// LISTEN means is listener_core's (src/core/listen/listener_core.hpp, its
+// contract and reasons); this file is the I/O around it: the nonblocking
+// connect, the socket watched through Asio, the connect timeout and the
+// back-off timer. Commands go one at a time with PQsendQuery (the simple
+// protocol: the re-LISTEN holds several statements).
 #include <pgpipe/listener.hpp>
 
 #include "async/connection/libpq_socket.hpp"
+#include "core/listen/listener_core.hpp"
 #include "pq/libpq_failure.hpp"
 #include "pq/listen_protocol.hpp"
 #include "pq/notice_route.hpp"
@@ -28,9 +26,9 @@
 
 #include <libpq-fe.h>
 
-#include <deque>
 #include <optional>
-#include <set>
+#include <string>
+#include <unordered_map>
 #include <utility>
 
 namespace pgpipe {
@@ -44,7 +42,9 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
  public:
   listener_impl(asio::any_io_executor ex, pool_params params, logger_fn logger)
       : strand_(asio::make_strand(ex)), params_(std::move(params)), logger_(std::move(logger)),
-        secrets_(passwords_of(params_.conninfo)), timer_(strand_) {}
+        secrets_(passwords_of(params_.conninfo)), timer_(strand_),
+        core_({params_.connect_backoff_initial, params_.connect_backoff_max, listener::max_buffered},
+              listen_clock::now()) {}
 
   ~listener_impl() { drop_connection(); }
 
@@ -55,23 +55,19 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
   void command(std::string channel, bool listen, std::unique_ptr<completion<std::monostate>> done) {
     asio::post(strand_, [self = shared_from_this(), channel = std::move(channel), listen,
                          done = std::move(done)]() mutable {
-      if (self->closed_) {
-        done->complete(self->strand_, false, make_error_code(errc::closed), {});
-        return;
-      }
-      if (listen) {
-        self->channels_.insert(channel);
-      } else {
-        self->channels_.erase(channel);
-      }
-      std::string sql = (listen ? "LISTEN " : "UNLISTEN ") + quote_identifier(channel);
-      self->commands_.push_back({std::move(sql), false, std::move(done), std::move(channel), listen});
+      const command_id id = listen ? self->core_.subscribe(channel) : self->core_.unsubscribe(channel);
+      self->pending_.emplace(id, std::move(done));
+      self->answer();
       self->send_next();
     });
   }
 
   void receive(std::unique_ptr<completion<notification>> done) {
     asio::post(strand_, [self = shared_from_this(), done = std::move(done)]() mutable {
+      if (self->core_.closed()) {
+        done->complete(self->strand_, false, make_error_code(errc::closed), {});
+        return;
+      }
       if (self->receiver_) {
         done->complete(self->strand_, false, make_error_code(errc::invalid_argument), {});
         return;
@@ -87,14 +83,6 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
   }
 
  private:
-  struct pending_command {
-    std::string sql;
-    bool resubscribe = false;  // the re-LISTEN after a reconnect: delivers the gap when acknowledged
-    std::unique_ptr<completion<std::monostate>> done;  // null for the listener's own commands
-    std::string channel;  // of a caller's LISTEN/UNLISTEN
-    bool listen = false;
-  };
-
   void log(log_level level, const std::string& line) const {
     if (logger_) logger_(level, "listener: " + line);
   }
@@ -102,12 +90,11 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
   // ---- connecting ------------------------------------------------------------
 
   void connect() {
-    if (closed_) return;
-    const char* keys[] = {"dbname", "fallback_application_name", nullptr};
-    const char* vals[] = {params_.conninfo.c_str(), "pgpipe-listener", nullptr};
-    pg_ = PQconnectStartParams(keys, vals, 1);
+    if (core_.phase() != listener_phase::waiting) return;
+    core_.on_connect_started();
+    pg_ = start_listener_connect(params_.conninfo, "pgpipe-listener");
     if (pg_ == nullptr || PQstatus(pg_) == CONNECTION_BAD) {
-      connect_failed();
+      connect_failed("");
       return;
     }
     // Routed from the start: a notice during the handshake must reach the
@@ -115,14 +102,12 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
     notices_.emplace(pg_, 0, [self = weak_from_this()](bool warning, const std::string& line) {
       if (auto s = self.lock()) s->log(warning ? log_level::warning : log_level::info, line);
     });
-    connecting_ = true;
     ++attempt_;
     if (params_.connect_timeout.count() > 0) {
       timer_.expires_after(params_.connect_timeout);
       timer_.async_wait([self = shared_from_this(), attempt = attempt_](const boost::system::error_code& ec) {
-        if (ec || attempt != self->attempt_ || !self->connecting_) return;
-        self->log(log_level::warning, "connect timed out");
-        self->connect_failed();
+        if (ec || attempt != self->attempt_ || self->core_.phase() != listener_phase::connecting) return;
+        self->connect_failed(connect_timeout_text(self->params_.connect_timeout));
       });
     }
     connect_wait(PGRES_POLLING_WRITING);
@@ -131,6 +116,13 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
   bool reassign_socket() {
     // Asio watches a duplicate of libpq's socket (as pipelined_connection
     // does): libpq may close and reuse its own fd number at any time.
+    forget_socket();
+    sd_ = watch_libpq_socket(strand_, pg_);
+    return sd_.has_value();
+  }
+
+  // Stops watching the socket; every wait armed on it ignores itself (gen_).
+  void forget_socket() {
     if (sd_) {
       boost::system::error_code ignored;
       sd_->close(ignored);
@@ -138,63 +130,51 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
     }
     ++gen_;
     read_armed_ = write_armed_ = false;
-    sd_ = watch_libpq_socket(strand_, pg_);
-    return sd_.has_value();
   }
 
   void connect_wait(PostgresPollingStatusType want) {
     if (!reassign_socket()) {
-      connect_failed();
+      connect_failed("");
       return;
     }
     auto w = want == PGRES_POLLING_READING ? asio::posix::stream_descriptor::wait_read
                                            : asio::posix::stream_descriptor::wait_write;
     sd_->async_wait(w, [self = shared_from_this(), gen = gen_](const boost::system::error_code& ec) {
-      if (gen != self->gen_ || !self->connecting_) return;
+      if (gen != self->gen_ || self->core_.phase() != listener_phase::connecting) return;
       if (ec) {
-        self->connect_failed();
+        self->connect_failed("");
         return;
       }
       switch (PQconnectPoll(self->pg_)) {
         case PGRES_POLLING_OK: self->connected(); return;
         case PGRES_POLLING_READING: self->connect_wait(PGRES_POLLING_READING); return;
         case PGRES_POLLING_WRITING: self->connect_wait(PGRES_POLLING_WRITING); return;
-        default: self->connect_failed(); return;
+        default: self->connect_failed(""); return;
       }
     });
   }
 
-  void connect_failed() {
-    std::string why = pg_ ? clean_message(PQerrorMessage(pg_), secrets_) : "out of memory";
-    log(log_level::warning, "connect failed: " + why);
+  // `reason` empty: libpq's message says why.
+  void connect_failed(const std::string& reason) {
+    log(log_level::warning, connect_failed_text(pg_, reason, secrets_));
     drop_connection();
-    backoff_ = backoff_.count() == 0 ? params_.connect_backoff_initial
-                                     : std::min(backoff_ * 2, params_.connect_backoff_max);
-    retry_after(backoff_);
+    core_.on_connect_failed(listen_clock::now());
+    retry_at_connect_time();
   }
 
-  void retry_after(milliseconds delay) {
-    if (closed_) return;
+  void retry_at_connect_time() {
+    if (core_.phase() != listener_phase::waiting) return;
     ++attempt_;
-    timer_.expires_after(delay);
+    timer_.expires_at(core_.connect_at());
     timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
       if (!ec) self->connect();
     });
   }
 
   void connected() {
-    connecting_ = false;
     timer_.cancel();
-    backoff_ = milliseconds{0};
     PQsetnonblocking(pg_, 1);
-    if (ever_ready_ && !channels_.empty()) {
-      commands_.push_front({relisten_sql(channels_), true, nullptr, {}, false});
-    } else if (ever_ready_ && gap_pending_) {
-      // Nothing subscribed: nothing could have been missed.
-      gap_pending_ = false;
-    }
-    ever_ready_ = true;
-    ready_ = true;
+    core_.on_connected();
     arm_read();
     send_next();
   }
@@ -202,12 +182,12 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
   // ---- running ---------------------------------------------------------------
 
   void send_next() {
-    if (!ready_ || in_flight_ || commands_.empty()) return;
-    if (PQsendQuery(pg_, commands_.front().sql.c_str()) != 1) {
+    const listen_command* c = core_.next_command();
+    if (c == nullptr) return;
+    if (PQsendQuery(pg_, c->sql.c_str()) != 1) {
       lost();
       return;
     }
-    in_flight_ = true;
     flush();
   }
 
@@ -236,25 +216,24 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
   }
 
   void arm_read() {
-    if (!ready_ || read_armed_ || !sd_) return;
-    // Backpressure: with the buffer full and no command waiting for its
-    // answer, leave the rest in the server's notification queue.
-    if (queue_.size() >= listener::max_buffered && !in_flight_) return;
+    if (core_.phase() != listener_phase::ready || read_armed_ || !sd_ || !core_.wants_read()) return;
     watch(asio::posix::stream_descriptor::wait_read, &listener_impl::read_armed_, &listener_impl::on_readable);
   }
 
   void on_readable() {
     if (PQconsumeInput(pg_) != 1) {
-      collect_notifications();  // what arrived before the loss is still delivered, in order
+      take_notifications(pg_, core_);  // what arrived before the loss is still delivered, in order
       lost();
       return;
     }
-    if (in_flight_ && read_command_results(pg_, outcome_)) command_done();
-    if (!pg_) {  // a failed re-LISTEN dropped the connection
+    // Notifications parsed with the answer came after the command ran: for
+    // a re-LISTEN they are newer than the gap, so they queue after it.
+    if (core_.in_flight() && read_command_results(pg_, outcome_)) command_done();
+    if (!pg_) {  // a refused re-LISTEN dropped the connection
       deliver();
       return;
     }
-    collect_notifications();
+    take_notifications(pg_, core_);
     if (PQstatus(pg_) == CONNECTION_BAD) {
       lost();
       return;
@@ -265,64 +244,48 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
   }
 
   void command_done() {
-    in_flight_ = false;
-    pending_command c = std::move(commands_.front());
-    commands_.pop_front();
-    const listen_outcome outcome = std::exchange(outcome_, {});
-    const std::error_code ec = outcome.ec;
-    if (ec) log(log_level::warning, "command failed: " + outcome.diag.to_string());
-    // A LISTEN the server refused is not a subscription: kept, it would make
-    // every re-LISTEN after a reconnect fail.
-    if (ec && c.listen) channels_.erase(c.channel);
-    if (c.done) c.done->complete(strand_, false, ec, {});
-    if (c.resubscribe && ec) {
-      // Delivering the gap now would claim the channels are listened again
-      // when the server refused: reconnect after the back-off, gap pending.
-      collect_notifications();
-      connect_failed();
-      return;
-    }
-    if (c.resubscribe && gap_pending_) {
-      gap_pending_ = false;
-      notification gap;
-      gap.gap = true;
-      queue_.push_back(std::move(gap));
+    listen_outcome outcome = std::exchange(outcome_, {});
+    if (outcome.ec) log(log_level::warning, "command failed: " + outcome.diag.to_string());
+    const std::string why = outcome.ec ? outcome.diag.to_string() : std::string();
+    const after_command next = core_.on_command_done(listen_clock::now(), outcome.ec, std::move(outcome.diag));
+    answer();
+    if (next == after_command::reconnect) {
+      take_notifications(pg_, core_);
+      log(log_level::warning, connect_failed_text(pg_, relisten_failed_text(why), secrets_));
+      drop_connection();
+      retry_at_connect_time();
     }
   }
 
-  void collect_notifications() { take_notifications(pg_, queue_); }
+  // Completes every caller's command the core answered.
+  void answer() {
+    for (auto& a : core_.take_acks()) {
+      auto it = pending_.find(a.id);
+      if (it == pending_.end()) continue;
+      auto done = std::move(it->second);
+      pending_.erase(it);
+      done->complete(strand_, false, a.ec, {});
+    }
+  }
 
   void deliver() {
-    if (!receiver_ || queue_.empty()) return;
+    if (!receiver_ || !core_.has_notification()) return;
     auto done = std::move(receiver_);
-    notification n = std::move(queue_.front());
-    queue_.pop_front();
-    done->complete(strand_, false, {}, std::move(n));
+    done->complete(strand_, false, {}, core_.pop());
   }
 
   void lost() {
-    log(log_level::warning, "connection lost (" + (pg_ ? clean_message(PQerrorMessage(pg_), secrets_) : "") +
-                                "): reconnecting; a gap event follows");
-    // A command in flight is sent again on the next connection.
-    in_flight_ = false;
+    log(log_level::warning, connection_lost_text(pg_, secrets_));
     outcome_ = {};
-    gap_pending_ = true;
+    core_.on_lost(listen_clock::now());
     drop_connection();
     deliver();
-    retry_after(milliseconds{0});
+    retry_at_connect_time();
   }
 
   void drop_connection() {
-    ready_ = false;
-    connecting_ = false;
     notices_.reset();
-    if (sd_) {
-      boost::system::error_code ignored;
-      sd_->close(ignored);
-      sd_.reset();
-    }
-    ++gen_;
-    read_armed_ = write_armed_ = false;
+    forget_socket();
     if (pg_) {
       PQfinish(pg_);
       pg_ = nullptr;
@@ -330,14 +293,11 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
   }
 
   void shut() {
-    if (closed_) return;
-    closed_ = true;
+    if (core_.closed()) return;
+    core_.close();
     timer_.cancel();
     drop_connection();
-    for (auto& c : commands_) {
-      if (c.done) c.done->complete(strand_, false, make_error_code(errc::closed), {});
-    }
-    commands_.clear();
+    answer();
     if (receiver_) {
       auto done = std::move(receiver_);
       done->complete(strand_, false, make_error_code(errc::closed), {});
@@ -355,20 +315,12 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
   std::optional<notice_route> notices_;
   std::uint64_t gen_ = 0;      // socket registrations: a stale wait's handler ignores itself
   std::uint64_t attempt_ = 0;  // connect attempts: a stale connect timeout ignores itself
-  bool connecting_ = false;
-  bool ready_ = false;
-  bool ever_ready_ = false;
-  bool gap_pending_ = false;
-  bool closed_ = false;
-  bool in_flight_ = false;
   bool read_armed_ = false;
   bool write_armed_ = false;
-  milliseconds backoff_{0};
 
-  std::set<std::string> channels_;
-  std::deque<pending_command> commands_;
-  listen_outcome outcome_;  // of the command in flight
-  std::deque<notification> queue_;
+  listener_core core_;
+  listen_outcome outcome_;  // of the command in flight, read so far
+  std::unordered_map<command_id, std::unique_ptr<completion<std::monostate>>> pending_;  // callers' commands not yet answered
   std::unique_ptr<completion<notification>> receiver_;
 };
 

@@ -1,20 +1,22 @@
 // read_router: routing of read-only async queries (include/pgpipe/read_router.hpp).
 //
 // The router is a query_target of its own: a read is handed to the chosen
-// replica client's target wrapped in a completion that, when the replica
-// turned out to be unreachable, marks it unhealthy and hands the same
-// encoded query to the primary's read-only pool. Marked reads meant for the
-// primary always go through that pool (read-only sessions, on one of the
-// primary's event loops), so a marked write fails with 25006 there too. The
-// user's completion travels unchanged, so the handler's executor and the
+// server's target (a replica client, or the primary's read-only pool)
+// wrapped in a completion that, when that server turned out to be
+// unreachable, asks the tracker where the read runs next (reroute: another
+// replica, or the primary, each at most once) and hands the same encoded
+// query there. The primary's read-only pool has read-only sessions, on one
+// of the primary's event loops, so a marked write fails with 25006 there too.
+// The user's completion travels unchanged, so the handler's executor and the
 // exactly-once guarantee are the clients'.
-// Health and lag live in the sans-IO replica_tracker under one mutex; probe
-// answers arrive on the clients' loops and only take that mutex briefly.
+// Health and lag live in the sans-IO replica_tracker under one mutex; the
+// probes (pq/router_probes: a connection and a thread per server, never
+// the clients' connections or loops) only take that mutex briefly.
 #include <pgpipe/read_router.hpp>
 
-#include "core/routing/probe_scheduler.hpp"
 #include "core/routing/read_only_fallback.hpp"
 #include "core/routing/replica_tracker.hpp"
+#include "pq/router_probes.hpp"
 
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/execution/context.hpp>
@@ -31,9 +33,9 @@ namespace {
 
 using clock = replica_tracker::clock;
 
-// What probe answers and read failures update; shared with the callbacks,
-// which may run after the router is gone (a client completes them with
-// errc::closed while it shuts down).
+// What read failures update; shared with the completions, which may run
+// after the router is gone (a client completes them with errc::closed while
+// it shuts down).
 struct routing_state {
   explicit routing_state(std::size_t replicas, const read_routing_params& p) : tracker(replicas, p) {}
   std::mutex mu;
@@ -42,12 +44,12 @@ struct routing_state {
 
 class routing_target;
 
-// Cancellation of a read sent to a replica. The caller's slot holds the
-// router's hook (read_cancel_hook), not the replica client's: the read may
-// move to the primary, and a slot can only be filled safely where the
-// caller emits (its own thread, during initiation). The hook forwards each
-// signal to the current attempt through a signal of the router's own, which
-// the replica's request uses first and the primary's re-run after it.
+// Cancellation of a marked read. The caller's slot holds the router's hook
+// (read_cancel_hook), not a client's: the read may move to another server,
+// and a slot can only be filled safely where the caller emits (its own
+// thread, during initiation). The hook forwards each signal to the current
+// attempt through a signal of the router's own, which each attempt in turn
+// uses.
 struct read_cancel {
   // Recursive: emitting may complete an attempt inline on the same thread.
   std::recursive_mutex mu;
@@ -71,25 +73,27 @@ struct read_cancel_hook {
   }
 };
 
-// Wraps the caller's completion for a read sent to a replica.
-class replica_read final : public completion<result> {
+// One marked read between its attempts: where the current one runs, the
+// servers that failed it, the query to re-run, the caller's completion.
+struct read_in_flight {
+  read_route route;
+  read_failures failed;
+  query_spec retry;
+  std::unique_ptr<completion<result>> done;
+  std::shared_ptr<read_cancel> cancel;  // null when the caller's slot was not connected
+};
+
+// Wraps the caller's completion for one attempt.
+class routed_read final : public completion<result> {
  public:
-  replica_read(std::shared_ptr<routing_target> owner, std::size_t replica, query_spec retry,
-               std::unique_ptr<completion<result>> done, std::shared_ptr<read_cancel> cancel)
-      : owner_(std::move(owner)),
-        replica_(replica),
-        retry_(std::move(retry)),
-        done_(std::move(done)),
-        cancel_(std::move(cancel)) {}
+  routed_read(std::shared_ptr<routing_target> owner, read_in_flight read)
+      : owner_(std::move(owner)), read_(std::move(read)) {}
   void complete(const boost::asio::any_io_executor& fallback, bool must_post, std::error_code ec,
                 result value) override;
 
  private:
   std::shared_ptr<routing_target> owner_;
-  std::size_t replica_;
-  query_spec retry_;
-  std::unique_ptr<completion<result>> done_;
-  std::shared_ptr<read_cancel> cancel_;  // null when the caller's slot was not connected
+  read_in_flight read_;
 };
 
 class routing_target final : public query_target, public std::enable_shared_from_this<routing_target> {
@@ -101,65 +105,71 @@ class routing_target final : public query_target, public std::enable_shared_from
 
   void submit_query(query_spec spec, std::unique_ptr<completion<result>> done,
                     boost::asio::cancellation_slot slot) override {
-    std::optional<std::size_t> pick;
+    read_in_flight read;
     {
       std::lock_guard lk(st_->mu);
-      pick = st_->tracker.route_read(clock::now());
+      const std::optional<std::size_t> pick = st_->tracker.route_read(clock::now());
+      read.route = pick ? read_route{read_route::to::replica, *pick} : read_route{read_route::to::primary, 0};
     }
-    if (!pick) {
-      primary_->submit_query(std::move(spec), std::move(done), slot);
-      return;
-    }
-    // The copy is what the primary re-runs if the replica fails (the replica
-    // consumes the original).
-    query_spec retry = spec;
-    std::shared_ptr<read_cancel> cancel;
+    read.done = std::move(done);
     boost::asio::cancellation_slot inner;
     if (slot.is_connected()) {
-      cancel = std::make_shared<read_cancel>();
-      inner = cancel->inner.slot();
+      read.cancel = std::make_shared<read_cancel>();
+      inner = read.cancel->inner.slot();
       // Before the submit: a completion that runs inline clears it as usual.
-      slot.emplace<read_cancel_hook>(read_cancel_hook{cancel});
+      slot.emplace<read_cancel_hook>(read_cancel_hook{read.cancel});
     }
-    replicas_[*pick]->submit_query(
-        std::move(spec),
-        std::make_unique<replica_read>(shared_from_this(), *pick, std::move(retry), std::move(done), cancel), inner);
+    submit(std::move(spec), std::move(read), inner);
   }
 
-  // The replica failed the read in a way that says it is unreachable: stop
-  // sending reads there and run this one on the primary instead.
-  void rerun_on_primary(std::size_t replica, query_spec spec, std::unique_ptr<completion<result>> done,
-                        const std::shared_ptr<read_cancel>& cancel) {
+  // The attempt found its server unreachable: the tracker says where the
+  // read runs next; nowhere left means the caller gets this error.
+  void attempt_failed(read_in_flight read, const boost::asio::any_io_executor& fallback, bool must_post,
+                      std::error_code ec, result value) {
     {
       std::lock_guard lk(st_->mu);
-      st_->tracker.replica_read_failed(replica, clock::now());
-      st_->tracker.read_retried();
+      read.route = st_->tracker.reroute(read.route, clock::now(), read.failed);
     }
-    if (!cancel) {
-      primary_->submit_query(std::move(spec), std::move(done), {});
+    if (read.route.where == read_route::to::nowhere) {
+      read.done->complete(fallback, must_post, ec, std::move(value));
+      return;
+    }
+    query_spec spec = read.retry;
+    if (!read.cancel) {
+      submit(std::move(spec), std::move(read), {});
       return;
     }
     // This runs on a loop thread while the caller may emit on its own: the
     // re-run's hook goes into the router's signal under the lock the
     // caller's hook takes, never into the caller's slot.
+    const std::shared_ptr<read_cancel> cancel = read.cancel;
     std::lock_guard lk(cancel->mu);
-    primary_->submit_query(std::move(spec), std::move(done), cancel->inner.slot());
+    submit(std::move(spec), std::move(read), cancel->inner.slot());
     if (cancel->requested) cancel->inner.emit(*cancel->requested);
   }
 
  private:
+  // Hands one attempt to its server, keeping a copy of the query for a re-run
+  // (the server's target consumes the original).
+  void submit(query_spec spec, read_in_flight read, boost::asio::cancellation_slot slot) {
+    read.retry = spec;
+    const std::shared_ptr<query_target>& to =
+        read.route.where == read_route::to::replica ? replicas_[read.route.replica] : primary_;
+    to->submit_query(std::move(spec), std::make_unique<routed_read>(shared_from_this(), std::move(read)), slot);
+  }
+
   std::shared_ptr<routing_state> st_;
   std::shared_ptr<query_target> primary_;
   std::vector<std::shared_ptr<query_target>> replicas_;
 };
 
-void replica_read::complete(const boost::asio::any_io_executor& fallback, bool must_post, std::error_code ec,
-                            result value) {
-  if (replica_unreachable(ec)) {
-    owner_->rerun_on_primary(replica_, std::move(retry_), std::move(done_), cancel_);
+void routed_read::complete(const boost::asio::any_io_executor& fallback, bool must_post, std::error_code ec,
+                           result value) {
+  if (server_unreachable(ec)) {
+    owner_->attempt_failed(std::move(read_), fallback, must_post, ec, std::move(value));
     return;
   }
-  done_->complete(fallback, must_post, ec, std::move(value));
+  read_.done->complete(fallback, must_post, ec, std::move(value));
 }
 
 }  // namespace
@@ -183,50 +193,6 @@ struct read_router_impl {
     return async_client(primary_read_only_params(primary.params(), routing), io, o);
   }
 
-  void probe() {
-    query_options opts;
-    opts.timeout = routing.probe_timeout;
-    const auto sent = clock::now();
-    bool go;
-    {
-      std::lock_guard lk(st->mu);
-      go = st->tracker.begin_primary_probe();
-    }
-    if (go) {
-      primary.async_query(opts, primary_probe_sql, [st = st, sent](std::error_code ec, result r) {
-        std::int64_t lsn = -1;
-        if (!ec && r.size() == 1 && r.columns() == 1) lsn = r[0][0].get<std::int64_t>(ec);
-        std::lock_guard lk(st->mu);
-        if (ec || lsn < 0) {
-          st->tracker.primary_probe_failed();
-        } else {
-          st->tracker.primary_probed(sent, static_cast<std::uint64_t>(lsn));
-        }
-      });
-    }
-    for (std::size_t i = 0; i < replicas.size(); ++i) {
-      {
-        std::lock_guard lk(st->mu);
-        go = st->tracker.begin_replica_probe(i);
-      }
-      if (!go) continue;  // the previous probe is still out (bounded by its timeout)
-      replicas[i].async_query(opts, replica_probe_sql, [st = st, sent, i](std::error_code ec, result r) {
-        bool in_recovery = false;
-        std::int64_t lsn = -1;
-        if (!ec && r.size() == 1 && r.columns() == 2) {
-          in_recovery = r[0][0].get<bool>(ec);
-          if (!ec) lsn = r[0][1].get<std::int64_t>(ec);
-        }
-        std::lock_guard lk(st->mu);
-        if (ec || lsn < 0) {
-          st->tracker.replica_probe_failed(i);
-        } else {
-          st->tracker.replica_probed(i, sent, clock::now(), in_recovery, static_cast<std::uint64_t>(lsn));
-        }
-      });
-    }
-  }
-
   read_routing_params routing;
   std::shared_ptr<routing_state> st;
   async_client primary;
@@ -235,8 +201,8 @@ struct read_router_impl {
   std::vector<async_client> replicas;
   std::shared_ptr<query_target> primary_target;
   std::shared_ptr<query_target> read_target;
-  // Last: stopped (joined) first, before the clients it calls go away.
-  std::unique_ptr<probe_scheduler> probes;
+  // Last: stopped (joined) first, before the state it records into goes away.
+  std::unique_ptr<router_probes> probes;
 };
 
 }  // namespace detail
@@ -250,7 +216,10 @@ read_router::read_router(async_client primary, std::vector<async_client> replica
   for (auto& r : m.replicas) replica_targets.push_back(r.target());
   m.read_target =
       std::make_shared<detail::routing_target>(m.st, m.primary_read_only.target(), std::move(replica_targets));
-  m.probes = std::make_unique<detail::probe_scheduler>(m.routing.probe_interval, [&m] { m.probe(); });
+  std::vector<std::string> replica_conninfos;
+  for (const auto& r : m.replicas) replica_conninfos.push_back(r.params().conninfo);
+  m.probes = std::make_unique<detail::router_probes>(m.primary.params().conninfo, replica_conninfos, m.routing,
+                                                     m.st->mu, m.st->tracker);
 }
 
 read_router::~read_router() {

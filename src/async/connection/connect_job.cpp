@@ -76,12 +76,7 @@ void connect_job::attempt_failed(std::string message) {
     return;
   }
   failures_.push_back(a.where + ": " + message);
-  // As libpq does: a host that is down, silent or of the wrong kind
-  // (target_session_attrs) sends us to the next one; a server that answered
-  // with an error (authentication, no such database, too many connections)
-  // ends the walk, since the next host is most likely configured alike.
-  const connect_failure f = classify_connect_failure(message, false, {});
-  const bool server_refused = f.ec == errc::auth_failed || f.ec == errc::bad_conninfo || !f.diag.message.empty();
+  const bool server_refused = !walk_moves_on(message);
   ++attempt_gen_;  // the timer of this attempt no longer applies
   timer_.cancel();
   if (sd_) release_descriptor(*sd_);

@@ -18,8 +18,9 @@
 //    answers costs one timeout, not the whole connect; a single host times
 //    out with errc::server_unreachable. When every attempt fails the message
 //    names each host tried and why (libpq's words, password scrubbed). As
-//    in libpq, a server that answers with an error (authentication, no such
-//    database, too many connections) ends the walk.
+//    in libpq (walk_moves_on), a server that answers with an error
+//    (authentication, no such database, too many connections) ends the
+//    walk, except 57P03 (starting up, shutting down), which moves on.
 //  - If the executor is destroyed first, `done` is never called and the
 //    PGconn is finished with the job.
 //  - The job watches its own duplicate of libpq's socket, closed before

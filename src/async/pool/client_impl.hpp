@@ -4,8 +4,8 @@
 // connection) and the map from pool slots to pipelined_connections. Every
 // connection lives on one loop.
 //
-// Files: client_impl.cpp (construction; logger, observer hooks, counters,
-// stats), client_lifecycle.cpp (start, close, shutdown),
+// Files: client_impl.cpp (construction; the query_metrics room: logger,
+// observer hooks, counters, stats), client_lifecycle.cpp (start, close, shutdown),
 // client_operations.cpp (queries, acquires, their cancellation),
 // client_pool_actions.cpp (pool_core's actions carried out, the pool timer),
 // client_connection_events.cpp (what connections report). A lease is
@@ -16,7 +16,7 @@
 #include "async/connection/pipelined_connection.hpp"
 #include "async/connection/request.hpp"
 #include "async/pool/lease_impl.hpp"
-#include "core/metrics/latency_recorder.hpp"
+#include "core/metrics/query_metrics.hpp"
 #include "core/pool/pool_core.hpp"
 
 #include <pgpipe/async_client.hpp>
@@ -157,22 +157,9 @@ class client_impl final : public query_target,
   std::condition_variable drained_cv_;
   bool shut_down_ = false;
 
-  mutable std::mutex log_mu_;
-  std::shared_ptr<const logger_fn> logger_;
-
-  // Outcomes counted by connections (pool_core counts pool_timeout,
-  // queue_full and connect errors itself).
-  std::atomic<std::uint64_t> completed_{0};
-  std::atomic<std::uint64_t> err_lost_{0};
-  std::atomic<std::uint64_t> err_timeout_{0};
-  std::atomic<std::uint64_t> err_cancelled_{0};
-  std::atomic<std::uint64_t> err_server_{0};
-  std::atomic<std::uint64_t> err_other_{0};
-
-  // pool_params::observer, fixed for the client's life: tested once per query.
-  std::shared_ptr<query_observer> observer_;
-  latency_recorder query_hist_;  ///< stats().query_duration
-  latency_recorder wait_hist_;   ///< stats().acquire_wait
+  // The logger slot, the observer and the counters behind stats()
+  // (pool_core counts pool_timeout, queue_full and connect errors itself).
+  query_metrics metrics_;
 };
 
 }  // namespace pgpipe::detail

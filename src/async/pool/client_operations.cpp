@@ -70,7 +70,7 @@ void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<resul
   const auto now = pool_clock::now();
   req->submitted = now;
   if (spec.params.ec) {
-    err_other_.fetch_add(1, std::memory_order_relaxed);
+    metrics_.count_error(spec.params.ec);
     auto ec = spec.params.ec;
     auto msg = std::move(spec.params.error_message);
     req->spec.sql = std::move(spec.sql);
@@ -81,7 +81,7 @@ void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<resul
   // BEGIN and session-changing statements before anything is sent. Leases
   // (lease_impl::submit_query) are not checked.
   if (auto refused = check_shared_sql(spec.sql)) {
-    err_other_.fetch_add(1, std::memory_order_relaxed);
+    metrics_.count_error(make_error_code(refused->code));
     req->spec.sql = std::move(spec.sql);
     finish_unstarted(req, loops_->first(), make_error_code(refused->code), client_error_result(refused->message));
     return;
@@ -108,7 +108,7 @@ void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<resul
         req->conn = granted;
         req->slot = out.slot;
         req->pooled = true;
-        wait_hist_.record(std::chrono::nanoseconds(0));
+        metrics_.record_wait(std::chrono::nanoseconds(0));
         break;
       }
       case request_outcome::kind::queued:
@@ -142,7 +142,7 @@ void client_impl::submit_acquire(std::unique_ptr<completion<lease>> done, asio::
     bool timing = false;
     switch (out.what) {
       case request_outcome::kind::granted: {
-        wait_hist_.record(std::chrono::nanoseconds(0));
+        metrics_.record_wait(std::chrono::nanoseconds(0));
         auto impl = std::make_shared<lease_impl>(conns_.at(out.slot), out.slot, shared_from_this());
         t.push_back([req, impl] { req->try_complete(impl->get_executor(), {}, lease(impl)); });
         break;

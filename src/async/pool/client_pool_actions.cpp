@@ -6,6 +6,7 @@
 // keeps the pool's single timer armed for pool_core's next deadline.
 #include "async/pool/client_impl.hpp"
 
+#include "core/pool/connect_error.hpp"
 #include "pq/libpq_failure.hpp"
 
 #include <boost/asio/post.hpp>
@@ -102,10 +103,10 @@ void client_impl::grant_locked(todo& out, const pool_action& a, lazy_now& now) {
     req->slot = a.slot;
     req->pooled = true;
     req->waited = now() - req->submitted;
-    wait_hist_.record(req->waited);
+    metrics_.record_wait(req->waited);
     out.push_back([this, c = cit->second, req] { post_enqueue(c, req); });
   } else if (auto areq = take_acquire_waiter_locked(a.waiter)) {
-    wait_hist_.record(now() - areq->submitted);
+    metrics_.record_wait(now() - areq->submitted);
     if (cit == conns_.end()) {
       out.push_back([this, areq] { complete_acquire_failure(areq, make_error_code(errc::not_sent), "connection gone"); });
       return;
@@ -121,13 +122,13 @@ void client_impl::fail_locked(todo& out, const pool_action& a, lazy_now& now) {
   std::string msg = connect_error_message_locked(a.ec);
   if (auto req = take_query_waiter_locked(a.waiter)) {
     req->waited = now() - req->submitted;
-    wait_hist_.record(req->waited);
+    metrics_.record_wait(req->waited);
     auto ec = a.ec;
     // The caller's own query deadline was the binding one: say so.
     if (ec == errc::pool_timeout && req->deadline <= pool_clock::now()) ec = make_error_code(errc::query_timeout);
     out.push_back([this, req, ec, msg] { complete_query_failure(req, ec, msg); });
   } else if (auto areq = take_acquire_waiter_locked(a.waiter)) {
-    wait_hist_.record(now() - areq->submitted);
+    metrics_.record_wait(now() - areq->submitted);
     out.push_back([this, areq, ec = a.ec, msg] { complete_acquire_failure(areq, ec, msg); });
   }
 }
@@ -148,9 +149,7 @@ void client_impl::rearm_tick_locked(todo& out) {
 }
 
 std::string client_impl::connect_error_message_locked(const std::error_code& ec) const {
-  if (ec.category() == sqlstate_category() || ec == errc_condition::connect_error) {
-    if (!last_connect_message_.empty()) return "could not connect: " + last_connect_message_;
-  }
+  if (is_connect_error(ec) && !last_connect_message_.empty()) return connect_error_text(last_connect_message_);
   return ec.message();
 }
 

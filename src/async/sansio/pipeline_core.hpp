@@ -9,13 +9,17 @@
 // said and the current time, then carries out the queued actions in order.
 // Not thread-safe: called on the connection's executor only.
 //
-// Contract (each point has a test in tests/unit/pipeline_core_test.cpp):
+// Contract (each point has a test in tests/unit/async/sansio/pipeline_core_*_test.cpp):
 //  - Every submitted request gets exactly one `complete` action, unless the
 //    core was destroyed first. After `complete`, a request still written has
 //    its remaining results reported as `discard` (detached).
 //  - Results are matched in order: on_result/on_command_end/on_sync always
 //    concern head(), the oldest written request.
 //  - At most `depth` requests are written and not yet synced.
+//  - Writes follow submission order: the next request written is always the
+//    oldest one submitted that is still to be written, including requests
+//    written before and queued again (skipped in a batch, or re-run for a
+//    statement repair), however many Syncs gave them back.
 //  - Nothing is sent after the connection broke (on_broken, a session-fatal
 //    error, COPY, a stall, an unanswered cancel): written requests complete
 //    with connection_lost ("may have executed"), waiting ones with not_sent.
@@ -52,9 +56,9 @@
 //    to fill: each write_pass closes its last batch. The batch is one implicit
 //    transaction: an error in one request makes the server skip (abort) the
 //    requests behind it in the batch; those never ran and are written again
-//    (front of the queue, in order), while every request that ran completes
-//    with its own result or its own error and is never written again. Outcomes
-//    are decided at the batch's Sync. The shell marks `coalesce` only where a
+//    (ahead of newer work, in submission order), while every request that ran
+//    completes with its own result or its own error and is never written
+//    again. Outcomes are decided at the batch's Sync. The shell marks `coalesce` only where a
 //    rollback of the batch cannot undo anything a caller was told succeeded
 //    (reads on a read-only session: see sync_coalescing.hpp).
 //  - COPY (lease only): a `copy` request waits at the head of the waiting
@@ -161,7 +165,7 @@ struct pipe_action {
                   ///< (unnamed with the request's SQL if empty); then Sync if `sync`
     send_internal,///< write `sql` (no parameters, unnamed) + Sync; its results are the core's
     flush,        ///< everything sent since the last flush
-    single_row,   ///< set single-row mode now: `id` is the head at its Execute
+    single_row,   ///< set single-row mode at once: `id` is the head at its Execute
     complete,     ///< `id` completes with `outcome`
     release,      ///< `units` shared units of pool capacity go back to the pool
     start_cancel, ///< PQcancel for `id` (off the loop); answer on_cancel_returned / on_cancel_failed
@@ -271,46 +275,96 @@ class pipeline_core {
   bool take_pooler_warning() noexcept { return pooler_seen_ && !std::exchange(pooler_warned_, true); }
 
  private:
+  /// Where a request stands on its way through the connection (one at a time).
+  enum class stage : unsigned char {
+    waiting,  ///< in waiting_: not written, or queued again
+    parse,    ///< written with its Parse, whose results come first
+    execute,  ///< its Execute's (or its COPY's) results are current
+    ended,    ///< its commands are over; its batch's Sync decides (in batch_)
+  };
+  /// What the server said about the request's current send. The first error
+  /// wins; any result beats a skip.
+  enum class answer : unsigned char {
+    none,             ///< nothing yet (at its Sync: a protocol error)
+    skipped,          ///< only PIPELINE_ABORTED: an earlier request of its batch failed
+    ok,
+    error,            ///< its Execute failed
+    parse_error,      ///< its Parse failed: no statement was made
+    stale_statement,  ///< its cached statement was refused before executing (26000, plan changed)
+  };
+  /// Who is told the outcome.
+  enum class recipient : unsigned char {
+    caller,    ///< a caller waits for its complete action
+    detached,  ///< the caller was answered early; its results are discarded
+    core,      ///< the core's own request (a DEALLOCATE): no complete action
+  };
+  static bool is_error(answer a) noexcept { return a >= answer::error; }
+  /// The wire format's Bind carries at most 65535 parameters.
+  static constexpr std::size_t max_params = 65535;
+
+  /// A request in the core. Its state is three values (stage, answer,
+  /// recipient: each one of several exclusive cases) and the flags below,
+  /// which combine freely with them and with each other.
   struct entry {
     pipe_id id = 0;
+    std::uint64_t seq = 0;  ///< submission order: waiting_ is kept sorted by it
+    stage at = stage::waiting;
+    answer heard = answer::none;
+    recipient to = recipient::caller;
+    bool carried_parse = false;   ///< its current send carried a Parse (the statement's first use)
+    bool retried = false;         ///< re-run once already for a statement repair
+    bool cancel_sent = false;     ///< a PQcancel was started for it
+    bool single_row_set = false;  ///< single-row mode was set for its Execute
+    bool abandoned = false;       ///< stream stopped by its reader
+    bool batch_last = true;       ///< its send carried the Sync (false: mid-batch)
     pipe_request req;
-    bool core_owned = false;    ///< a DEALLOCATE: no complete action
-    bool detached = false;      ///< complete action given; results discarded
-    bool in_execute = false;    ///< past the Parse's results
-    bool carried_parse = false;
-    std::string name;           ///< statement it executed ("" = unnamed)
-    bool has_ok = false;
-    bool has_error = false;
-    bool err_in_parse = false;
-    bool retryable = false;
-    bool retried = false;
-    bool cancel_sent = false;
-    bool single_row_set = false;
-    bool abandoned = false;     ///< stream stopped by its reader
-    bool batch_last = true;     ///< its send carried the Sync (false: mid-batch)
-    bool aborted = false;       ///< the server skipped a command of it (PIPELINE_ABORTED)
-    std::string sqlstate;
+    std::string name;             ///< statement it executed ("" = unnamed)
+    std::string sqlstate;         ///< of its first error
+    bool awaited() const noexcept { return to == recipient::caller; }
   };
 
+  // pipeline_core.cpp: the FIFO, writes, results, breaks, time.
   void complete(entry& e, pipe_outcome o);
   void release_unit(const entry& e);
   void flush_release();
   bool send(entry& e);
   void prime_single_row();
   void break_all(const std::string& reason, std::optional<pipe_outcome> head_outcome);
+  void push_internal(std::string sql);
+  // pipeline_settle.cpp: what a Sync means for the requests it closes.
+  /// Decides every request of the segment a Sync closed: the head, and the
+  /// requests of its coalesced batch in batch_.
+  void settle(tx_state tx);
+  /// One request of the settled segment.
+  void settle_one(entry& e, bool lease_may_retry);
+  /// Back into waiting_ to be written again, at its place in submission order.
+  void requeue(entry& e);
+  // pipeline_statements.cpp: the statement cache, its repair, pooler detection.
+  /// Names `e`'s statement for its send (evicting, and writing the
+  /// DEALLOCATE, when the cache is full); unnamed if it cannot be cached.
+  void name_statement(entry& e);
+  /// send() would carry a Parse for it (its statement is not cached yet).
+  bool needs_parse(const entry& e) const;
   void finish_statement(entry& e);
+  /// A Parse this connection just sent under a fresh name failed in a way
+  /// only a transaction pooler explains.
+  static bool pooler_symptom(const entry& e);
+  /// `e` may be re-run with a fresh Parse: its stale statement is dropped
+  /// (and deallocated if it still exists).
+  bool repair_statement(entry& e, bool lease_may_retry);
+  // pipeline_batches.cpp: Sync coalescing.
+  bool may_coalesce(const entry& e) const;
+  /// `e` (just sent, `batch_run` requests before it in its batch) leaves its
+  /// batch open for the next waiting request.
+  bool batch_stays_open(const entry& e, std::size_t batch_run) const;
+  // pipeline_cancel.cpp: cancellation and its hold-back.
   entry* find_written(pipe_id id);
   bool try_start_cancel(time_point now, entry& e);
   /// start_cancel for `e`, holding writes until it returned and `e` is over.
   void emit_cancel(time_point now, entry& e);
-  void push_internal(std::string sql, bool front);
   /// Removes a request not yet written (completed cancelled_unsent); false if it was not waiting.
   bool drop_unsent(pipe_id id);
-  bool may_coalesce(const entry& e) const;
-  /// send() would carry a Parse for it (its statement is not cached yet).
-  bool needs_parse(const entry& e) const;
-  /// on_sync for a Sync that closes a coalesced batch (batch_ not empty).
-  void on_batch_sync(time_point now, tx_state tx);
+  // pipeline_copy.cpp
   /// write_pass's turn for a COPY at the head of the waiting queue: true when
   /// the queue must not move (the COPY waits for the pipeline to drain, or started).
   bool copy_blocks_queue();
@@ -332,7 +386,8 @@ class pipeline_core {
   time_point cancel_deadline_ = time_point::max();
   time_point last_progress_{};
   pipe_id next_internal_ = 0;  ///< counts down from the top of the id space
-  bool pooler_seen_ = false;   ///< pooler detection tripped: unnamed from now on
+  std::uint64_t next_seq_ = 0;  ///< the next entry's submission order
+  bool pooler_seen_ = false;   ///< pooler detection tripped: unnamed from then on
   bool pooler_warned_ = false;
   pipe_id copy_id_ = 0;  ///< the COPY running outside pipeline mode
   /// Some request had a deadline (sticky): next_timer() must scan the queues.

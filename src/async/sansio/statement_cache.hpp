@@ -10,7 +10,7 @@
 //    fail with 26000.
 //  - A name is never reused, so a DEALLOCATE of an old name can never hit a
 //    newer statement for the same SQL.
-//  - forget(sql, name) is a no-op when `sql` now maps to another name (a
+//  - forget(sql, name) is a no-op when `sql` maps to another name by then (a
 //    second failure reported for a statement already replaced).
 #pragma once
 

@@ -17,15 +17,15 @@
 // through the state under mu_ and the wake-up pipe. It is the blocking
 // driver's model: a thread for each thing that waits, visible in the count.
 //
-// The contract and its reasons are the async listener's (src/async/listener.cpp):
-// the gap is queued when the re-LISTEN is acknowledged, not when the loss is
-// seen, so a caller re-reading state on a gap cannot miss a change; a command
-// in flight when the connection is lost is sent again (LISTEN and UNLISTEN
-// are idempotent).
+// The protocol (the commands, reconnect timing, re-LISTEN, where the gap
+// goes, refused channels, the buffer's bound) is listener_core's
+// (src/core/listen/listener_core.hpp), shared with the async listener and
+// kept under mu_; this file is the I/O around it.
 #include <pgpipe/blocking_listener.hpp>
 
 #include <pgpipe/error.hpp>
 
+#include "core/listen/listener_core.hpp"
 #include "pq/libpq_failure.hpp"
 #include "pq/listen_protocol.hpp"
 #include "pq/notice_route.hpp"
@@ -39,12 +39,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
-#include <deque>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -57,7 +56,9 @@ using std::chrono::milliseconds;
 class blocking_listener_impl {
  public:
   blocking_listener_impl(pool_params params, logger_fn logger)
-      : params_(std::move(params)), logger_(std::move(logger)), secrets_(passwords_of(params_.conninfo)) {
+      : params_(std::move(params)), logger_(std::move(logger)), secrets_(passwords_of(params_.conninfo)),
+        core_({params_.connect_backoff_initial, params_.connect_backoff_max, blocking_listener::max_buffered},
+              clock::now()) {
     if (auto why = conninfo_parse_error(params_.conninfo, secrets_); !why.empty())
       throw error(make_error_code(errc::bad_conninfo), "blocking_listener: " + why);
     if (::pipe2(wake_, O_NONBLOCK | O_CLOEXEC) != 0)
@@ -76,68 +77,57 @@ class blocking_listener_impl {
   blocking_listener_impl& operator=(const blocking_listener_impl&) = delete;
 
   void command(std::string_view channel, bool listen) {
-    auto c = std::make_shared<pending_command>();
-    c->sql = (listen ? "LISTEN " : "UNLISTEN ") + quote_identifier(channel);
-    c->channel = channel;
-    c->listen = listen;
+    const std::string sql = (listen ? "LISTEN " : "UNLISTEN ") + quote_identifier(channel);
     std::unique_lock lock(mu_);
-    if (closed_) throw error(make_error_code(errc::closed), "blocking_listener is closed");
-    if (listen) {
-      channels_.emplace(channel);
-    } else {
-      channels_.erase(std::string(channel));
-    }
-    commands_.push_back(c);
+    if (core_.closed()) throw error(make_error_code(errc::closed), "blocking_listener is closed");
+    const command_id id = listen ? core_.subscribe(channel) : core_.unsubscribe(channel);
+    listen_ack answer;
+    bool done = false;
+    waiting_.emplace(id, waiter{&answer, &done});
     wake();
-    auto acknowledged = [&] { return c->done || closed_; };
+    auto acknowledged = [&] { return done; };
     if (params_.query_timeout.count() > 0) {
-      if (!cv_.wait_for(lock, params_.query_timeout, acknowledged))
+      if (!cv_.wait_for(lock, params_.query_timeout, acknowledged)) {
+        waiting_.erase(id);
         throw error(make_error_code(errc::query_timeout),
-                    "blocking_listener: " + c->sql + " not acknowledged within query_timeout (" +
+                    "blocking_listener: " + sql + " not acknowledged within query_timeout (" +
                         std::to_string(params_.query_timeout.count()) +
                         "ms); it stays recorded and is made as soon as the connection allows");
+      }
     } else {
       cv_.wait(lock, acknowledged);
     }
-    if (!c->done) throw error(make_error_code(errc::closed), "blocking_listener closed before " + c->sql + " was acknowledged");
-    if (c->ec) throw error(c->ec, c->diag);
+    if (answer.ec) throw error(answer.ec, answer.diag);
   }
 
   std::optional<notification> receive(milliseconds timeout) {
     std::unique_lock lock(mu_);
-    auto ready = [&] { return closed_ || !queue_.empty(); };
+    auto ready = [&] { return core_.closed() || core_.has_notification(); };
     cv_.wait_for(lock, std::max(timeout, milliseconds{0}), ready);
-    if (closed_) throw error(make_error_code(errc::closed), "blocking_listener is closed");
-    if (queue_.empty()) return std::nullopt;
+    if (core_.closed()) throw error(make_error_code(errc::closed), "blocking_listener is closed");
+    if (!core_.has_notification()) return std::nullopt;
     // Reading paused on a full buffer: this pop makes room, so resume it.
-    if (queue_.size() >= blocking_listener::max_buffered) wake();
-    notification n = std::move(queue_.front());
-    queue_.pop_front();
-    return n;
+    if (core_.full()) wake();
+    return core_.pop();
   }
 
   void close() {
     {
       std::lock_guard lock(mu_);
-      if (closed_) return;
-      closed_ = true;
+      if (core_.closed()) return;
+      core_.close();
+      answer_locked();
       wake();
     }
     cv_.notify_all();
   }
 
  private:
-  struct pending_command {
-    std::string sql;
-    std::string channel;  // of a caller's LISTEN/UNLISTEN
-    bool listen = false;
-    bool resubscribe = false;  // the re-LISTEN after a reconnect: queues the gap when acknowledged
-    bool done = false;         // under mu_
-    std::error_code ec;        // under mu_, valid once done
-    diagnostics diag;
+  // A caller blocked in command(), on its own stack.
+  struct waiter {
+    listen_ack* answer;
+    bool* done;
   };
-
-  enum class state { backing_off, connecting, ready };
 
   // ---- wake-ups and logging ------------------------------------------------------
 
@@ -157,25 +147,39 @@ class blocking_listener_impl {
     if (logger_) logger_(level, "blocking_listener: " + line);
   }
 
-  bool is_closed() {
-    std::lock_guard lock(mu_);
-    return closed_;
+  // Hands the core's answers to the callers waiting for them (under mu_).
+  void answer_locked() {
+    for (auto& a : core_.take_acks()) {
+      auto it = waiting_.find(a.id);
+      if (it == waiting_.end()) continue;  // that caller stopped waiting (query_timeout)
+      *it->second.answer = std::move(a);
+      *it->second.done = true;
+      waiting_.erase(it);
+    }
   }
 
   // ---- the listener's thread -------------------------------------------------------
 
   void run() {
-    while (!is_closed()) {
-      switch (state_) {
-        case state::backing_off:
-          if (clock::now() >= next_connect_) {
+    for (;;) {
+      clock::time_point connect_at;
+      const listener_phase now_in = [&] {
+        std::lock_guard lock(mu_);
+        connect_at = core_.connect_at();
+        return core_.phase();
+      }();
+      if (now_in == listener_phase::closed) break;
+      switch (now_in) {
+        case listener_phase::waiting:
+          if (clock::now() >= connect_at) {
             start_connect();
           } else {
-            wait_for(-1, 0, next_connect_);
+            wait_for(-1, 0, connect_at);
           }
           break;
-        case state::connecting: step_connect(); break;
-        case state::ready: step_ready(); break;
+        case listener_phase::connecting: step_connect(); break;
+        case listener_phase::ready: step_ready(); break;
+        case listener_phase::closed: break;
       }
     }
     drop_connection();
@@ -199,9 +203,11 @@ class blocking_listener_impl {
   // ---- connecting ------------------------------------------------------------------
 
   void start_connect() {
-    const char* keys[] = {"dbname", "fallback_application_name", nullptr};
-    const char* vals[] = {params_.conninfo.c_str(), "pgpipe-blocking-listener", nullptr};
-    pg_ = PQconnectStartParams(keys, vals, 1);
+    {
+      std::lock_guard lock(mu_);
+      core_.on_connect_started();
+    }
+    pg_ = start_listener_connect(params_.conninfo, "pgpipe-blocking-listener");
     if (pg_ == nullptr || PQstatus(pg_) == CONNECTION_BAD) {
       connect_failed("");
       return;
@@ -211,14 +217,13 @@ class blocking_listener_impl {
     notices_.emplace(pg_, 0, [this](bool warning, const std::string& line) {
       log(warning ? log_level::warning : log_level::info, line);
     });
-    state_ = state::connecting;
     connect_deadline_ = clock::now() + params_.connect_timeout;
     poll_want_ = PGRES_POLLING_WRITING;
   }
 
   void step_connect() {
     if (clock::now() >= connect_deadline_) {
-      connect_failed("connect timed out after " + std::to_string(params_.connect_timeout.count()) + "ms");
+      connect_failed(connect_timeout_text(params_.connect_timeout));
       return;
     }
     const short want = poll_want_ == PGRES_POLLING_READING ? POLLIN : POLLOUT;
@@ -232,51 +237,35 @@ class blocking_listener_impl {
     }
   }
 
+  // `reason` empty: libpq's message says why.
   void connect_failed(const std::string& reason) {
-    const std::string why = !reason.empty() ? reason
-                            : pg_           ? clean_message(PQerrorMessage(pg_), secrets_)
-                                            : "out of memory";
-    log(log_level::warning, "connect failed: " + why);
+    log(log_level::warning, connect_failed_text(pg_, reason, secrets_));
     drop_connection();
-    backoff_ = backoff_.count() == 0 ? params_.connect_backoff_initial
-                                     : std::min(backoff_ * 2, params_.connect_backoff_max);
-    next_connect_ = clock::now() + backoff_;
-    state_ = state::backing_off;
+    std::lock_guard lock(mu_);
+    core_.on_connect_failed(clock::now());
   }
 
   void connected() {
-    backoff_ = milliseconds{0};
     PQsetnonblocking(pg_, 1);
-    state_ = state::ready;
     std::lock_guard lock(mu_);
-    if (ever_ready_ && !channels_.empty()) {
-      auto c = std::make_shared<pending_command>();
-      c->resubscribe = true;
-      c->sql = relisten_sql(channels_);
-      commands_.push_front(std::move(c));
-    } else {
-      // Nothing subscribed: nothing could have been missed.
-      gap_pending_ = false;
-    }
-    ever_ready_ = true;
+    core_.on_connected();
   }
 
   // ---- running ---------------------------------------------------------------------
 
   void step_ready() {
-    if (!in_flight_) {
-      std::string sql;
-      {
-        std::lock_guard lock(mu_);
-        if (!commands_.empty()) {
-          in_flight_ = commands_.front();
-          sql = in_flight_->sql;
-        }
-      }
-      if (in_flight_ && PQsendQuery(pg_, sql.c_str()) != 1) {
-        lost();
-        return;
-      }
+    std::string sql;
+    bool in_flight = false;
+    bool wants_read = false;
+    {
+      std::lock_guard lock(mu_);
+      if (const listen_command* c = core_.next_command()) sql = c->sql;
+      in_flight = core_.in_flight();
+      wants_read = core_.wants_read();
+    }
+    if (!sql.empty() && PQsendQuery(pg_, sql.c_str()) != 1) {
+      lost();
+      return;
     }
     const int flushed = PQflush(pg_);
     if (flushed < 0) {
@@ -284,21 +273,14 @@ class blocking_listener_impl {
       return;
     }
     short want = flushed == 1 ? POLLOUT : 0;
-    bool full = false;
-    {
-      std::lock_guard lock(mu_);
-      full = queue_.size() >= blocking_listener::max_buffered;
-    }
-    // Backpressure: with the buffer full and no command waiting for its
-    // answer, leave the rest in the server's notification queue. libpq's rule
-    // while flushing: read too, or a server blocked on its own writes never
-    // drains ours.
-    if (!full || in_flight_ || flushed == 1) want |= POLLIN;
+    // Backpressure is the core's (wants_read). libpq's rule while flushing:
+    // read too, or a server blocked on its own writes never drains ours.
+    if (wants_read || flushed == 1) want |= POLLIN;
     const short got = wait_for(PQsocket(pg_), want, clock::time_point::max());
-    if (got & (POLLIN | POLLERR | POLLHUP)) on_readable();
+    if (got & (POLLIN | POLLERR | POLLHUP)) on_readable(in_flight);
   }
 
-  void on_readable() {
+  void on_readable(bool in_flight) {
     if (PQconsumeInput(pg_) != 1) {
       collect_notifications();  // what arrived before the loss is still delivered, in order
       lost();
@@ -306,41 +288,27 @@ class blocking_listener_impl {
     }
     // Notifications parsed with the answer came after the command ran: for
     // a re-LISTEN they are newer than the gap, so they queue after it.
-    if (in_flight_ && read_command_results(pg_, outcome_)) command_done();
-    if (!pg_) return;  // a failed re-LISTEN dropped the connection
+    if (in_flight && read_command_results(pg_, outcome_)) command_done();
+    if (!pg_) return;  // a refused re-LISTEN dropped the connection
     collect_notifications();
     if (PQstatus(pg_) == CONNECTION_BAD) lost();
   }
 
   void command_done() {
-    auto c = std::move(in_flight_);
-    bool resubscribe_failed = false;
+    listen_outcome outcome = std::exchange(outcome_, {});
+    const std::string why = outcome.ec ? outcome.diag.to_string() : std::string();
+    after_command next = after_command::carry_on;
     {
       std::lock_guard lock(mu_);
-      if (!commands_.empty() && commands_.front() == c) commands_.pop_front();
-      c->done = true;
-      c->ec = outcome_.ec;
-      c->diag = std::exchange(outcome_, {}).diag;
-      // A LISTEN the server refused is not a subscription: kept, it would
-      // make every re-LISTEN after a reconnect fail.
-      if (c->ec && c->listen) channels_.erase(c->channel);
-      if (c->resubscribe && c->ec) {
-        // Delivering the gap now would claim channels are listened again
-        // when the server refused: drop the connection and try again, the
-        // gap still pending.
-        resubscribe_failed = true;
-      } else if (c->resubscribe && gap_pending_) {
-        gap_pending_ = false;
-        notification gap;
-        gap.gap = true;
-        queue_.push_back(std::move(gap));
-      }
+      next = core_.on_command_done(clock::now(), outcome.ec, std::move(outcome.diag));
+      answer_locked();
     }
     cv_.notify_all();
-    if (c->ec) log(log_level::warning, "command failed: " + c->diag.to_string());
-    if (resubscribe_failed) {
+    if (outcome.ec) log(log_level::warning, "command failed: " + why);
+    if (next == after_command::reconnect) {
       collect_notifications();
-      connect_failed("LISTEN again after a reconnect failed: " + c->diag.to_string());
+      log(log_level::warning, connect_failed_text(pg_, relisten_failed_text(why), secrets_));
+      drop_connection();
     }
   }
 
@@ -348,26 +316,19 @@ class blocking_listener_impl {
     bool any = false;
     {
       std::lock_guard lock(mu_);
-      any = take_notifications(pg_, queue_);
+      any = take_notifications(pg_, core_);
     }
     if (any) cv_.notify_all();
   }
 
   void lost() {
-    log(log_level::warning, "connection lost (" + (pg_ ? clean_message(PQerrorMessage(pg_), secrets_) : "") +
-                                "): reconnecting; a gap event follows");
-    // A command in flight stays at the head of commands_ and is sent again
-    // on the next connection.
-    in_flight_.reset();
+    log(log_level::warning, connection_lost_text(pg_, secrets_));
     outcome_ = {};
     {
       std::lock_guard lock(mu_);
-      gap_pending_ = true;
+      core_.on_lost(clock::now());
     }
     drop_connection();
-    // The first attempt at once: the back-off is for a server that refuses.
-    state_ = state::backing_off;
-    next_connect_ = clock::now();
   }
 
   void drop_connection() {
@@ -386,23 +347,15 @@ class blocking_listener_impl {
   // The listener's thread only.
   PGconn* pg_ = nullptr;
   std::optional<notice_route> notices_;
-  state state_ = state::backing_off;
-  clock::time_point next_connect_{};  // the first connect at once
   clock::time_point connect_deadline_{};
   PostgresPollingStatusType poll_want_ = PGRES_POLLING_WRITING;
-  milliseconds backoff_{0};
-  std::shared_ptr<pending_command> in_flight_;
-  listen_outcome outcome_;  // of the command in flight
+  listen_outcome outcome_;  // of the command in flight, read so far
 
   // Shared with callers, under mu_.
   std::mutex mu_;
   std::condition_variable cv_;
-  bool closed_ = false;
-  bool ever_ready_ = false;
-  bool gap_pending_ = false;
-  std::set<std::string> channels_;
-  std::deque<std::shared_ptr<pending_command>> commands_;
-  std::deque<notification> queue_;
+  listener_core core_;
+  std::unordered_map<command_id, waiter> waiting_;
 
   std::thread thread_;  // last: started once everything above exists
 };

@@ -1,36 +1,21 @@
 // blocking_read_router (include/pgpipe/blocking_read_router.hpp): the pools,
-// the sans-IO replica_tracker under one mutex, and a probe thread that runs
-// the probes itself, one statement per borrowed connection.
+// the sans-IO replica_tracker under one mutex, and the probes
+// (pq/router_probes: a connection and a thread per server, each probe
+// bounded by probe_timeout, so a hung server holds no pool connection, no
+// caller and no destructor).
 #include <pgpipe/blocking_read_router.hpp>
 
-#include "core/routing/probe_scheduler.hpp"
 #include "core/routing/read_only_fallback.hpp"
 #include "core/routing/replica_tracker.hpp"
+#include "pq/router_probes.hpp"
 
 #include <mutex>
 #include <stdexcept>
 
 namespace pgpipe {
 namespace detail {
-namespace {
 
 using clock = replica_tracker::clock;
-
-// One probe statement on a connection borrowed for it alone. Any failure
-// (no connection within the timeout, the server's error) is "no answer".
-std::optional<pqxx::result> probe_row(blocking_pool& pool, const char* sql, std::chrono::milliseconds timeout) {
-  try {
-    blocking_lease lease = pool.acquire(timeout);
-    pqxx::nontransaction tx{*lease};
-    pqxx::result r = tx.exec(sql);
-    if (r.size() != 1) return std::nullopt;
-    return r;
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
-
-}  // namespace
 
 struct blocking_read_router_impl {
   blocking_read_router_impl(std::unique_ptr<blocking_pool> p, std::vector<std::unique_ptr<blocking_pool>> r,
@@ -41,44 +26,6 @@ struct blocking_read_router_impl {
         primary_read_only(std::make_unique<blocking_pool>(primary_read_only_params(primary->params(), routing))),
         replicas(std::move(r)) {}
 
-  void probe() {
-    const auto timeout = routing.probe_timeout;
-    auto sent = clock::now();
-    std::optional<std::int64_t> lsn;
-    if (auto row = probe_row(*primary, primary_probe_sql, timeout)) {
-      try {
-        lsn = (*row)[0][0].as<std::int64_t>();
-      } catch (const std::exception&) {
-      }
-    }
-    {
-      std::lock_guard lk(mu);
-      tracker.begin_primary_probe();
-      if (lsn && *lsn >= 0) {
-        tracker.primary_probed(sent, static_cast<std::uint64_t>(*lsn));
-      } else {
-        tracker.primary_probe_failed();
-      }
-    }
-    for (std::size_t i = 0; i < replicas.size(); ++i) {
-      sent = clock::now();
-      std::optional<std::pair<bool, std::int64_t>> answer;
-      if (auto row = probe_row(*replicas[i], replica_probe_sql, timeout)) {
-        try {
-          answer.emplace((*row)[0][0].as<bool>(), (*row)[0][1].as<std::int64_t>());
-        } catch (const std::exception&) {
-        }
-      }
-      std::lock_guard lk(mu);
-      tracker.begin_replica_probe(i);
-      if (answer && answer->second >= 0) {
-        tracker.replica_probed(i, sent, clock::now(), answer->first, static_cast<std::uint64_t>(answer->second));
-      } else {
-        tracker.replica_probe_failed(i);
-      }
-    }
-  }
-
   read_routing_params routing;
   mutable std::mutex mu;
   replica_tracker tracker;
@@ -87,8 +34,8 @@ struct blocking_read_router_impl {
   // write fails with 25006 as on a standby.
   std::unique_ptr<blocking_pool> primary_read_only;
   std::vector<std::unique_ptr<blocking_pool>> replicas;
-  // Last: stopped (joined) first, before the pools it uses go away.
-  std::unique_ptr<probe_scheduler> probes;
+  // Last: stopped (joined) first, before the tracker it records into goes away.
+  std::unique_ptr<router_probes> probes;
 };
 
 }  // namespace detail
@@ -104,7 +51,10 @@ blocking_read_router::blocking_read_router(std::unique_ptr<blocking_pool> primar
   impl_ = std::make_unique<detail::blocking_read_router_impl>(std::move(primary), std::move(replicas),
                                                               std::move(params));
   auto& m = *impl_;
-  m.probes = std::make_unique<detail::probe_scheduler>(m.routing.probe_interval, [&m] { m.probe(); });
+  std::vector<std::string> replica_conninfos;
+  for (const auto& r : m.replicas) replica_conninfos.push_back(r->params().conninfo);
+  m.probes =
+      std::make_unique<detail::router_probes>(m.primary->params().conninfo, replica_conninfos, m.routing, m.mu, m.tracker);
 }
 
 blocking_read_router::~blocking_read_router() { impl_->probes->stop(); }
@@ -117,17 +67,21 @@ blocking_pool& blocking_read_router::replica(std::size_t i) { return *impl_->rep
 
 std::size_t blocking_read_router::replica_count() const noexcept { return impl_->replicas.size(); }
 
-std::optional<std::size_t> blocking_read_router::route_read() {
+detail::read_route blocking_read_router::route_read() {
   std::lock_guard lk(impl_->mu);
-  return impl_->tracker.route_read(detail::clock::now());
+  const std::optional<std::size_t> i = impl_->tracker.route_read(detail::clock::now());
+  return i ? detail::read_route{detail::read_route::to::replica, *i} : detail::read_route{};
 }
 
-bool blocking_read_router::rerun_on_primary(std::size_t i, const std::error_code& ec) {
-  if (!detail::replica_unreachable(ec)) return false;
+blocking_pool& blocking_read_router::pool_for(const detail::read_route& r) {
+  return r.where == detail::read_route::to::replica ? *impl_->replicas.at(r.replica) : *impl_->primary_read_only;
+}
+
+detail::read_route blocking_read_router::reroute(const detail::read_route& failed, const std::error_code& ec,
+                                                 detail::read_failures& f) {
+  if (!detail::server_unreachable(ec)) return {detail::read_route::to::nowhere, 0};
   std::lock_guard lk(impl_->mu);
-  impl_->tracker.replica_read_failed(i, detail::clock::now());
-  impl_->tracker.read_retried();
-  return true;
+  return impl_->tracker.reroute(failed, detail::clock::now(), f);
 }
 
 read_routing_stats blocking_read_router::stats() const {

@@ -12,7 +12,14 @@
 // on the least-loaded slot; an `exclusive` request (a lease) takes a whole
 // idle slot. An exclusive waiter at the head of the queue reserves the
 // least-loaded busy slot so that shared traffic cannot starve it.
+//
+// The vocabulary (ids, slot_state, request_kind, pool_action) is in
+// pool_types.hpp; the pieces pool_core composes are waiter_queue (queued
+// requests), slot_table (connections and their timers) and growth_policy
+// (when to connect, back-off).
 #pragma once
+
+#include "core/pool/pool_types.hpp"
 
 #include <pgpipe/pool_params.hpp>
 #include <pgpipe/stats.hpp>
@@ -25,28 +32,6 @@
 #include <vector>
 
 namespace pgpipe::detail {
-
-using pool_clock = std::chrono::steady_clock;
-using time_point = pool_clock::time_point;
-using slot_id = std::uint64_t;    // never reused within one pool_core
-using waiter_id = std::uint64_t;  // never reused within one pool_core
-
-enum class request_kind { shared, exclusive };
-enum class slot_state { connecting, idle, busy, checking, draining };
-
-struct pool_action {
-  enum class kind {
-    open,   ///< start connecting `slot`; answer with on_open_succeeded/on_open_failed
-    close,  ///< close `slot`'s connection; the slot is already gone from the pool
-    check,  ///< run a health check on idle `slot`; answer with on_check_done
-    grant,  ///< `waiter` now holds capacity on `slot` (release it when done)
-    fail,   ///< `waiter` failed with `ec` (pool_timeout, closed, a connect error)
-  };
-  kind what;
-  slot_id slot = 0;
-  waiter_id waiter = 0;
-  std::error_code ec;
-};
 
 struct request_outcome {
   enum class kind { granted, queued, rejected };

@@ -60,6 +60,7 @@ std::string to_prometheus(const read_routing_stats& s, std::string_view prefix) 
   e.line("read_routing_total", "decision=\"primary_no_replica\"", to_string(s.reads_to_primary_no_replica));
   e.line("read_routing_total", "decision=\"primary_lag\"", to_string(s.reads_to_primary_lag));
   e.line("read_routing_total", "decision=\"retried_on_primary\"", to_string(s.reads_retried_on_primary));
+  e.line("read_routing_total", "decision=\"retried_on_replica\"", to_string(s.reads_retried_on_replica));
 
   e.head("primary_probes_total", "counter", "Probes of the primary's WAL position by result.");
   e.line("primary_probes_total", "result=\"ok\"", to_string(s.primary_probes_ok));

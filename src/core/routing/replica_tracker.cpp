@@ -9,12 +9,27 @@
 //   interval later.
 // - A replica with an unknown lag is kept off reads only when a bound is
 //   set: without one nobody asked for freshness.
-// - A promoted replica (no longer in recovery) has lag 0: it is a primary.
-// - While the primary's latest probe failed (it is gone: a failover is under
-//   way) the lag bound is not applied: the primary cannot serve the read, so
-//   sending it there trades a stale answer for an error. And the estimate
-//   itself grows with the clock from the last sample the dead primary gave,
-//   although nothing is being written that the replica could miss.
+// - A promoted replica (no longer in recovery) has lag 0 and leaves the
+//   replica set: its sessions are read-write, so a marked statement that
+//   writes would commit there (and, were its connection lost then, the
+//   re-run would be refused 25006 on the primary's read-only pool: the caller
+//   told "refused" for a write that committed). Marked reads go to the
+//   primary's read-only pool, which after a failover finds the promoted
+//   server by walking the primary's host list. A replica that never was in
+//   recovery (a primary listed as a replica) is treated alike.
+// - While the primary counts as down (primary_down_after probes missed in a
+//   row: a failover is under way) the lag bound is not applied: the primary
+//   cannot serve the read, so sending it there trades a stale answer for an
+//   error. And the estimate itself grows with the clock from the last sample
+//   the dead primary gave, although nothing is being written that the
+//   replica could miss. One missed probe is not enough: a primary slow for a
+//   moment would lift the bound for replicas minutes behind.
+// - A read whose server is unreachable runs again elsewhere, each server at
+//   most once, replicas before the primary: a marked request only reads, so
+//   nothing ran (a standby refuses writes, the read-only pool too). For a
+//   re-run a replica's latest good probe need not be recent (a loaded
+//   machine delays probes): the read has just failed on the only other
+//   candidate, and a replica really gone fails the re-run, which then ends.
 // - Round-robin over eligible replicas: the replicas' pools balance within
 //   themselves; across servers an even share is the simple, predictable rule.
 #include "core/routing/replica_tracker.hpp"
@@ -45,7 +60,7 @@ std::string replica_name(const read_routing_params& params, std::size_t i) {
   return "replica" + std::to_string(i);
 }
 
-bool replica_unreachable(const std::error_code& ec) {
+bool server_unreachable(const std::error_code& ec) {
   if (!ec) return false;
   if (ec == errc_condition::connection_lost || ec == errc_condition::connect_error) return true;
   const std::string state = sqlstate_of(ec);
@@ -55,22 +70,8 @@ bool replica_unreachable(const std::error_code& ec) {
 replica_tracker::replica_tracker(std::size_t replicas, read_routing_params params)
     : params_(std::move(params)), replicas_(replicas) {}
 
-bool replica_tracker::begin_primary_probe() {
-  if (primary_probe_in_flight_) return false;
-  primary_probe_in_flight_ = true;
-  return true;
-}
-
-bool replica_tracker::begin_replica_probe(std::size_t i) {
-  auto& r = replicas_.at(i);
-  if (r.probe_in_flight) return false;
-  r.probe_in_flight = true;
-  return true;
-}
-
 void replica_tracker::primary_probed(time_point sent, std::uint64_t wal_lsn) {
-  primary_probe_in_flight_ = false;
-  primary_down_ = false;
+  primary_misses_ = 0;
   ++stats_.primary_probes_ok;
   // A position going backwards is another server (a failover to a standby
   // that had not received everything): the old history means nothing there.
@@ -87,8 +88,7 @@ void replica_tracker::primary_probed(time_point sent, std::uint64_t wal_lsn) {
 }
 
 void replica_tracker::primary_probe_failed() {
-  primary_probe_in_flight_ = false;
-  primary_down_ = true;
+  ++primary_misses_;
   ++stats_.primary_probes_failed;
 }
 
@@ -114,7 +114,6 @@ std::chrono::milliseconds replica_tracker::lag_at(std::uint64_t replay_lsn, time
 void replica_tracker::replica_probed(std::size_t i, time_point sent, time_point now, bool in_recovery,
                                      std::uint64_t replay_lsn) {
   auto& r = replicas_.at(i);
-  r.probe_in_flight = false;
   ++r.probes_ok;
   r.probed_ok = true;
   r.last_ok_sent = sent;
@@ -134,7 +133,6 @@ void replica_tracker::replica_probed(std::size_t i, time_point sent, time_point 
 
 void replica_tracker::replica_probe_failed(std::size_t i) {
   auto& r = replicas_.at(i);
-  r.probe_in_flight = false;
   r.probed_ok = false;
   ++r.probes_failed;
 }
@@ -152,8 +150,15 @@ bool replica_tracker::healthy(std::size_t i, time_point now) const {
 }
 
 bool replica_tracker::within_lag_bound(const replica& r) const {
-  if (!params_.max_lag || primary_down_) return true;
+  if (!params_.max_lag || primary_misses_ >= primary_down_after) return true;
   return r.lag && *r.lag <= *params_.max_lag;
+}
+
+bool replica_tracker::may_take_rerun(std::size_t i) const {
+  const auto& r = replicas_[i];
+  if (!r.probed_ok || !r.in_recovery) return false;
+  if (r.read_failed_at && r.last_ok_sent <= *r.read_failed_at) return false;
+  return within_lag_bound(r);
 }
 
 std::optional<std::size_t> replica_tracker::route_read(time_point now) {
@@ -161,9 +166,9 @@ std::optional<std::size_t> replica_tracker::route_read(time_point now) {
   bool any_healthy = false;
   for (std::size_t k = 0; k < n; ++k) {
     const std::size_t i = (next_ + k) % n;
-    if (!healthy(i, now)) continue;
-    any_healthy = true;
     auto& r = replicas_[i];
+    if (!r.in_recovery || !healthy(i, now)) continue;
+    any_healthy = true;
     if (!within_lag_bound(r)) {
       ++r.skipped_for_lag;
       continue;
@@ -175,6 +180,30 @@ std::optional<std::size_t> replica_tracker::route_read(time_point now) {
   }
   ++(any_healthy ? stats_.reads_to_primary_lag : stats_.reads_to_primary_no_replica);
   return std::nullopt;
+}
+
+read_route replica_tracker::reroute(const read_route& failed, time_point now, read_failures& f) {
+  if (failed.where == read_route::to::replica) {
+    replica_read_failed(failed.replica, now);
+    f.replicas.push_back(failed.replica);
+  } else if (failed.where == read_route::to::primary) {
+    f.primary = true;
+  }
+  const std::size_t n = replicas_.size();
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t i = (next_ + k) % n;
+    if (std::find(f.replicas.begin(), f.replicas.end(), i) != f.replicas.end()) continue;
+    if (!may_take_rerun(i)) continue;
+    next_ = (i + 1) % n;
+    ++replicas_[i].reads;
+    ++stats_.reads_retried_on_replica;
+    return {read_route::to::replica, i};
+  }
+  if (!f.primary) {
+    ++stats_.reads_retried_on_primary;
+    return {read_route::to::primary, 0};
+  }
+  return {read_route::to::nowhere, 0};
 }
 
 read_routing_stats replica_tracker::snapshot(time_point now) const {

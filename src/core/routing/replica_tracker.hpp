@@ -18,6 +18,7 @@
 // Not thread-safe: a router calls it under its own lock.
 #pragma once
 
+#include <pgpipe/detail/read_route.hpp>
 #include <pgpipe/read_routing.hpp>
 
 #include <chrono>
@@ -51,9 +52,11 @@ class replica_tracker {
 
   replica_tracker(std::size_t replicas, read_routing_params params);
 
-  /// A probe may start (none of that server's is in flight); marks it in flight.
-  bool begin_primary_probe();
-  bool begin_replica_probe(std::size_t i);
+  /// Consecutive failed probes after which the primary counts as down (the
+  /// lag bound is lifted). More than one: a primary that is only slow for
+  /// a moment (a loaded machine, a probe answered just late) is not a dead
+  /// one, and lifting the bound sends reads to replicas however far behind.
+  static constexpr std::size_t primary_down_after = 2;
 
   /// The primary was at `wal_lsn` when the probe sent at `sent` ran.
   void primary_probed(time_point sent, std::uint64_t wal_lsn);
@@ -65,14 +68,21 @@ class replica_tracker {
   /// A read on replica i failed because its connection was lost or could not
   /// be opened: no reads go there until a probe sent after `now` succeeds.
   void replica_read_failed(std::size_t i, time_point now);
-  /// The failed read was run again on the primary.
-  void read_retried() { ++stats_.reads_retried_on_primary; }
 
   /// The replica that serves the next read-only request, or std::nullopt for
   /// the primary; counts the decision. Round-robin over the eligible ones:
-  /// healthy and within max_lag, except that while the primary's latest
-  /// probe failed (the primary is gone) any healthy replica is eligible.
+  /// healthy, in recovery (a promoted replica's sessions are read-write) and
+  /// within max_lag, except that while the primary counts as down
+  /// (primary_down_after missed probes) the bound is not applied.
   std::optional<std::size_t> route_read(time_point now);
+
+  /// The attempt at `failed` found its server unreachable (server_unreachable):
+  /// records that in `f` (and, for a replica, takes it out until a later
+  /// probe succeeds), counts the re-run, and answers where the read runs
+  /// next: a replica not in `f` that may serve it (as route_read, except that
+  /// its latest good probe need not be recent: the alternative is an error),
+  /// else the primary if it is not in `f`, else nowhere.
+  read_route reroute(const read_route& failed, time_point now, read_failures& f);
 
   /// Whether replica i may serve reads at `now` (healthy and recent).
   bool healthy(std::size_t i, time_point now) const;
@@ -86,7 +96,6 @@ class replica_tracker {
     std::uint64_t lsn;
   };
   struct replica {
-    bool probe_in_flight = false;
     bool probed_ok = false;         // the latest probe succeeded
     time_point last_ok_sent{};      // when the latest successful probe was sent
     time_point last_ok_at{};        // when its answer came
@@ -101,13 +110,15 @@ class replica_tracker {
   };
 
   bool within_lag_bound(const replica& r) const;
+  // May take a re-run: its latest probe succeeded (however long ago), no
+  // read failed there since, in recovery, within the bound.
+  bool may_take_rerun(std::size_t i) const;
   std::chrono::milliseconds lag_at(std::uint64_t replay_lsn, time_point now) const;
 
   read_routing_params params_;
   std::vector<replica> replicas_;
   std::deque<sample> history_;  // oldest first, lsn non-decreasing
-  bool primary_probe_in_flight_ = false;
-  bool primary_down_ = false;  // the primary's latest probe failed (none yet: not down)
+  std::size_t primary_misses_ = 0;  // consecutive failed probes of the primary
   std::size_t next_ = 0;  // round-robin cursor
   read_routing_stats stats_;
 };
@@ -115,7 +126,7 @@ class replica_tracker {
 /// A read that failed with `ec` on a replica says the replica is unreachable
 /// (connection lost, no connection could be opened, the server shutting down
 /// or starting: SQLSTATE class 08 and 57P01..57P03): run it on the primary.
-bool replica_unreachable(const std::error_code& ec);
+bool server_unreachable(const std::error_code& ec);
 
 /// The name of replica i in stats (params.replica_names or "replica<i>").
 std::string replica_name(const read_routing_params& params, std::size_t i);

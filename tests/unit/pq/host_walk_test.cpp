@@ -108,3 +108,27 @@ TEST(host_walk, an_application_name_given_is_not_overridden) {
 }
 
 }  // namespace
+
+// After a failed attempt: libpq's rule for whether the next host is tried.
+// A server that cannot take connections now (57P03: starting up, shutting
+// down, in recovery with hot_standby off) is skipped, as is a host that is
+// down, silent or of the wrong kind; a server that refused the login or the
+// database ends the walk.
+TEST(host_walk, which_failures_move_on_to_the_next_host) {
+  using pgpipe::detail::walk_moves_on;
+  const std::string at = "connection to server at \"127.0.0.1\", port 5432 failed: ";
+  EXPECT_TRUE(walk_moves_on(at + "FATAL:  the database system is starting up\n"));
+  EXPECT_TRUE(walk_moves_on(at + "FATAL:  the database system is shutting down\n"));
+  EXPECT_TRUE(walk_moves_on(at + "FATAL:  the database system is not yet accepting connections\n"
+                                 "DETAIL:  Consistent recovery state has not been yet reached.\n"));
+  EXPECT_TRUE(walk_moves_on(at + "Connection refused\n\tIs the server running on that host and accepting TCP/IP "
+                                 "connections?\n"));
+  EXPECT_TRUE(walk_moves_on("timeout expired after 2000 ms (connect_timeout)"));
+  EXPECT_TRUE(walk_moves_on(at + "session is read-only\n"));
+  EXPECT_TRUE(walk_moves_on(at + "server is in hot standby mode\n"));
+  EXPECT_FALSE(walk_moves_on(at + "FATAL:  password authentication failed for user \"app\"\n"));
+  EXPECT_FALSE(walk_moves_on(at + "fe_sendauth: no password supplied\n"));
+  EXPECT_FALSE(walk_moves_on(at + "FATAL:  database \"nope\" does not exist\n"));
+  EXPECT_FALSE(walk_moves_on(at + "FATAL:  sorry, too many clients already\n"));
+  EXPECT_FALSE(walk_moves_on(at + "FATAL:  role \"nope\" does not exist\n"));
+}

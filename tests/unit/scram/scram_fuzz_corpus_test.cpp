@@ -48,8 +48,9 @@ TEST(scram_fuzz_corpus, every_input_satisfies_the_fuzzers_properties) {
   EXPECT_GE(files.size(), 8u);
 }
 
-// The finding of issue 10: a verifier whose iteration field holds the
-// harness's password. Checked by hand too, so the test says what it means.
+// The fuzzer's finding kept in the corpus: a verifier whose iteration field
+// holds the harness's password must not be quoted back. Checked by hand too,
+// so the test says what it means.
 TEST(scram_fuzz_corpus, verifier_iteration_field_holding_the_password_is_not_quoted) {
   const std::string bytes = read_file(corpus / "finding-2026-11-30-verifier-iterations-echo");
   ASSERT_GT(bytes.size(), 1u);

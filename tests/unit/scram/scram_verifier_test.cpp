@@ -191,8 +191,8 @@ TEST(scram_result, ValueThrowsPgpipeErrorWithTheCodeAndMessage) {
 
 // A verifier is secret-equivalent and users paste passwords where one
 // belongs: whichever part is malformed, the message names the part and the
-// rule, and quotes none of the text (issue 10's finding was the iteration
-// field quoted back).
+// rule, and quotes none of the text (the iteration field, where a pasted
+// password lands, is the easiest one to quote back by mistake).
 TEST(scram_verifier, MalformedPartsAreNamedButNeverQuoted) {
   const std::string secret = "hunter2-Secret";
   const std::string key = "WG5d8oPm3OtcPnkdi4Uo7BkeZkBFzpcXkuLmtbsT4qY=";

@@ -1,4 +1,4 @@
-// Text and binary codecs for the types a service stores (issue 12): every
+// Text and binary codecs for the types a service stores: every
 // decoder against the server's own spellings and byte layouts, its edges, and
 // malformed input. No server: the byte strings are what PostgreSQL 15 sends.
 #include <pgpipe/type_traits.hpp>

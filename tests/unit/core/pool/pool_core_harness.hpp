@@ -1,7 +1,6 @@
 // The fake driver and fake clock of pool_core's unit tests: applies
 // pool_core's actions the way a driver would and records them, so tests can
-// answer opens and checks on command. Shared by pool_core_test.cpp and
-// pool_core_pacing_test.cpp.
+// answer opens and checks on command. Shared by every pool_core_*_test.cpp.
 #pragma once
 
 #include "core/pool/pool_core.hpp"
@@ -156,5 +155,11 @@ class harness {
     return ids;
   }
 };
+
+// The slot waiter `w` was granted, 0 while it has none.
+inline slot_id granted_slot(const harness& h, waiter_id w) {
+  auto it = h.granted.find(w);
+  return it == h.granted.end() ? 0 : it->second;
+}
 
 }  // namespace pgpipe::test::pool_harness

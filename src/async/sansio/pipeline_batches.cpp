@@ -1,0 +1,28 @@
+// pipeline_core: which requests share a Sync (contract in pipeline_core.hpp;
+// the shell's rule for marking a request `coalesce` is in sync_coalescing.hpp).
+// What a batch's Sync means for its requests is settled with every other
+// Sync, in pipeline_settle.cpp.
+//
+// Policy reasons:
+//  - A batch never waits to fill: it stays open only if the next request
+//    joins it in the same write pass, so low load keeps one round trip per
+//    request.
+//  - A request carrying a Parse always leads its batch: nothing before it in
+//    the segment can fail and skip the Parse, so a statement named by requests
+//    already written in later batches is never missing for a neighbour's sake
+//    (which would cost them their one statement repair).
+#include "async/sansio/pipeline_core.hpp"
+
+namespace pgpipe::detail {
+
+bool pipeline_core::may_coalesce(const entry& e) const {
+  return p_.sync_batch > 1 && e.req.coalesce && !e.req.on_lease && !e.req.stream && !e.req.internal &&
+         e.to != recipient::core && e.req.param_count <= max_params;
+}
+
+bool pipeline_core::batch_stays_open(const entry& e, std::size_t batch_run) const {
+  return may_coalesce(e) && batch_run + 1 < p_.sync_batch && written() + 1 < p_.depth && !waiting_.empty() &&
+         may_coalesce(waiting_.front()) && !needs_parse(waiting_.front());
+}
+
+}  // namespace pgpipe::detail

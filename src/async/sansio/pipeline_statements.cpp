@@ -1,0 +1,81 @@
+// pipeline_core: the prepared-statement cache's use, the repair of stale
+// statements and pooler detection (contract in pipeline_core.hpp).
+//
+// Policy reasons:
+//  - Streams stay unnamed: single-row mode must be set when the Execute
+//    becomes current, which a preceding Parse would complicate.
+//  - A DEALLOCATE is sent as an ordinary unnamed statement with its own Sync
+//    (libpq 15 has no Close-statement call): it runs after every request
+//    written before it, so a statement in flight is never dropped under it.
+//  - A failed Parse leaves no statement; a failed Execute leaves it in place.
+//  - Pooler detection: this connection sends each name's Parse once, under a
+//    name never used before on it. 42P05 then means another client made that
+//    name on the same server session, 26000 that the Parse ran on another
+//    one: only a transaction pooler explains either, and a re-run would meet
+//    the same.
+#include "async/sansio/pipeline_core.hpp"
+
+#include "pq/libpq_failure.hpp"
+
+#include <utility>
+
+namespace pgpipe::detail {
+
+void pipeline_core::name_statement(entry& e) {
+  if (!p_.prepared_statements || pooler_seen_ || e.req.internal || e.req.stream || p_.max_prepared == 0) return;
+  if (const std::string* n = cache_.find(e.req.sql)) {
+    e.name = *n;
+  } else {
+    if (!cache_.has_room()) {
+      // Room for the DEALLOCATE too, or this one simply goes unnamed.
+      if (written() + 2 <= p_.depth) {
+        if (auto old = cache_.evict()) {
+          entry d;
+          d.id = next_internal_--;
+          d.seq = e.seq;  // written just ahead of e
+          d.to = recipient::core;
+          d.req.internal = true;
+          d.req.sql = "deallocate " + *old;
+          send(d);
+          ++syncs_sent_;  // it closes an open batch, if any (batch_last)
+          written_.push_back(std::move(d));
+        }
+      }
+    }
+    if (cache_.has_room()) {
+      e.name = cache_.add(e.req.sql);
+      e.carried_parse = true;
+      e.at = stage::parse;  // the Parse's results come first
+    }
+  }
+  if (!e.name.empty()) cache_.use(e.req.sql, e.name, +1);
+}
+
+bool pipeline_core::needs_parse(const entry& e) const {
+  return p_.prepared_statements && !pooler_seen_ && p_.max_prepared > 0 && !cache_.contains(e.req.sql);
+}
+
+void pipeline_core::finish_statement(entry& e) {
+  if (e.name.empty()) return;
+  cache_.use(e.req.sql, e.name, -1);
+  // A Parse that failed, or that the server skipped, made no statement.
+  if (e.heard == answer::parse_error || (e.carried_parse && e.heard == answer::skipped))
+    cache_.forget(e.req.sql, e.name);
+}
+
+bool pipeline_core::pooler_symptom(const entry& e) {
+  return is_error(e.heard) && e.carried_parse && is_pooler_symptom(e.sqlstate);
+}
+
+bool pipeline_core::repair_statement(entry& e, bool lease_may_retry) {
+  if (e.heard != answer::stale_statement || e.retried || !e.awaited()) return false;
+  if (e.req.on_lease && !lease_may_retry) return false;
+  // The server refused the stale statement before executing anything; 26000
+  // says it is gone already, anything else that it still exists.
+  const bool exists = e.sqlstate != "26000";
+  if (cache_.forget(e.req.sql, e.name) && exists) push_internal("deallocate " + e.name);
+  e.retried = true;
+  return true;
+}
+
+}  // namespace pgpipe::detail

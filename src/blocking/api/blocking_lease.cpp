@@ -1,0 +1,84 @@
+// blocking_lease: a borrowed connection (include/pgpipe/blocking_lease.hpp).
+// Its destructor gives the connection back through blocking_pool_impl, which
+// rolls back or replaces it (src/blocking/pool/).
+#include <pgpipe/blocking_lease.hpp>
+
+#include <pgpipe/blocking_pool.hpp>
+
+#include "blocking/pool/blocking_pool_impl.hpp"
+#include "pq/libpq_failure.hpp"
+
+#include <exception>
+#include <string>
+#include <utility>
+
+namespace pgpipe {
+
+blocking_lease::blocking_lease(std::shared_ptr<detail::blocking_pool_impl> pool, std::uint64_t slot,
+                               detail::pooled_connection* conn) noexcept
+    : pool_(std::move(pool)), slot_(slot), conn_(conn) {}
+
+blocking_lease::blocking_lease(blocking_lease&& other) noexcept
+    : pool_(std::move(other.pool_)),
+      slot_(other.slot_),
+      conn_(std::exchange(other.conn_, nullptr)),
+      broken_(std::exchange(other.broken_, false)) {}
+
+blocking_lease& blocking_lease::operator=(blocking_lease&& other) noexcept {
+  if (this != &other) {
+    release();
+    pool_ = std::move(other.pool_);
+    slot_ = other.slot_;
+    conn_ = std::exchange(other.conn_, nullptr);
+    broken_ = std::exchange(other.broken_, false);
+  }
+  return *this;
+}
+
+blocking_lease::~blocking_lease() { release(); }
+
+pqxx::connection_base& blocking_lease::operator*() const noexcept { return *conn_; }
+pqxx::connection_base* blocking_lease::operator->() const noexcept { return conn_; }
+
+void blocking_lease::release() noexcept {
+  if (conn_ == nullptr) return;
+  auto pool = std::move(pool_);
+  auto* conn = std::exchange(conn_, nullptr);
+  const bool broken = std::exchange(broken_, false) || !conn->is_open();
+  pool->give_back(slot_, conn, broken);
+}
+
+const std::string* blocking_lease::statement_for(std::string_view sql) {
+  // One cap for both drivers; the public constant documents it.
+  static_assert(max_prepared_per_connection == detail::max_prepared_statements);
+  return conn_->statement_for(sql, max_prepared_per_connection);
+}
+
+const std::string* blocking_lease::renew_statement(std::string_view sql) {
+  const std::string* name = conn_->renew_statement(sql);
+  if (!name) throw error(errc::protocol_error, "no cached statement to renew");
+  return name;
+}
+
+void blocking_lease::pooler_suspected() {
+  diagnostics d;
+  const std::error_code ec = detail::translate_exception(std::current_exception(), &d);
+  d.client_message = detail::pooler_suspected_message(d.sqlstate);
+  if (conn_->stop_naming_statements() && pool_) {
+    pool_->metrics.log(log_level::warning, "slot " + std::to_string(slot_) + ": " + d.client_message);
+  }
+  note_error(ec);
+  throw error(ec, std::move(d));
+}
+
+void blocking_lease::discard() noexcept {
+  if (conn_ == nullptr) return;
+  broken_ = true;
+  release();
+}
+
+void blocking_lease::note_error(const std::error_code& ec) noexcept {
+  if (pool_) pool_->metrics.count_error(ec);
+}
+
+}  // namespace pgpipe

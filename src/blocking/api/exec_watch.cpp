@@ -1,0 +1,85 @@
+// exec_watch and commit_work: the pieces of blocking_pool::exec and
+// ::transaction (include/pgpipe/blocking_pool.hpp) that are not templates.
+// exec_watch reports each exec() to the pool's query_metrics: the
+// query_duration histogram and the query_observer hooks.
+#include <pgpipe/blocking_pool.hpp>
+
+#include "blocking/connection/lease_access.hpp"
+#include "blocking/pool/blocking_pool_impl.hpp"
+
+#include <libpq-fe.h>
+
+namespace pgpipe {
+
+namespace detail {
+
+void commit_work(pqxx::work& tx, const blocking_lease& lease) {
+  try {
+    tx.commit();
+    return;
+  } catch (const pqxx::usage_error&) {
+    // Only when no transaction is open on the server any more (libpqxx
+    // aborted it after the failed statement) is this the swallowed error;
+    // any other misuse keeps libpqxx's own error.
+    PGconn* pg = lease_access::raw(lease);
+    const auto status = pg != nullptr ? PQtransactionStatus(pg) : PQTRANS_UNKNOWN;
+    if (status != PQTRANS_IDLE && status != PQTRANS_INERROR) throw;
+  }
+  diagnostics d;
+  d.sqlstate = "25P02";
+  d.client_message = "the transaction had failed (an error inside the work was not passed on): it was rolled back";
+  throw error(make_sqlstate("25P02"), std::move(d));
+}
+
+exec_watch::exec_watch(blocking_pool_impl& pool, std::string_view sql) noexcept
+    : pool_(pool), sql_(sql), submitted_(pool_clock::now()) {}
+
+blocking_lease exec_watch::acquire() {
+  blocking_lease lease;
+  try {
+    lease = pool_.acquire(pool_.params.acquire_timeout, &waited_);
+  } catch (...) {
+    fail(nullptr);
+  }
+  if (query_observer* obs = pool_.metrics.observer()) {
+    const observed_start s = observe_start(*obs, {sql_, false, submitted_, waited_}, lease.slot_,
+                                           lease.conn_->backend_pid(), pool_clock::now());
+    started_ = s.at;
+    slot_ = s.slot;
+    backend_pid_ = s.backend_pid;
+    user_ = s.user;
+    observed_start_ = true;
+  }
+  return lease;
+}
+
+pqxx::result exec_watch::done(pqxx::result r) noexcept {
+  end({}, {}, r.empty() ? static_cast<std::uint64_t>(r.affected_rows()) : static_cast<std::uint64_t>(r.size()));
+  return r;
+}
+
+void exec_watch::fail(blocking_lease* lease) {
+  try {
+    rethrow_translated(lease);
+  } catch (const error& e) {
+    end(e.code(), e.diag().sqlstate, 0);
+    throw;
+  } catch (...) {
+    diagnostics d;
+    end(translate_exception(std::current_exception(), &d), d.sqlstate, 0);
+    throw;
+  }
+}
+
+void exec_watch::end(const std::error_code& ec, std::string_view sqlstate, std::uint64_t rows) noexcept {
+  const auto now = pool_clock::now();
+  pool_.metrics.record_query(now - submitted_);
+  query_observer* obs = pool_.metrics.observer();
+  if (!obs) return;
+  const observed_start s{slot_, backend_pid_, started_, user_};
+  observe_end(*obs, {sql_, false, submitted_, waited_}, observed_start_ ? &s : nullptr, ec, sqlstate, rows, now);
+}
+
+}  // namespace detail
+
+}  // namespace pgpipe

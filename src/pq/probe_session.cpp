@@ -1,0 +1,178 @@
+// probe_session: see probe_session.hpp.
+#include "pq/probe_session.hpp"
+
+#include "pq/libpq_failure.hpp"
+
+#include <poll.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+namespace pgpipe::detail {
+
+namespace {
+
+struct result_deleter {
+  void operator()(PGresult* r) const noexcept { PQclear(r); }
+};
+using result_ptr = std::unique_ptr<PGresult, result_deleter>;
+
+int poll_timeout_ms(probe_session::clock::time_point deadline) {
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - probe_session::clock::now()).count();
+  if (left <= 0) return 0;
+  // Rounded up so a wait never ends just short of its deadline and spins.
+  return left > 60'000 ? 60'000 : static_cast<int>(left) + 1;
+}
+
+}  // namespace
+
+probe_session::probe_session(std::string conninfo, int wake_fd)
+    : conninfo_(std::move(conninfo)), secrets_(passwords_of(conninfo_)), wake_fd_(wake_fd) {
+  attempts_ = plan_host_walk(conninfo_, "pgpipe-probe");
+}
+
+probe_session::~probe_session() { drop(); }
+
+void probe_session::drop() {
+  // Nonblocking by then (or not yet connected): PQfinish's Terminate message
+  // never waits for a hung peer.
+  if (conn_) PQfinish(conn_);
+  conn_ = nullptr;
+}
+
+bool probe_session::fail(std::string why) {
+  why_ = clean_message(why, secrets_);
+  drop();
+  return false;
+}
+
+probe_session::waited probe_session::wait_socket(bool for_write, clock::time_point deadline) {
+  const int fd = PQsocket(conn_);
+  if (fd < 0) return waited::failed;
+  for (;;) {
+    pollfd fds[2] = {{fd, static_cast<short>(for_write ? POLLOUT : POLLIN), 0}, {wake_fd_, POLLIN, 0}};
+    const int n = ::poll(fds, wake_fd_ >= 0 ? 2 : 1, poll_timeout_ms(deadline));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return waited::failed;
+    if (wake_fd_ >= 0 && (fds[1].revents & POLLIN)) {
+      stopped_ = true;
+      return waited::woken;
+    }
+    if (n == 0) return clock::now() >= deadline ? waited::timed_out : waited::ready;
+    return waited::ready;  // readable, writable, or an error libpq will report
+  }
+}
+
+bool probe_session::try_host(const connect_attempt& a, clock::time_point deadline) {
+  std::vector<const char*> keys, vals;
+  for (std::size_t i = 0; i < a.keys.size(); ++i) {
+    keys.push_back(a.keys[i].c_str());
+    vals.push_back(a.values[i].c_str());
+  }
+  keys.push_back(nullptr);
+  vals.push_back(nullptr);
+  conn_ = PQconnectStartParams(keys.data(), vals.data(), a.expand_dbname ? 1 : 0);
+  if (!conn_) return fail("out of memory starting a connection");
+  if (PQstatus(conn_) == CONNECTION_BAD) return fail(PQerrorMessage(conn_));
+  // libpq: after PQconnectStart, act as if PQconnectPoll returned WRITING.
+  PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+  for (;;) {
+    switch (wait_socket(st == PGRES_POLLING_WRITING, deadline)) {
+      case waited::timed_out: return fail("no answer within the probe timeout while connecting");
+      case waited::woken: return fail("stopped");
+      case waited::failed: return fail("waiting for the socket failed while connecting");
+      case waited::ready: break;
+    }
+    st = PQconnectPoll(conn_);
+    if (st == PGRES_POLLING_OK) break;
+    if (st == PGRES_POLLING_FAILED) return fail(PQerrorMessage(conn_));
+  }
+  if (PQsetnonblocking(conn_, 1) != 0) return fail(PQerrorMessage(conn_));
+  return true;
+}
+
+bool probe_session::connect(clock::time_point deadline) {
+  const std::size_t n = attempts_.size();
+  std::string all;
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t i = (start_ + k) % n;
+    if (try_host(attempts_[i], deadline)) {
+      start_ = i;
+      return true;
+    }
+    all += (all.empty() ? "" : "; ") + (attempts_[i].where.empty() ? why_ : attempts_[i].where + ": " + why_);
+    if (clock::now() >= deadline || stopped_ || !walk_moves_on(why_)) break;
+  }
+  // Nobody answered: the next walk starts one host further, so a host that
+  // hangs does not take every probe's whole timeout.
+  start_ = (start_ + 1) % n;
+  why_ = all;
+  return false;
+}
+
+std::optional<std::vector<std::string>> probe_session::run(const char* sql, clock::time_point deadline) {
+  why_.clear();
+  if (!conn_ && !connect(deadline)) return std::nullopt;
+  if (PQsendQuery(conn_, sql) != 1) {
+    fail(PQerrorMessage(conn_));
+    return std::nullopt;
+  }
+  // Flush by libpq's rule: while it has output left, wait for either
+  // direction and consume input meanwhile.
+  for (;;) {
+    const int f = PQflush(conn_);
+    if (f == 0) break;
+    if (f < 0) {
+      fail(PQerrorMessage(conn_));
+      return std::nullopt;
+    }
+    const waited w = wait_socket(true, deadline);
+    if (w != waited::ready) {
+      fail(w == waited::timed_out ? "no answer within the probe timeout" : "stopped");
+      return std::nullopt;
+    }
+    if (PQconsumeInput(conn_) != 1) {
+      fail(PQerrorMessage(conn_));
+      return std::nullopt;
+    }
+  }
+  std::optional<std::vector<std::string>> row;
+  std::string error;
+  for (;;) {
+    while (PQisBusy(conn_)) {
+      const waited w = wait_socket(false, deadline);
+      if (w != waited::ready) {
+        fail(w == waited::timed_out ? "no answer within the probe timeout" : "stopped");
+        return std::nullopt;
+      }
+      if (PQconsumeInput(conn_) != 1) {
+        fail(PQerrorMessage(conn_));
+        return std::nullopt;
+      }
+    }
+    result_ptr r(PQgetResult(conn_));
+    if (!r) break;
+    if (PQresultStatus(r.get()) == PGRES_TUPLES_OK && PQntuples(r.get()) == 1 && !row) {
+      std::vector<std::string> values;
+      for (int c = 0; c < PQnfields(r.get()); ++c) values.emplace_back(PQgetvalue(r.get(), 0, c));
+      row = std::move(values);
+    } else if (PQresultStatus(r.get()) != PGRES_TUPLES_OK) {
+      error = PQresultErrorMessage(r.get());
+    } else {
+      error = "the probe did not answer one row";
+    }
+  }
+  if (PQstatus(conn_) == CONNECTION_BAD) {
+    fail(error.empty() ? std::string(PQerrorMessage(conn_)) : error);
+    return std::nullopt;
+  }
+  if (!row) {
+    why_ = clean_message(error.empty() ? "the probe did not answer one row" : error, secrets_);
+    return std::nullopt;
+  }
+  return row;
+}
+
+}  // namespace pgpipe::detail

@@ -1,0 +1,317 @@
+// pipeline_core unit tests (fake server: pipeline_core_harness.hpp).
+// The statement cache (a Parse on first use, names after, LRU eviction),
+// the repair of stale statements after a migration, and pooler detection.
+#include "pipeline_core_harness.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+using namespace pgpipe::test::pipeline_harness;
+
+TEST(pipeline_core, first_use_carries_the_parse_and_later_uses_the_name) {
+  harness h;
+  h.submit(1, shared_req("select 1"));
+  h.submit(2, shared_req("select 1"));
+  h.write();
+  ASSERT_EQ(h.wire.size(), 2u);
+  EXPECT_TRUE(h.wire[0].parse);
+  EXPECT_FALSE(h.wire[1].parse);
+  EXPECT_FALSE(h.wire[0].name.empty());
+  EXPECT_EQ(h.wire[0].name, h.wire[1].name);
+  h.reply();
+  h.reply();
+  EXPECT_EQ(h.outcome(1), pipe_outcome::ok);
+  EXPECT_EQ(h.outcome(2), pipe_outcome::ok);
+}
+
+TEST(pipeline_core, internal_and_stream_requests_stay_unnamed) {
+  harness h;
+  auto i = shared_req("select 1");
+  i.internal = true;
+  auto s = lease_req("select 2");
+  s.stream = true;
+  h.submit(1, i);
+  h.submit(2, s);
+  h.write();
+  EXPECT_TRUE(h.wire[0].name.empty());
+  EXPECT_TRUE(h.wire[1].name.empty());
+  EXPECT_EQ(h.core.statements().size(), 0u);
+}
+
+TEST(pipeline_core, failed_parse_forgets_the_statement_failed_execute_keeps_it) {
+  harness h;
+  h.submit(1, shared_req("bad"));
+  h.submit(2, shared_req("div"));
+  h.write();
+  harness::answer parse_fails;
+  parse_fails.err_in_parse = true;
+  h.reply(parse_fails);
+  EXPECT_EQ(h.outcome(1), pipe_outcome::sql_error);
+  EXPECT_FALSE(h.core.statements().contains("bad"));
+  h.reply({pipe_result::error, "22012"});
+  EXPECT_EQ(h.outcome(2), pipe_outcome::sql_error);
+  EXPECT_TRUE(h.core.statements().contains("div")) << "the Parse succeeded: the statement exists";
+  h.submit(3, shared_req("div"));
+  h.write();
+  EXPECT_FALSE(h.wire.back().parse);
+}
+
+TEST(pipeline_core, full_cache_evicts_the_least_recently_used_and_deallocates_it) {
+  harness h;
+  for (pipe_id i = 1; i <= 3; ++i) {
+    h.submit(i, shared_req("q" + std::to_string(i)));
+    h.write();
+    h.reply();
+  }
+  std::string q1_name = h.sent_log[0].name;
+  // Touch q1 so that q2 is the least recently used.
+  h.submit(4, shared_req("q1"));
+  h.write();
+  h.reply();
+  h.submit(5, shared_req("q4"));
+  h.write();
+  ASSERT_EQ(h.wire.size(), 2u);
+  EXPECT_TRUE(h.wire[0].internal);
+  EXPECT_EQ(h.wire[0].name, "deallocate " + h.sent_log[1].name);
+  EXPECT_TRUE(h.wire[1].parse);
+  EXPECT_EQ(h.core.statements().size(), 3u);
+  EXPECT_FALSE(h.core.statements().contains("q2"));
+  EXPECT_TRUE(h.core.statements().contains("q1"));
+  h.reply();
+  h.reply();
+  EXPECT_EQ(h.completions(5), 1u);
+  ASSERT_TRUE(h.sent_log[4].internal);
+  EXPECT_EQ(h.outcomes.count(h.sent_log[4].id), 0u) << "internal requests never complete";
+}
+
+TEST(pipeline_core, statements_in_flight_are_never_evicted) {
+  harness h;
+  for (pipe_id i = 1; i <= 3; ++i) h.submit(i, shared_req("q" + std::to_string(i)));
+  h.write();  // all three in flight, cache full
+  h.submit(4, shared_req("q4"));
+  h.write();
+  ASSERT_EQ(h.wire.size(), 4u);
+  EXPECT_FALSE(h.wire[3].internal);
+  EXPECT_TRUE(h.wire[3].name.empty()) << "no idle statement to evict: unnamed";
+}
+
+TEST(pipeline_core, stale_plan_is_dropped_and_the_request_rerun_once_transparently) {
+  harness h;
+  h.submit(1, shared_req("select * from t"));
+  h.write();
+  h.reply();
+  const std::string old_name = h.sent_log[0].name;
+  h.submit(2, shared_req("select * from t"));
+  h.write();
+  EXPECT_FALSE(h.wire.front().parse);
+  h.reply({pipe_result::error, "0A000", true});
+  EXPECT_EQ(h.completions(2), 0u) << "the caller does not see 0A000";
+  EXPECT_EQ(h.released, 1u) << "capacity stays held while the request is re-run";
+  h.write();
+  ASSERT_EQ(h.wire.size(), 2u);
+  EXPECT_EQ(h.wire[0].id, 2u);
+  EXPECT_TRUE(h.wire[0].parse);
+  EXPECT_NE(h.wire[0].name, old_name);
+  EXPECT_TRUE(h.wire[1].internal);
+  EXPECT_EQ(h.wire[1].name, "deallocate " + old_name);
+  h.reply();
+  h.reply({pipe_result::error, "26000"});  // a failing DEALLOCATE is nobody's business
+  EXPECT_EQ(h.outcome(2), pipe_outcome::ok);
+  EXPECT_EQ(h.completions(2), 1u);
+  EXPECT_EQ(h.released, 2u);
+}
+
+TEST(pipeline_core, missing_statement_is_prepared_again_without_deallocate) {
+  harness h;
+  h.submit(1, shared_req("q"));
+  h.write();
+  h.reply();
+  h.submit(2, shared_req("q"));
+  h.write();
+  h.reply({pipe_result::error, "26000", true});
+  h.write();
+  ASSERT_EQ(h.wire.size(), 1u);
+  EXPECT_TRUE(h.wire[0].parse);
+  h.reply();
+  EXPECT_EQ(h.outcome(2), pipe_outcome::ok);
+}
+
+TEST(pipeline_core, a_request_is_rerun_at_most_once) {
+  harness h;
+  h.submit(1, shared_req("q"));
+  h.write();
+  h.reply();
+  h.submit(2, shared_req("q"));
+  h.write();
+  h.reply({pipe_result::error, "26000", true});
+  h.write();
+  // The re-run carries its own Parse: a failure of it is reported.
+  h.reply({pipe_result::error, "0A000", true});
+  EXPECT_EQ(h.outcome(2), pipe_outcome::sql_error);
+  EXPECT_EQ(h.completions(2), 1u);
+}
+
+TEST(pipeline_core, lease_request_is_not_rerun_out_of_order_or_inside_a_transaction) {
+  harness h;
+  h.submit(1, lease_req("q"));
+  h.write();
+  h.reply();
+  h.submit(2, lease_req("q"));
+  h.submit(3, lease_req("other"));
+  h.write();
+  h.reply({pipe_result::error, "0A000", true});
+  EXPECT_EQ(h.outcome(2), pipe_outcome::sql_error) << "request 3 was already written behind it";
+  EXPECT_TRUE(h.core.statements().contains("q")) << "a failed Execute does not drop the statement by itself";
+  h.reply();
+  h.submit(4, lease_req("q"));
+  h.write();
+  h.reply({pipe_result::error, "0A000", true, false, tx_state::failed});
+  EXPECT_EQ(h.outcome(4), pipe_outcome::sql_error) << "the error aborted the lease's transaction";
+  h.submit(5, lease_req("q"));
+  h.write();
+  h.reply({pipe_result::error, "0A000", true});
+  EXPECT_EQ(h.completions(5), 0u) << "alone and idle: re-run";
+  h.write();
+  h.reply();
+  EXPECT_EQ(h.outcome(5), pipe_outcome::ok);
+}
+
+TEST(pipeline_core, non_retryable_errors_and_detached_requests_are_not_rerun) {
+  harness h;
+  h.submit(1, shared_req("q"));
+  h.write();
+  h.reply();
+  h.submit(2, shared_req("q"));
+  h.submit(3, shared_req("q"));
+  h.write();
+  h.core.cancel(h.now, 3, true);
+  h.pump();
+  h.reply({pipe_result::error, "0A000", false});
+  EXPECT_EQ(h.outcome(2), pipe_outcome::sql_error);
+  h.reply({pipe_result::error, "0A000", true});
+  EXPECT_EQ(h.outcomes.at(3), (std::vector<pipe_outcome>{pipe_outcome::cancelled_detached}));
+  h.write();
+  EXPECT_TRUE(h.wire.empty()) << "a detached request is not sent again";
+}
+
+TEST(pipeline_core, two_repairs_read_in_one_go_rerun_in_submission_order) {
+  harness h;
+  h.submit(1, shared_req("a"));
+  h.submit(2, shared_req("b"));
+  h.write();
+  h.reply();
+  h.reply();  // "a" and "b" prepared
+  h.submit(3, shared_req("a"));
+  h.submit(4, shared_req("b"));
+  h.write();
+  ASSERT_FALSE(h.wire[0].parse);
+  ASSERT_FALSE(h.wire[1].parse);
+  h.submit(5, shared_req("c"));  // newer work, waiting
+  // Both plans changed; both Syncs are read before the next write pass.
+  h.reply({pipe_result::error, "0A000", true});
+  h.reply({pipe_result::error, "0A000", true});
+  ASSERT_EQ(h.completions(3) + h.completions(4), 0u);
+  h.write();
+  std::vector<pipe_id> rerun;
+  for (std::size_t i = 4; i < h.sent_log.size(); ++i)
+    if (!h.sent_log[i].internal) rerun.push_back(h.sent_log[i].id);
+  EXPECT_EQ(rerun, (std::vector<pipe_id>{3, 4, 5})) << "the earlier repair first, then newer work";
+  while (!h.wire.empty()) h.reply();
+  h.write();
+  while (!h.wire.empty()) h.reply();
+  EXPECT_EQ(h.completion_order, (std::vector<pipe_id>{1, 2, 3, 4, 5}));
+  for (pipe_id id : {3, 4, 5}) EXPECT_EQ(h.outcome(id), pipe_outcome::ok) << id;
+}
+
+TEST(pipeline_core, prepared_statements_off_sends_every_request_unnamed_and_pipelined) {
+  auto p = base_params();
+  p.prepared_statements = false;
+  harness h(p);
+  for (pipe_id id = 1; id <= 3; ++id) h.submit(id, shared_req("select $1"));
+  h.write();
+  ASSERT_EQ(h.wire.size(), 3u) << "still pipelined: all three written before any answer";
+  for (const auto& w : h.wire) {
+    EXPECT_TRUE(w.name.empty());
+    EXPECT_FALSE(w.parse);
+  }
+  EXPECT_EQ(h.flushes, 1u);
+  h.reply();
+  // A 26000 on an unnamed request is the statement's own error, never repaired.
+  h.reply({pipe_result::error, "26000", true});
+  h.reply();
+  EXPECT_EQ(h.outcome(1), pipe_outcome::ok);
+  EXPECT_EQ(h.outcome(2), pipe_outcome::sql_error);
+  EXPECT_EQ(h.outcome(3), pipe_outcome::ok);
+  EXPECT_EQ(h.core.statements().size(), 0u);
+  EXPECT_EQ(h.sent_log.size(), 3u) << "nothing re-sent";
+  EXPECT_FALSE(h.core.pooler_detected());
+}
+
+TEST(pipeline_core, fresh_name_already_existing_means_a_pooler_and_turns_names_off) {
+  harness h;
+  h.submit(1, shared_req("select 1"));
+  h.submit(2, shared_req("select 2"));
+  h.write();
+  // The Parse of a name this connection never used fails with 42P05: another
+  // client made it on the same server session.
+  h.core.on_result(pipe_result::error, "42P05");
+  h.core.on_command_end();
+  h.core.on_result(pipe_result::aborted);
+  h.core.on_command_end();
+  h.wire.pop_front();
+  h.core.on_sync(h.now, tx_state::idle);
+  h.pump();
+  EXPECT_EQ(h.outcome(1), pipe_outcome::pooler_suspected);
+  EXPECT_TRUE(h.core.pooler_detected());
+  EXPECT_TRUE(h.core.take_pooler_warning());
+  EXPECT_FALSE(h.core.take_pooler_warning()) << "logged once per connection";
+  EXPECT_EQ(h.released, 1u);
+  h.reply();  // request 2 was written named before the detection
+  EXPECT_EQ(h.outcome(2), pipe_outcome::ok);
+  // From here on: unnamed, even for SQL seen before.
+  h.submit(3, shared_req("select 2"));
+  h.submit(4, shared_req("select 4"));
+  h.write();
+  ASSERT_EQ(h.wire.size(), 2u);
+  EXPECT_TRUE(h.wire[0].name.empty());
+  EXPECT_TRUE(h.wire[1].name.empty());
+  EXPECT_FALSE(h.wire[0].parse);
+}
+
+TEST(pipeline_core, repair_whose_fresh_parse_vanishes_again_means_a_pooler) {
+  harness h;
+  h.submit(1, shared_req("q"));
+  h.write();
+  h.reply();
+  h.submit(2, shared_req("q"));
+  h.write();
+  h.reply({pipe_result::error, "26000", true});  // repaired: re-run with a fresh Parse
+  EXPECT_EQ(h.completions(2), 0u);
+  EXPECT_FALSE(h.core.pooler_detected()) << "one 26000 may be a DEALLOCATE on a lease: repaired silently";
+  h.write();
+  ASSERT_TRUE(h.wire.front().parse);
+  h.reply({pipe_result::error, "26000", true});  // our own Parse, gone at once
+  EXPECT_EQ(h.outcome(2), pipe_outcome::pooler_suspected);
+  EXPECT_EQ(h.completions(2), 1u);
+  EXPECT_TRUE(h.core.pooler_detected());
+}
+
+TEST(pipeline_core, other_errors_after_a_fresh_parse_are_not_taken_for_a_pooler) {
+  harness h;
+  h.submit(1, shared_req("select 1/0"));
+  h.write();
+  h.reply({pipe_result::error, "22012"});
+  harness::answer syntax;
+  syntax.err_in_parse = true;  // 42601
+  h.submit(2, shared_req("selec"));
+  h.write();
+  h.reply(syntax);
+  EXPECT_EQ(h.outcome(1), pipe_outcome::sql_error);
+  EXPECT_EQ(h.outcome(2), pipe_outcome::sql_error);
+  EXPECT_FALSE(h.core.pooler_detected());
+}
+
+}  // namespace
