@@ -32,6 +32,19 @@ void finish_with(std::unique_ptr<completion<T>>& w, const boost::asio::any_io_ex
   done->complete(ex, false, ec, std::move(value));
 }
 
+// A caller's operation: answered at once, or its handler kept for the
+// complete_* action that answers it later. Either way the shell then carries
+// out what the operation queued (a refusal queues nothing).
+template <class T>
+void answer_or_keep(const boost::asio::any_io_executor& ex, bool answered, std::error_code ec, T value,
+                    std::unique_ptr<completion<T>> done, std::unique_ptr<completion<T>>& waiter) {
+  if (answered) {
+    done->complete(ex, false, ec, std::move(value));
+    return;
+  }
+  waiter = std::move(done);
+}
+
 copy_put put_answer(int r) { return r < 0 ? copy_put::failed : r == 0 ? copy_put::full : copy_put::sent; }
 
 copy_result classify(PGresult* raw) {
@@ -247,44 +260,28 @@ void pipelined_connection::copy_carry_out(copy_state& st, copy_action& a) {
 void pipelined_connection::copy_write(const std::shared_ptr<copy_state>& st, std::string data,
                                       std::unique_ptr<completion<std::monostate>> done) {
   auto reply = st->core.write(std::move(data));
-  if (reply.answered) {
-    done->complete(ex_, false, reply.ec, {});
-    return;
-  }
-  st->write_waiter = std::move(done);
+  answer_or_keep(ex_, reply.answered, reply.ec, std::monostate{}, std::move(done), st->write_waiter);
   copy_apply(*st);
 }
 
 void pipelined_connection::copy_finish(const std::shared_ptr<copy_state>& st,
                                        std::unique_ptr<completion<result>> done) {
   auto reply = st->core.finish();
-  if (reply.answered) {
-    done->complete(ex_, false, reply.ec, std::move(reply.res));
-    return;
-  }
-  st->finish_waiter = std::move(done);
+  answer_or_keep(ex_, reply.answered, reply.ec, std::move(reply.res), std::move(done), st->finish_waiter);
   copy_apply(*st);
 }
 
 void pipelined_connection::copy_abort(const std::shared_ptr<copy_state>& st, std::string reason,
                                       std::unique_ptr<completion<std::monostate>> done) {
   auto reply = st->core.abort(std::move(reason));
-  if (reply.answered) {
-    done->complete(ex_, false, reply.ec, {});
-    return;
-  }
-  st->abort_waiter = std::move(done);
+  answer_or_keep(ex_, reply.answered, reply.ec, std::monostate{}, std::move(done), st->abort_waiter);
   copy_apply(*st);
 }
 
 void pipelined_connection::copy_next(const std::shared_ptr<copy_state>& st,
                                      std::unique_ptr<completion<std::string>> done) {
   auto reply = st->core.next();
-  if (reply.answered) {
-    done->complete(ex_, false, reply.ec, std::move(reply.data));
-  } else {
-    st->next_waiter = std::move(done);
-  }
+  answer_or_keep(ex_, reply.answered, reply.ec, std::move(reply.data), std::move(done), st->next_waiter);
   copy_apply(*st);  // a paused copy_out reads again
 }
 

@@ -71,6 +71,13 @@ std::shared_ptr<query_request> lease_impl::make_handle_request(request_sink sink
   return req;
 }
 
+bool lease_impl::refused_as_released(std::error_code& ec, std::string& why) const {
+  if (!released_.load(std::memory_order_acquire)) return false;
+  ec = make_error_code(errc::closed);
+  why = "the lease was released";
+  return true;
+}
+
 void lease_impl::post_failure(const std::shared_ptr<query_request>& req, std::error_code ec, std::string why) const {
   asio::post(conn_->get_executor(), [c = conn_, req, ec, why = std::move(why)] {
     c->fail_request(req, ec, client_error_result(why));
@@ -85,10 +92,7 @@ std::shared_ptr<stream_state> lease_impl::start_stream(query_spec spec) {
   st->req = req;
   std::error_code ec;
   std::string why;
-  if (released_.load(std::memory_order_acquire)) {
-    ec = make_error_code(errc::closed);
-    why = "the lease was released";
-  } else if (spec.params.ec) {
+  if (!refused_as_released(ec, why) && spec.params.ec) {
     ec = spec.params.ec;
     why = spec.params.error_message;
   }
@@ -109,13 +113,12 @@ std::shared_ptr<copy_state> lease_impl::start_copy(std::string sql, std::optiona
   st->req = req;
   std::error_code ec;
   std::string why;
-  if (released_.load(std::memory_order_acquire)) {
-    ec = make_error_code(errc::closed);
-    why = "the lease was released";
-  } else if (auto r = check_shared_statement(sql); !r || r->statement != "COPY") {
-    // A DELETE handed to copy_in by mistake must not run.
-    ec = make_error_code(errc::invalid_argument);
-    why = "copy_in/copy_out take a COPY statement; nothing was sent";
+  if (!refused_as_released(ec, why)) {
+    if (auto r = check_shared_statement(sql); !r || r->statement != "COPY") {
+      // A DELETE handed to copy_in by mistake must not run.
+      ec = make_error_code(errc::invalid_argument);
+      why = "copy_in/copy_out take a COPY statement; nothing was sent";
+    }
   }
   // No timeout unless asked: the caller paces a COPY.
   if (timeout && timeout->count() > 0) req->deadline = pool_clock::now() + *timeout;

@@ -42,6 +42,8 @@ class lease_impl final : public query_target, public std::enable_shared_from_thi
   /// A request that a stream or COPY handle drives on this lease's
   /// connection: `sink` (the handle's state) gets the outcome.
   std::shared_ptr<query_request> make_handle_request(request_sink sink) const;
+  /// True (with the error a stream or COPY then fails with) once released.
+  bool refused_as_released(std::error_code& ec, std::string& why) const;
   /// Completes `req` with `ec` and `why` on its loop (the handle sees it).
   void post_failure(const std::shared_ptr<query_request>& req, std::error_code ec, std::string why) const;
 
