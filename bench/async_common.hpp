@@ -19,8 +19,8 @@ pool_params async_pool_params(const driver_params& p);
 
 /// The generator of the calling thread, for the async drivers' logical
 /// clients. bench::rng (a Mersenne Twister) holds 2.5 kB of state: one per
-/// logical client was 25 MB of the peak RSS at 10,000 clients, memory of the
-/// bench, not of the driver. The async drivers' clients run on the client's
+/// logical client would be 25 MB of the peak RSS at 10,000 clients, memory
+/// of the bench, not of the driver. The async drivers' clients run on the client's
 /// few loop threads, so one generator per thread draws the same uniform
 /// keys. Seeds differ per thread (a counter), so runs are not reproducible
 /// key by key, which no measurement here relies on.

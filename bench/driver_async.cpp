@@ -75,7 +75,7 @@ class async_driver final : public driver {
   }
 
   // --grow-from: while the pool grows, q/s on the connections already open
-  // and the loops' lag (issue 11: connecting must not starve the loops).
+  // and the loops' lag: connecting must not starve the loops.
   // Polled by the main thread every ~100 ms until the pool is open.
   struct growth_watch {
     bool started = false;

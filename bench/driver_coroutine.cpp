@@ -3,12 +3,13 @@
 // owns its loops exactly as in the callback driver (one io_context per loop
 // thread, `loops` of them) and the coroutines are spread over those loops
 // (async_client::get_executor(i)), so coroutines and connections share the
-// same threads, as in a server application built on Asio. (It used to hand
-// async_client one io_context run by `loops` threads: every handler then goes
-// through one shared, locked queue that the callback driver's loops do not
-// have. Then every coroutine lived on the first loop, which did all the
-// callers' work while the other loops only read results. Issue 15 measured
-// those at 0.65x the callback driver at pool 4; see docs/benchmarks.md.)
+// same threads, as in a server application built on Asio. The other shapes
+// measure something else than the coroutine style: one io_context run by
+// `loops` threads sends every handler through one shared, locked queue that
+// the callback driver's loops do not have, and coroutines all on the first
+// loop leave it all the callers' work while the other loops only read
+// results (both about 0.65x the callback driver at pool 4; see
+// docs/benchmarks.md).
 #include "async_common.hpp"
 #include "driver.hpp"
 #include "query_args.hpp"

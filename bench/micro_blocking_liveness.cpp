@@ -1,4 +1,4 @@
-// What blocking_pool's hand-out check costs per query (issue 15, point 4):
+// What blocking_pool's hand-out check costs per query:
 // the liveness probe of an idle connection (pooled_connection::looks_alive,
 // one poll() with a zero timeout on its socket) against the test that lets a
 // connection given back moments ago skip it (one steady_clock read and a

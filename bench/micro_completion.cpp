@@ -1,5 +1,4 @@
-// What a completion token costs a pgpipe operation, with no I/O (issue 15,
-// part 2). A fake query_target completes every query the way a connection
+// What a completion token costs a pgpipe operation, with no I/O. A fake query_target completes every query the way a connection
 // does: one post to the loop, then detail::completion_impl::complete()
 // dispatched from the loop. What is measured is therefore pgpipe's own
 // initiation (async_initiate, type erasure, the query_spec) and completion

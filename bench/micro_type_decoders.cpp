@@ -1,4 +1,4 @@
-// What reading a value costs, text format against binary (issue 12): 1M
+// What reading a value costs, text format against binary: 1M
 // int8, timestamptz, uuid and numeric values each, decoded through the same
 // path as field::get<T>() (type check + decoder), from bytes laid out as
 // the server sends them. No server: this measures the client's decoding only.

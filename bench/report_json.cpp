@@ -1,7 +1,8 @@
-// --json: exactly the keys issue 5 lists (plus errors_by_kind and
-// server_cpu_s per run). Written through the project's one JSON writer
-// (src/json_output): valid UTF-8 whatever a server's message holds, and
-// numbers that read back exactly.
+// --json: one object per run with the keys docs/benchmarks.md lists under
+// `--json FILE` (tools read them by name, so they stay fixed), plus
+// errors_by_kind and server_cpu_s per run. Written through the project's one
+// JSON writer (src/json_output): valid UTF-8 whatever a server's message
+// holds, and numbers that read back exactly.
 #include "report.hpp"
 
 #include "json_output/json_output.hpp"

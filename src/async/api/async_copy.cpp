@@ -1,12 +1,12 @@
 // async_copy_in / async_copy_out: thin handles over the connection's
-// copy_state, and lease::copy_in/copy_out, which start them. The COPY itself
-// runs in connection_copy.cpp.
+// copy_state, and lease::copy_in/copy_out, which start them (through
+// lease_impl::start_copy). The COPY itself runs in connection_copy.cpp.
 #include <pgpipe/async_copy.hpp>
 #include <pgpipe/async_lease.hpp>
 
-#include "async/pool/client_impl.hpp"
 #include "async/connection/copy_state.hpp"
-#include "core/sql/shared_statement.hpp"
+#include "async/connection/pipelined_connection.hpp"
+#include "async/pool/lease_impl.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/system_executor.hpp>
@@ -14,35 +14,6 @@
 namespace pgpipe {
 
 namespace detail {
-
-std::shared_ptr<copy_state> lease_impl::start_copy(std::string sql, std::optional<std::chrono::milliseconds> timeout,
-                                                   bool out) {
-  auto st = std::make_shared<copy_state>();
-  st->conn = conn_;
-  st->out = out;
-  auto req = make_handle_request();
-  req->copy = st;
-  st->req = req;
-  std::error_code ec;
-  std::string why;
-  if (released_.load(std::memory_order_acquire)) {
-    ec = make_error_code(errc::closed);
-    why = "the lease was released";
-  } else if (auto r = check_shared_statement(sql); !r || r->statement != "COPY") {
-    // A DELETE handed to copy_in by mistake must not run.
-    ec = make_error_code(errc::invalid_argument);
-    why = "copy_in/copy_out take a COPY statement; nothing was sent";
-  }
-  // No timeout unless asked: the caller paces a COPY.
-  if (timeout && timeout->count() > 0) req->deadline = pool_clock::now() + *timeout;
-  req->spec.sql = std::move(sql);
-  if (ec) {
-    post_failure(req, ec, std::move(why));
-  } else {
-    boost::asio::post(conn_->get_executor(), [c = conn_, req] { c->enqueue(req); });
-  }
-  return st;
-}
 
 namespace {
 

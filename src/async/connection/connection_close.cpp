@@ -15,7 +15,7 @@ void pipelined_connection::check() {
   auto cb = [self](std::error_code ec, result) {
     if (auto owner = self->owner_.lock()) owner->conn_check_done(self->slot_, !ec);
   };
-  req->done = std::make_unique<completion_impl<result, decltype(cb)>>(std::move(cb));
+  req->set_handler(std::make_unique<completion_impl<result, decltype(cb)>>(std::move(cb)));
   enqueue(std::move(req));
 }
 
@@ -44,7 +44,7 @@ void pipelined_connection::lease_returned() {
     }
     if (auto owner = self->owner_.lock()) owner->conn_lease_returned(self->slot_);
   };
-  req->done = std::make_unique<completion_impl<result, decltype(cb)>>(std::move(cb));
+  req->set_handler(std::make_unique<completion_impl<result, decltype(cb)>>(std::move(cb)));
   enqueue(std::move(req));
 }
 

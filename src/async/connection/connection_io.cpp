@@ -2,6 +2,7 @@
 // PGresults into pipeline_core inputs (contract in pipelined_connection.hpp).
 #include "async/connection/pipelined_connection.hpp"
 
+#include "async/connection/copy_state.hpp"
 #include "async/connection/libpq_socket.hpp"
 #include "async/connection/stream_chunks.hpp"
 #include "pq/libpq_failure.hpp"
@@ -98,7 +99,7 @@ void pipelined_connection::on_readable() {
   if (flush_pending_) flush();  // the COPY's own flush, or the pipeline's once it is over
   if (st_ != state::ready) return;
   // A copy_out whose reader is behind leaves the socket unread until it asks.
-  if (!(copy_ && copy_paused_)) arm_read();
+  if (!(copy_ && copy_->core.paused())) arm_read();
 }
 
 void pipelined_connection::drain_results() {
@@ -152,9 +153,8 @@ void pipelined_connection::drain_results_batch() {
       req_id = *head_id;
       req = lookup(req_id);
     }
-    if (req && req->stream) {
-      auto& sst = *req->stream;
-      if (stream_should_pause(sst)) {
+    if (const auto* sp = req ? req->stream_of() : nullptr) {
+      if (stream_should_pause(**sp)) {
         paused_ = true;
         break;
       }
@@ -216,7 +216,7 @@ void pipelined_connection::drain_results_batch() {
             if (req) req->ok = std::move(res);
             break;
           case pipe_keep::stream_row:
-            if (req && req->stream) stream_row(req->stream, res.release());
+            if (const auto* sp = req ? req->stream_of() : nullptr) stream_row(*sp, res.release());
             break;
           default:
             break;

@@ -38,9 +38,8 @@ void pipelined_connection::resume_if_paused() {
   if (!paused_ || st_ != state::ready) return;
   if (auto h = core_.head()) {
     auto req = lookup(*h);
-    if (req && req->stream) {
-      auto& sst = *req->stream;
-      if (!stream_may_resume(sst)) return;
+    if (const auto* sp = req ? req->stream_of() : nullptr) {
+      if (!stream_may_resume(**sp)) return;
     }
   }
   paused_ = false;

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <type_traits>
+#include <variant>
 #include <vector>
 
 namespace pgpipe::detail {
@@ -103,7 +104,7 @@ void pipelined_connection::enqueue(std::shared_ptr<query_request> req) {
     r.sql = sql_key(req->spec.sql, req);
   }
   r.param_count = req->spec.params.values.size();
-  r.stream = req->stream != nullptr;
+  r.stream = std::holds_alternative<stream_sink>(req->sink);
   r.internal = req->internal;
   r.on_lease = req->on_lease;
   r.pooled = req->pooled;
@@ -111,9 +112,9 @@ void pipelined_connection::enqueue(std::shared_ptr<query_request> req) {
   // Sync coalescing only where a rollback of the batch cannot undo anything
   // a caller was told succeeded: a read-only session, and a statement that
   // cannot turn its batch read-write or act at commit (sync_coalescing.hpp).
-  r.coalesce = req->spec.read_only && cfg_->sync_batch > 1 && !req->on_lease && !req->internal && !req->stream &&
+  r.coalesce = req->spec.read_only && cfg_->sync_batch > 1 && !req->on_lease && !req->internal && !r.stream &&
                session_read_only() && may_share_sync(req->spec.sql);
-  r.copy = req->copy != nullptr;
+  r.copy = std::holds_alternative<copy_sink>(req->sink);
   reqs_.insert(req);
   core_.submit(pool_clock::now(), req->id, std::move(r));
   if (req->deadline < timer_at_) set_timer(req->deadline);
@@ -265,6 +266,33 @@ void pipelined_connection::complete_with(const std::shared_ptr<query_request>& r
   complete(req, ec, std::move(r));
 }
 
+void pipelined_connection::deliver(const std::shared_ptr<query_request>& req, result_sink&, std::error_code ec,
+                                   result&& r) {
+  if (batching_) {
+    // Delivered after this batch's capacity went back to the pool, so a
+    // handler that looks at stats() or starts the next query sees it free.
+    deferred_.emplace_back(req, ec, std::move(r));
+    return;
+  }
+  // Runs inline when the handler has no executor of its own (we are on its
+  // loop already); everything the handler may call back into posts.
+  req->try_complete(ex_, false, ec, std::move(r));
+}
+
+void pipelined_connection::deliver(const std::shared_ptr<query_request>& req, stream_sink& sink, std::error_code ec,
+                                   result&& r) {
+  // The stream's reader gets the outcome (end marker or error).
+  if (!req->completed.load(std::memory_order_acquire)) stream_push(*sink.stream, ec, std::move(r), true);
+  req->try_complete(ex_, false, ec, result());
+}
+
+void pipelined_connection::deliver(const std::shared_ptr<query_request>& req, copy_sink& sink, std::error_code ec,
+                                   result&& r) {
+  // The COPY's handle gets the outcome.
+  if (!req->completed.load(std::memory_order_acquire)) copy_outcome(*sink.copy, ec, std::move(r));
+  req->try_complete(ex_, false, ec, result());
+}
+
 void pipelined_connection::complete(const std::shared_ptr<query_request>& req, std::error_code ec, result&& r) {
   if (!r.diag().client_message.empty() || !r.diag().message.empty()) {
     // already described
@@ -275,28 +303,7 @@ void pipelined_connection::complete(const std::shared_ptr<query_request>& req, s
   if (!req->internal && !req->completed.load(std::memory_order_acquire)) {
     if (auto owner = owner_.lock()) owner->count_outcome(*req, ec, r);
   }
-  if (req->copy) {
-    // The COPY's handle gets the outcome; the request's handler is a no-op.
-    if (!req->completed.load(std::memory_order_acquire)) copy_outcome(*req->copy, ec, std::move(r));
-    req->try_complete(ex_, false, ec, result());
-    return;
-  }
-  if (req->stream) {
-    // The stream's reader gets the outcome (end marker or error); the
-    // request itself completes with its no-op handler.
-    if (!req->completed.load(std::memory_order_acquire)) stream_push(*req->stream, ec, std::move(r), true);
-    req->try_complete(ex_, false, ec, result());
-    return;
-  }
-  if (batching_) {
-    // Delivered after this batch's capacity went back to the pool, so a
-    // handler that looks at stats() or starts the next query sees it free.
-    deferred_.emplace_back(req, ec, std::move(r));
-    return;
-  }
-  // Runs inline when the handler has no executor of its own (we are on its
-  // loop already); everything the handler may call back into posts.
-  req->try_complete(ex_, false, ec, std::move(r));
+  std::visit([&](auto& sink) { deliver(req, sink, ec, std::move(r)); }, req->sink);
 }
 
 void pipelined_connection::deliver_deferred() {

@@ -26,6 +26,7 @@
 #pragma once
 
 #include "async/connection/connect_job.hpp"
+#include "async/sansio/copy_core.hpp"
 #include "async/sansio/pipeline_core.hpp"
 #include "async/connection/request.hpp"
 #include "async/sansio/request_table.hpp"
@@ -193,6 +194,11 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   // By rvalue reference: a result's move copies its diagnostics' strings,
   // and each by-value hop on the way to the handler cost one.
   void complete(const std::shared_ptr<query_request>& req, std::error_code ec, result&& r);
+  /// complete()'s last step, one per kind of sink (inline: the plain one is
+  /// every query's path).
+  inline void deliver(const std::shared_ptr<query_request>& req, result_sink& sink, std::error_code ec, result&& r);
+  inline void deliver(const std::shared_ptr<query_request>& req, stream_sink& sink, std::error_code ec, result&& r);
+  inline void deliver(const std::shared_ptr<query_request>& req, copy_sink& sink, std::error_code ec, result&& r);
   void complete_with(const std::shared_ptr<query_request>& req, pipe_outcome o);
   std::shared_ptr<query_request> lookup(pipe_id id) const;
   /// Without the reference count: for use within one call that completes nothing.
@@ -207,20 +213,21 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   void cancel_call_returned(const cancel_call* call);
   void end_cancel_calls() noexcept;
 
+  // COPY (connection_copy.cpp): carrying out copy_core's decisions with libpq.
   /// The core's start_copy: leave pipeline mode, send the COPY.
   void copy_start(pipe_id id);
-  /// PQflush for the COPY; once libpq's buffer is out, feeds the next chunk or the end.
+  /// PQflush for the COPY, answered to its copy_core.
   void copy_flush();
-  void copy_feed();
-  /// Reads what the COPY's state allows (results, copy_out data).
+  /// Reads what the running COPY's copy_core allows (results, copy_out data).
   void copy_pump();
-  void copy_deliver();
-  /// The COPY's last result was read: back to pipeline mode, on_copy_end.
-  void copy_done_on_wire();
-  /// The COPY request completed (from complete()): the handle's waiters get it.
+  /// Carries out `st`'s copy_core actions, in order (reentrant: an action
+  /// may complete the COPY's request, whose outcome queues more).
+  void copy_apply(copy_state& st);
+  void copy_carry_out(copy_state& st, copy_action& a);
+  /// wire_done: back to pipeline mode, on_copy_end.
+  void copy_done_on_wire(bool failed);
+  /// The COPY request completed (from complete()): copy_core decides what its handle gets.
   void copy_outcome(copy_state& st, std::error_code ec, result r);
-  /// Ends a running COPY on the wire (CopyFail, or PQcancel for copy_out).
-  void copy_stop_on_wire(copy_state& st, const std::string& reason);
 
   void set_timer(time_point at);
   void on_timer();
@@ -279,10 +286,10 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   // itself is the core's).
   std::shared_ptr<cancel_call> cancel_call_;
 
-  std::unique_ptr<notice_route> notices_;
+  std::unique_ptr<notice_route> notices_;  ///< server NOTICE/WARNING -> owner's log (pq/notice_route.hpp)
 
   std::shared_ptr<copy_state> copy_;  ///< the COPY running outside pipeline mode
-  bool copy_paused_ = false;          ///< copy_out's reader is behind: the socket is not read  ///< server NOTICE/WARNING -> owner's log (pq/notice_route.hpp)
+  std::vector<copy_action> copy_actions_spare_;  ///< reused by copy_apply()
 };
 
 }  // namespace pgpipe::detail

@@ -1,5 +1,6 @@
 // One query on its way through the async driver: from the pool's waiter
-// queue to a connection's FIFO (waiting -> written -> done).
+// queue to a connection's FIFO (waiting -> written -> done), and the sink its
+// outcome goes to: a caller's handler, a row stream or a COPY's handle.
 #pragma once
 
 #include "core/pool/pool_core.hpp"
@@ -13,9 +14,10 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
-#include <utility>
 #include <memory>
 #include <string>
+#include <utility>
+#include <variant>
 
 namespace pgpipe::detail {
 
@@ -43,9 +45,27 @@ struct stream_state {
   std::unique_ptr<completion<result>> waiter;
 };
 
+/// A plain query: the caller's handler gets the result.
+struct result_sink {
+  std::unique_ptr<completion<result>> done;
+};
+/// lease::stream(): rows go to the stream's reader, then its end or error.
+struct stream_sink {
+  std::shared_ptr<stream_state> stream;
+};
+/// lease::copy_in()/copy_out(): the outcome goes to the COPY's handle
+/// (async/connection/copy_state.hpp).
+struct copy_sink {
+  std::shared_ptr<copy_state> copy;
+};
+/// Where a request's outcome goes. Fixed before the request is shared; the
+/// connection picks each path (what it tells pipeline_core, how it reads the
+/// results, how it completes) by the sink's type.
+using request_sink = std::variant<result_sink, stream_sink, copy_sink>;
+
 struct query_request {
   query_spec spec;
-  std::unique_ptr<completion<result>> done;
+  request_sink sink;
   /// Set by whoever completes the request first (result, error, cancel,
   /// timeout); the loser of a race does nothing. This is what makes every
   /// request complete exactly once.
@@ -75,11 +95,6 @@ struct query_request {
   /// The results pipeline_core told the connection to keep.
   std::unique_ptr<PGresult, pgresult_deleter> ok;
   std::unique_ptr<PGresult, pgresult_deleter> err;
-  /// Set for lease::stream(): rows go to the stream, `done` is a no-op.
-  std::shared_ptr<stream_state> stream;
-  /// Set for lease::copy_in()/copy_out(): the outcome goes to the COPY's
-  /// handle (async/copy_state.hpp), `done` is a no-op.
-  std::shared_ptr<copy_state> copy;
 
   // Timing and tracing (stats histograms, pool_params::observer).
   time_point submitted{};       ///< the caller's call; set before the request is shared
@@ -90,14 +105,26 @@ struct query_request {
   time_point started{};
   void* observer_user = nullptr;  ///< what on_start returned
 
-  /// Delivers the outcome unless someone already did. must_post: never run
+  /// A plain query answering `done`.
+  void set_handler(std::unique_ptr<completion<result>> done) { sink.emplace<result_sink>(result_sink{std::move(done)}); }
+  /// The row stream this request feeds, or null when it feeds none.
+  const std::shared_ptr<stream_state>* stream_of() const noexcept {
+    const auto* s = std::get_if<stream_sink>(&sink);
+    return s != nullptr ? &s->stream : nullptr;
+  }
+
+  /// Marks the request completed unless someone already did, and delivers
+  /// (ec, r) to a plain query's handler; a stream or COPY has had its
+  /// outcome handed to its handle by the connection. must_post: never run
   /// the handler inline (we may be inside the initiating function).
   /// `r` by rvalue reference: moved once, into the completion (see
   /// pipelined_connection::complete).
   bool try_complete(const boost::asio::any_io_executor& fallback, bool must_post, std::error_code ec, result&& r) {
     if (completed.exchange(true, std::memory_order_acq_rel)) return false;
-    auto d = std::move(done);
-    d->complete(fallback, must_post, ec, std::move(r));
+    if (auto* s = std::get_if<result_sink>(&sink)) {
+      auto d = std::move(s->done);
+      d->complete(fallback, must_post, ec, std::move(r));
+    }
     return true;
   }
 };

@@ -42,7 +42,7 @@ void run_session_setup(const std::shared_ptr<pipelined_connection>& conn, const 
         });
       }
     };
-    req->done = std::make_unique<completion_impl<result, decltype(cb)>>(std::move(cb));
+    req->set_handler(std::make_unique<completion_impl<result, decltype(cb)>>(std::move(cb)));
     conn->enqueue(std::move(req));
   }
 }

@@ -3,11 +3,19 @@
 // for pool bookkeeping, never while running a handler or touching a
 // connection) and the map from pool slots to pipelined_connections. Every
 // connection lives on one loop.
+//
+// Files: client_impl.cpp (construction; the query_metrics room: logger,
+// observer hooks, counters, stats), client_lifecycle.cpp (start, close, shutdown),
+// client_operations.cpp (queries, acquires, their cancellation),
+// client_pool_actions.cpp (pool_core's actions carried out, the pool timer),
+// client_connection_events.cpp (what connections report). A lease is
+// lease_impl (lease_impl.hpp).
 #pragma once
 
 #include "async/pool/event_loops.hpp"
 #include "async/connection/pipelined_connection.hpp"
 #include "async/connection/request.hpp"
+#include "async/pool/lease_impl.hpp"
 #include "core/metrics/query_metrics.hpp"
 #include "core/pool/pool_core.hpp"
 
@@ -35,35 +43,6 @@ struct acquire_request {
   waiter_id waiter = 0;  // guarded by the client's mutex
   time_point submitted{};  // for the acquire_wait histogram
   bool try_complete(const boost::asio::any_io_executor& ex, std::error_code ec, lease l);
-};
-
-class lease_impl final : public query_target, public std::enable_shared_from_this<lease_impl> {
- public:
-  lease_impl(std::shared_ptr<pipelined_connection> conn, slot_id slot, std::shared_ptr<client_impl> owner)
-      : conn_(std::move(conn)), slot_(slot), owner_(std::move(owner)) {}
-  ~lease_impl() override { release(); }
-  void submit_query(query_spec spec, std::unique_ptr<completion<result>> done,
-                    boost::asio::cancellation_slot slot) override;
-  void release() noexcept;
-  std::shared_ptr<stream_state> start_stream(query_spec spec);
-  /// lease::copy_in/copy_out (defined in async/async_copy.cpp).
-  std::shared_ptr<copy_state> start_copy(std::string sql, std::optional<std::chrono::milliseconds> timeout, bool out);
-  const boost::asio::any_io_executor& get_executor() const noexcept { return conn_->get_executor(); }
-
- private:
-  /// A request that a stream or COPY handle drives on this lease's
-  /// connection: the handle gets the outcome, so the request's own handler
-  /// does nothing.
-  std::shared_ptr<query_request> make_handle_request() const;
-  /// Completes `req` with `ec` and `why` on its loop (the handle sees it).
-  void post_failure(const std::shared_ptr<query_request>& req, std::error_code ec, std::string why) const;
-
-  std::shared_ptr<pipelined_connection> conn_;
-  slot_id slot_;
-  // Strong: the loops (and their io_contexts) must outlive a lease's posts.
-  std::shared_ptr<client_impl> owner_;
-  std::atomic<bool> released_{false};
-  std::atomic<bool> changed_session_{false};  ///< ran a statement the shared path refuses as session-changing
 };
 
 class client_impl final : public query_target,
@@ -123,8 +102,31 @@ class client_impl final : public query_target,
  private:
   using todo = std::vector<std::function<void()>>;
 
-  /// Takes pool_core's actions and turns them into work to run after unlock.
+  /// Reads the clock at most once, and only when asked: in collect_locked,
+  /// only a waiter leaving the queue needs the time (its wait ends now).
+  class lazy_now {
+   public:
+    time_point operator()();
+
+   private:
+    std::optional<time_point> at_;
+  };
+
+  /// Takes pool_core's actions and turns them into work to run after unlock
+  /// (client_pool_actions.cpp), one step per action kind below.
   void collect_locked(todo& out, bool timing_may_change);
+  void open_connection_locked(todo& out, slot_id slot);
+  void close_connection_locked(todo& out, slot_id slot);
+  void check_connection_locked(todo& out, slot_id slot);
+  /// Hands the waiter's grant over: a query goes to the slot's connection,
+  /// an acquire gets a lease on it.
+  void grant_locked(todo& out, const pool_action& a, lazy_now& now);
+  void fail_locked(todo& out, const pool_action& a, lazy_now& now);
+  /// Removes the waiter from its map; null when it is not a waiter of that kind.
+  std::shared_ptr<query_request> take_query_waiter_locked(waiter_id w);
+  std::shared_ptr<acquire_request> take_acquire_waiter_locked(waiter_id w);
+  /// Points the pool timer at pool_core's next deadline when that is sooner.
+  void rearm_tick_locked(todo& out);
   void run(todo& t);
   void complete_query_failure(const std::shared_ptr<query_request>& req, std::error_code ec, std::string message);
   void complete_acquire_failure(const std::shared_ptr<acquire_request>& req, std::error_code ec, std::string message);

@@ -1,0 +1,197 @@
+// client_impl: the caller's operations on the pool (queries on the shared
+// path, lease acquisition) and their cancellation (contract in
+// client_impl.hpp). Grants that arrive later are carried out in
+// client_pool_actions.cpp.
+#include "async/pool/client_impl.hpp"
+
+#include "async/pool/request_hooks.hpp"
+#include "core/sql/shared_statement.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+namespace pgpipe::detail {
+
+namespace asio = boost::asio;
+
+namespace {
+
+struct acquire_cancel_hook {
+  std::weak_ptr<acquire_request> req;
+  std::weak_ptr<client_impl> owner;
+  void operator()(asio::cancellation_type_t) const {
+    auto r = req.lock();
+    auto o = owner.lock();
+    if (r && o) o->cancel_acquire(r);
+  }
+};
+
+// check_shared_statement lexes the text, which costs about as much as the
+// rest of the client's work on a short query. Applications send the same few
+// texts again and again, and the verdict depends on the text alone: each
+// thread remembers the last text found harmless.
+std::optional<shared_refusal> check_shared_sql(const std::string& sql) {
+  thread_local std::string last_harmless;
+  if (!last_harmless.empty() && sql == last_harmless) return std::nullopt;
+  auto refused = check_shared_statement(sql);
+  if (!refused) last_harmless = sql;
+  return refused;
+}
+
+}  // namespace
+
+void query_cancel_hook::operator()(asio::cancellation_type_t type) const {
+  auto r = req.lock();
+  if (!r || r->completed.load(std::memory_order_acquire)) return;
+  if (auto owner = r->owner.lock()) {
+    owner->cancel_query(r, type);
+    return;
+  }
+  if (r->conn) {  // lease request: the connection is fixed from the start
+    auto c = r->conn;
+    asio::post(c->get_executor(), [c, r, type] { c->cancel(r, type); });
+  }
+}
+
+bool acquire_request::try_complete(const asio::any_io_executor& ex, std::error_code ec, lease l) {
+  if (completed.exchange(true, std::memory_order_acq_rel)) return false;
+  auto d = std::move(done);
+  d->complete(ex, true, ec, std::move(l));
+  return true;
+}
+
+void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<result>> done,
+                               asio::cancellation_slot slot) {
+  auto req = std::make_shared<query_request>();
+  req->set_handler(std::move(done));
+  const auto now = pool_clock::now();
+  req->submitted = now;
+  if (spec.params.ec) {
+    metrics_.count_error(spec.params.ec);
+    auto ec = spec.params.ec;
+    auto msg = std::move(spec.params.error_message);
+    req->spec.sql = std::move(spec.sql);
+    finish_unstarted(req, loops_->first(), ec, client_error_result(std::move(msg)));
+    return;
+  }
+  // Sharing rules (core/shared_statement.hpp): a shared connection refuses
+  // BEGIN and session-changing statements before anything is sent. Leases
+  // (lease_impl::submit_query) are not checked.
+  if (auto refused = check_shared_sql(spec.sql)) {
+    metrics_.count_error(make_error_code(refused->code));
+    req->spec.sql = std::move(spec.sql);
+    finish_unstarted(req, loops_->first(), make_error_code(refused->code), client_error_result(refused->message));
+    return;
+  }
+  if (params_.read_only_queries) spec.read_only = true;
+  req->deadline = add_or_max(now, spec.timeout.value_or(params_.query_timeout));
+  req->spec = std::move(spec);
+  req->owner = weak_from_this();
+  if (slot.is_connected()) slot.template emplace<query_cancel_hook>(query_cancel_hook{req});
+
+  todo t;
+  // The common case (capacity at once) is carried out after the lock without
+  // a todo entry: a std::function holding the request would cost an
+  // allocation per query.
+  std::shared_ptr<pipelined_connection> granted;
+  {
+    std::lock_guard lk(mu_);
+    const auto acquire_deadline = std::min(add_or_max(now, params_.acquire_timeout), req->deadline);
+    auto out = core_.request(now, request_kind::shared, acquire_deadline);
+    bool timing = false;
+    switch (out.what) {
+      case request_outcome::kind::granted: {
+        granted = conns_.at(out.slot);
+        req->conn = granted;
+        req->slot = out.slot;
+        req->pooled = true;
+        metrics_.record_wait(std::chrono::nanoseconds(0));
+        break;
+      }
+      case request_outcome::kind::queued:
+        req->waiter = out.waiter;
+        query_waiters_.emplace(out.waiter, req);
+        timing = true;
+        break;
+      case request_outcome::kind::rejected: {
+        std::string msg = connect_error_message_locked(out.ec);
+        t.push_back([this, req, ec = out.ec, msg] { complete_query_failure(req, ec, msg); });
+        break;
+      }
+    }
+    collect_locked(t, timing);
+  }
+  if (granted) post_enqueue(granted, req);
+  run(t);
+}
+
+void client_impl::submit_acquire(std::unique_ptr<completion<lease>> done, asio::cancellation_slot slot) {
+  auto req = std::make_shared<acquire_request>();
+  req->done = std::move(done);
+  if (slot.is_connected())
+    slot.template emplace<acquire_cancel_hook>(acquire_cancel_hook{req, weak_from_this()});
+  const auto now = pool_clock::now();
+  req->submitted = now;
+  todo t;
+  {
+    std::lock_guard lk(mu_);
+    auto out = core_.request(now, request_kind::exclusive, add_or_max(now, params_.acquire_timeout));
+    bool timing = false;
+    switch (out.what) {
+      case request_outcome::kind::granted: {
+        metrics_.record_wait(std::chrono::nanoseconds(0));
+        auto impl = std::make_shared<lease_impl>(conns_.at(out.slot), out.slot, shared_from_this());
+        t.push_back([req, impl] { req->try_complete(impl->get_executor(), {}, lease(impl)); });
+        break;
+      }
+      case request_outcome::kind::queued:
+        req->waiter = out.waiter;
+        acquire_waiters_.emplace(out.waiter, req);
+        timing = true;
+        break;
+      case request_outcome::kind::rejected: {
+        std::string msg = connect_error_message_locked(out.ec);
+        t.push_back([this, req, ec = out.ec, msg] { complete_acquire_failure(req, ec, msg); });
+        break;
+      }
+    }
+    collect_locked(t, timing);
+  }
+  run(t);
+}
+
+void client_impl::cancel_query(const std::shared_ptr<query_request>& req, asio::cancellation_type_t type) {
+  std::shared_ptr<pipelined_connection> conn;
+  {
+    std::lock_guard lk(mu_);
+    if (req->waiter != 0) {
+      // Still waiting for capacity: nothing was sent, any type removes it.
+      if (core_.cancel(req->waiter)) {
+        query_waiters_.erase(req->waiter);
+        req->waiter = 0;
+      }
+    } else {
+      conn = req->conn;
+    }
+  }
+  if (conn) {
+    asio::post(conn->get_executor(), [conn, req, type] { conn->cancel(req, type); });
+    return;
+  }
+  complete_query_failure(req, make_error_code(errc::cancelled), "cancelled while waiting for a connection");
+}
+
+void client_impl::cancel_acquire(const std::shared_ptr<acquire_request>& req) {
+  {
+    std::lock_guard lk(mu_);
+    if (req->waiter == 0 || !core_.cancel(req->waiter)) return;
+    acquire_waiters_.erase(req->waiter);
+    req->waiter = 0;
+  }
+  complete_acquire_failure(req, make_error_code(errc::cancelled), "cancelled");
+}
+
+}  // namespace pgpipe::detail

@@ -1,0 +1,146 @@
+// lease_impl (contract in lease_impl.hpp): queries, streams and COPYs on one
+// exclusively held connection, and its return to the pool.
+#include "async/pool/lease_impl.hpp"
+
+#include "async/connection/copy_state.hpp"
+#include "async/connection/pipelined_connection.hpp"
+#include "async/pool/client_impl.hpp"
+#include "async/pool/request_hooks.hpp"
+#include "core/sql/shared_statement.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/system_executor.hpp>
+
+namespace pgpipe::detail {
+
+namespace asio = boost::asio;
+
+lease_impl::lease_impl(std::shared_ptr<pipelined_connection> conn, slot_id slot, std::shared_ptr<client_impl> owner)
+    : conn_(std::move(conn)), slot_(slot), owner_(std::move(owner)) {}
+
+const asio::any_io_executor& lease_impl::get_executor() const noexcept { return conn_->get_executor(); }
+
+void lease_impl::submit_query(query_spec spec, std::unique_ptr<completion<result>> done,
+                              asio::cancellation_slot slot) {
+  auto req = std::make_shared<query_request>();
+  req->on_lease = true;
+  req->set_handler(std::move(done));
+  const auto now = pool_clock::now();
+  req->submitted = now;
+  if (owner_->loops_stopped()) {
+    // The client is gone: its loops will never run this handler.
+    req->spec.sql = std::move(spec.sql);
+    owner_->finish_unstarted(req, asio::system_executor(), make_error_code(errc::closed),
+                             client_error_result("the client was destroyed before this lease"));
+    return;
+  }
+  if (released_.load(std::memory_order_acquire)) {
+    req->spec.sql = std::move(spec.sql);
+    owner_->finish_unstarted(req, conn_->get_executor(), make_error_code(errc::closed),
+                             client_error_result("the lease was released"));
+    return;
+  }
+  if (spec.params.ec) {
+    auto ec = spec.params.ec;
+    auto msg = std::move(spec.params.error_message);
+    req->spec.sql = std::move(spec.sql);
+    owner_->finish_unstarted(req, conn_->get_executor(), ec, client_error_result(std::move(msg)));
+    return;
+  }
+  // A session change on a lease (SET, LISTEN, temp tables...: the statements
+  // the shared path refuses) must not leak to the shared callers this
+  // connection serves next: such a connection is retired when the lease ends.
+  if (auto r = check_shared_statement(spec.sql);
+      r && r->code == errc::session_state_needs_lease && r->outlives_transaction)
+    changed_session_.store(true, std::memory_order_relaxed);
+  const auto timeout = spec.timeout.value_or(owner_->params().query_timeout);
+  req->deadline = add_or_max(now, timeout);
+  req->spec = std::move(spec);
+  req->conn = conn_;
+  req->slot = slot_;
+  if (slot.is_connected()) slot.template emplace<query_cancel_hook>(query_cancel_hook{req});
+  owner_->post_enqueue(conn_, req);
+}
+
+std::shared_ptr<query_request> lease_impl::make_handle_request(request_sink sink) const {
+  auto req = std::make_shared<query_request>();
+  req->sink = std::move(sink);
+  req->on_lease = true;
+  req->conn = conn_;
+  req->slot = slot_;
+  return req;
+}
+
+bool lease_impl::refused_as_released(std::error_code& ec, std::string& why) const {
+  if (!released_.load(std::memory_order_acquire)) return false;
+  ec = make_error_code(errc::closed);
+  why = "the lease was released";
+  return true;
+}
+
+void lease_impl::post_failure(const std::shared_ptr<query_request>& req, std::error_code ec, std::string why) const {
+  asio::post(conn_->get_executor(), [c = conn_, req, ec, why = std::move(why)] {
+    c->fail_request(req, ec, client_error_result(why));
+  });
+}
+
+std::shared_ptr<stream_state> lease_impl::start_stream(query_spec spec) {
+  auto st = std::make_shared<stream_state>();
+  st->conn = conn_;
+  auto req = make_handle_request(stream_sink{st});
+  req->submitted = pool_clock::now();
+  st->req = req;
+  std::error_code ec;
+  std::string why;
+  if (!refused_as_released(ec, why) && spec.params.ec) {
+    ec = spec.params.ec;
+    why = spec.params.error_message;
+  }
+  req->spec = std::move(spec);
+  if (ec) {
+    post_failure(req, ec, std::move(why));
+  } else {
+    owner_->post_enqueue(conn_, req);
+  }
+  return st;
+}
+
+std::shared_ptr<copy_state> lease_impl::start_copy(std::string sql, std::optional<std::chrono::milliseconds> timeout,
+                                                   bool out) {
+  auto st = std::make_shared<copy_state>(out);
+  st->conn = conn_;
+  auto req = make_handle_request(copy_sink{st});
+  st->req = req;
+  std::error_code ec;
+  std::string why;
+  if (!refused_as_released(ec, why)) {
+    if (auto r = check_shared_statement(sql); !r || r->statement != "COPY") {
+      // A DELETE handed to copy_in by mistake must not run.
+      ec = make_error_code(errc::invalid_argument);
+      why = "copy_in/copy_out take a COPY statement; nothing was sent";
+    }
+  }
+  // No timeout unless asked: the caller paces a COPY.
+  if (timeout && timeout->count() > 0) req->deadline = pool_clock::now() + *timeout;
+  req->spec.sql = std::move(sql);
+  if (ec) {
+    post_failure(req, ec, std::move(why));
+  } else {
+    asio::post(conn_->get_executor(), [c = conn_, req] { c->enqueue(req); });
+  }
+  return st;
+}
+
+void lease_impl::release() noexcept {
+  if (released_.exchange(true, std::memory_order_acq_rel)) return;
+  if (owner_->loops_stopped()) return;  // nothing left to give the connection back to
+  try {
+    if (changed_session_.load(std::memory_order_relaxed)) owner_->retire_after_lease(slot_);
+    asio::post(conn_->get_executor(), [c = conn_] { c->lease_returned(); });
+  } catch (...) {
+    // Posting allocates; if that fails the connection is lost to the pool
+    // until the client closes, which is the best we can do in a destructor.
+  }
+}
+
+}  // namespace pgpipe::detail

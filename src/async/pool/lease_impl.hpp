@@ -1,0 +1,58 @@
+// lease_impl: what a lease is made of. One pool connection held exclusively
+// (a pool_core `exclusive` grant): its queries go straight to that
+// connection, unchecked by the sharing rules, and it starts the row streams
+// and COPYs only a lease may run. Giving it back (release, or the destructor)
+// returns the connection to the pool on its own loop.
+#pragma once
+
+#include "async/connection/request.hpp"
+#include "core/pool/pool_core.hpp"
+
+#include <pgpipe/detail/async_glue.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <system_error>
+
+namespace pgpipe::detail {
+
+class client_impl;
+class pipelined_connection;
+
+class lease_impl final : public query_target, public std::enable_shared_from_this<lease_impl> {
+ public:
+  lease_impl(std::shared_ptr<pipelined_connection> conn, slot_id slot, std::shared_ptr<client_impl> owner);
+  ~lease_impl() override { release(); }
+  void submit_query(query_spec spec, std::unique_ptr<completion<result>> done,
+                    boost::asio::cancellation_slot slot) override;
+  void release() noexcept;
+  /// lease::stream.
+  std::shared_ptr<stream_state> start_stream(query_spec spec);
+  /// lease::copy_in/copy_out.
+  std::shared_ptr<copy_state> start_copy(std::string sql, std::optional<std::chrono::milliseconds> timeout, bool out);
+  const boost::asio::any_io_executor& get_executor() const noexcept;
+
+ private:
+  /// A request that a stream or COPY handle drives on this lease's
+  /// connection: `sink` (the handle's state) gets the outcome.
+  std::shared_ptr<query_request> make_handle_request(request_sink sink) const;
+  /// True (with the error a stream or COPY then fails with) once released.
+  bool refused_as_released(std::error_code& ec, std::string& why) const;
+  /// Completes `req` with `ec` and `why` on its loop (the handle sees it).
+  void post_failure(const std::shared_ptr<query_request>& req, std::error_code ec, std::string why) const;
+
+  std::shared_ptr<pipelined_connection> conn_;
+  slot_id slot_;
+  // Strong: the loops (and their io_contexts) must outlive a lease's posts.
+  std::shared_ptr<client_impl> owner_;
+  std::atomic<bool> released_{false};
+  std::atomic<bool> changed_session_{false};  ///< ran a statement the shared path refuses as session-changing
+};
+
+}  // namespace pgpipe::detail

@@ -1,0 +1,30 @@
+// What both ways into a connection (the pool's shared path in client_impl,
+// an exclusive lease in lease_impl) attach to a query request: its deadline
+// and its cancellation hook.
+#pragma once
+
+#include "async/connection/request.hpp"
+#include "core/pool/pool_core.hpp"
+
+#include <boost/asio/cancellation_type.hpp>
+
+#include <chrono>
+#include <memory>
+
+namespace pgpipe::detail {
+
+/// `now + d`, or no deadline at all for a zero or negative duration (the
+/// pool_params convention for "no timeout").
+inline time_point add_or_max(time_point now, std::chrono::milliseconds d) {
+  if (d.count() <= 0) return time_point::max();
+  return now + d;
+}
+
+/// Lives in the handler's cancellation slot. Holds a weak reference: a hook
+/// that fires after completion finds nothing to do.
+struct query_cancel_hook {
+  std::weak_ptr<query_request> req;
+  void operator()(boost::asio::cancellation_type_t type) const;
+};
+
+}  // namespace pgpipe::detail
