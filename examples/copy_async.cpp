@@ -9,8 +9,8 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -94,21 +94,12 @@ int main(int argc, char** argv) {
   params.conninfo = conninfo;
   params.max_size = 1;
 
-  asio::io_context io;
-  pgpipe::async_client client(params, io);
-  int status = 1;
-  asio::co_spawn(io, run(client), [&](std::exception_ptr e, int rc) {
-    status = rc;
-    if (e) {
-      status = 1;
-      try {
-        std::rethrow_exception(e);
-      } catch (const std::exception& err) {
-        std::cerr << "failed: " << err.what() << '\n';
-      }
-    }
-    client.close();
-  });
-  io.run();
-  return status;
+  pgpipe::async_client client(params);
+  try {
+    // The coroutine runs on one of the client's loops; main waits for it.
+    return asio::co_spawn(client.get_executor(), run(client), asio::use_future).get();
+  } catch (const std::exception& e) {
+    std::cerr << "failed: " << e.what() << '\n';
+    return 1;
+  }
 }
