@@ -5,6 +5,7 @@
 //   PGPIPE_CONNINFO=... example_callback_query
 #include <pgpipe/pgpipe.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <future>
@@ -41,10 +42,12 @@ int main(int argc, char** argv) {
   }
   all_done.get_future().wait();
 
-  // An SQL error reaches only the query that caused it.
+  // An SQL error reaches only the query that caused it, with its SQLSTATE
+  // and the server's message.
   std::promise<void> err_done;
   client.async_query("select 1/0", [&](std::error_code ec, pgpipe::result r) {
     std::cout << "select 1/0 -> " << pgpipe::sqlstate_of(ec) << " (" << r.diag().message << ")\n";
+    if (pgpipe::sqlstate_of(ec) != "22012") ++failures;  // division_by_zero was expected
     err_done.set_value();
   });
   err_done.get_future().wait();

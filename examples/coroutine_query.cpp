@@ -1,45 +1,71 @@
-// Coroutine style (C++20): co_await queries and a transaction on a lease.
+// Coroutine style (C++20): co_await queries and a transaction on a lease,
+// every error checked. asio::as_tuple(asio::use_awaitable) hands the
+// coroutine (std::error_code, result); a failure is thrown as pgpipe::error
+// with the server's diagnostics, and main() prints it.
 //
 //   example_coroutine_query "host=... user=... password=... dbname=..."
 //   PGPIPE_CONNINFO=... example_coroutine_query
 #include <pgpipe/pgpipe.hpp>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <cstdint>
 #include <cstdlib>
+#include <exception>
 #include <iostream>
 #include <string>
+#include <string_view>
+#include <utility>
 
 namespace asio = boost::asio;
 
+namespace {
+
+// One statement on `target` (the client or a lease): its result, or the
+// server's error thrown as pgpipe::error.
+template <class Target, class... Args>
+asio::awaitable<pgpipe::result> query(Target& target, std::string_view sql, Args... args) {
+  auto [ec, r] = co_await target.async_query(sql, std::move(args)..., asio::as_tuple(asio::use_awaitable));
+  if (ec) throw pgpipe::error(ec, r.diag());
+  co_return std::move(r);
+}
+
+// A statement whose rows do not matter: only its error does.
+template <class Target, class... Args>
+asio::awaitable<void> exec(Target& target, std::string_view sql, Args... args) {
+  (void)co_await query(target, sql, std::move(args)...);
+}
+
 asio::awaitable<int> run(pgpipe::async_client& client) {
-  // The completion signature starts with std::error_code, so use_awaitable
-  // yields (error_code, result): the diagnostics stay at hand.
-  auto [ec, r] = co_await client.async_query("select version()", asio::use_awaitable);
-  if (ec) {
-    std::cerr << "failed: " << r.diag().to_string() << '\n';
-    co_return 1;
-  }
-  std::cout << r.value<std::string>() << '\n';
+  const pgpipe::result version = co_await query(client, "select version()");
+  std::cout << version.value<std::string>() << '\n';
 
   // A transaction needs one connection for several statements: take a lease.
-  auto [lec, tx] = co_await client.async_acquire(asio::use_awaitable);
-  if (lec) {
-    std::cerr << "acquire failed: " << lec.message() << '\n';
+  auto [lec, tx] = co_await client.async_acquire(asio::as_tuple(asio::use_awaitable));
+  if (lec) throw pgpipe::error(lec, "async_acquire failed: " + lec.message());
+  co_await exec(tx, "begin");
+  co_await exec(tx, "create temporary table t(n int) on commit drop");
+  co_await exec(tx, "insert into t select generate_series(1, $1::int)", 100);
+  const pgpipe::result sum = co_await query(tx, "select sum(n), count(*) from t");
+  co_await exec(tx, "commit");
+  std::cout << "sum " << sum.value<std::int64_t>(0, 0) << " over " << sum.value<std::int64_t>(0, 1) << " rows\n";
+
+  // A failed statement reaches the caller with its SQLSTATE and the server's
+  // message; here it is expected, so it is caught.
+  try {
+    co_await exec(client, "select 1/0");
+    std::cerr << "select 1/0 did not fail\n";
     co_return 1;
+  } catch (const pgpipe::error& e) {
+    std::cout << "select 1/0 -> " << pgpipe::sqlstate_of(e.code()) << " (" << e.diag().message << ")\n";
   }
-  co_await tx.async_query("begin", asio::use_awaitable);
-  co_await tx.async_query("create temporary table t(n int) on commit drop", asio::use_awaitable);
-  co_await tx.async_query("insert into t select generate_series(1, $1::int)", 100, asio::use_awaitable);
-  auto [sec, sum] = co_await tx.async_query("select sum(n), count(*) from t", asio::use_awaitable);
-  co_await tx.async_query("commit", asio::use_awaitable);
-  if (sec) co_return 1;
-  std::cout << "sum " << sum[0].get<long>(0) << " over " << sum[0].get<long>(1) << " rows\n";
   co_return 0;
 }  // the lease returns its connection here (rolled back if a transaction were open)
+
+}  // namespace
 
 int main(int argc, char** argv) {
   const char* conninfo = argc > 1 ? argv[1] : std::getenv("PGPIPE_CONNINFO");
@@ -56,7 +82,17 @@ int main(int argc, char** argv) {
   pgpipe::async_client client(params, io);
   int status = 1;
   asio::co_spawn(io, run(client), [&](std::exception_ptr e, int rc) {
-    status = e ? 1 : rc;
+    status = rc;
+    if (e) {
+      status = 1;
+      try {
+        std::rethrow_exception(e);
+      } catch (const pgpipe::error& err) {
+        std::cerr << "failed: " << err.code().message() << ": " << err.diag().to_string() << '\n';
+      } catch (const std::exception& err) {
+        std::cerr << "failed: " << err.what() << '\n';
+      }
+    }
     client.close();  // lets io.run() return once the connections are closed
   });
   io.run();

@@ -7,10 +7,14 @@
 #include <pgpipe/pgpipe.hpp>
 #include <pgpipe/type_traits.hpp>
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 
 #include <cstdint>
 #include <cstdlib>
+#include <exception>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -78,6 +82,36 @@ struct pgpipe::field_traits<shop::order_status> {
   }
 };
 
+namespace {
+
+boost::asio::awaitable<int> run(pgpipe::async_client& client) {
+  // With a real table this would be
+  //   select id, status from orders where id = $1 and status = $2
+  // with status of type order_status; the casts stand in for the columns.
+  auto [ec, r] = co_await client.async_query("select $1::int8 + 1 as next_id, $2::text as status",
+                                             shop::user_id{41}, shop::order_status::shipped,
+                                             boost::asio::as_tuple(boost::asio::use_awaitable));
+  if (ec) {
+    std::cerr << "query failed: " << ec.message() << " " << r.diag().to_string() << "\n";
+    co_return 1;
+  }
+  const auto id = r.at(0).get<shop::user_id>("next_id");
+  const auto status = r.at(0).get<shop::order_status>("status");
+  std::cout << "next id " << id.value << ", status " << to_string(status) << "\n";
+
+  // A mismatch names the column and both types.
+  bool refused = false;
+  try {
+    (void)r.at(0).get<shop::user_id>("status");
+  } catch (const pgpipe::error& e) {
+    refused = e.code() == pgpipe::errc::type_mismatch;
+    std::cout << "as expected: " << e.what() << "\n";
+  }
+  co_return id == shop::user_id{42} && status == shop::order_status::shipped && refused ? 0 : 1;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   const char* conninfo = argc > 1 ? argv[1] : std::getenv("PGPIPE_CONNINFO");
   if (!conninfo) {
@@ -88,27 +122,11 @@ int main(int argc, char** argv) {
   params.conninfo = conninfo;
   params.max_size = 1;
   pgpipe::async_client client(params);
-
-  // With a real table this would be
-  //   select id, status from orders where id = $1 and status = $2
-  // with status of type order_status; the casts stand in for the columns.
-  auto [ec, r] = client
-                     .async_query("select $1::int8 + 1 as next_id, $2::text as status", shop::user_id{41},
-                                  shop::order_status::shipped, boost::asio::use_future)
-                     .get();
-  if (ec) {
-    std::cerr << "query failed: " << ec.message() << " " << r.diag().to_string() << "\n";
+  try {
+    // The coroutine runs on one of the client's loops; main waits for it.
+    return boost::asio::co_spawn(client.get_executor(), run(client), boost::asio::use_future).get();
+  } catch (const std::exception& e) {
+    std::cerr << "failed: " << e.what() << "\n";
     return 1;
   }
-  const auto id = r[0].get<shop::user_id>("next_id");
-  const auto status = r[0].get<shop::order_status>("status");
-  std::cout << "next id " << id.value << ", status " << to_string(status) << "\n";
-
-  // A mismatch names the column and both types.
-  try {
-    (void)r[0].get<shop::user_id>("status");
-  } catch (const pgpipe::error& e) {
-    std::cout << "as expected: " << e.what() << "\n";
-  }
-  return id == shop::user_id{42} && status == shop::order_status::shipped ? 0 : 1;
 }

@@ -7,12 +7,16 @@
 //   PGPIPE_CONNINFO=... example_slow_query_log
 #include <pgpipe/pgpipe.hpp>
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
+#include <exception>
 #include <iostream>
 #include <mutex>
 #include <string>
@@ -75,6 +79,28 @@ class slow_query_log final : public pgpipe::query_observer {
   std::thread writer_;  // last: starts once the members above exist
 };
 
+// Fast queries pass unlogged; the sleeping one is logged, and so is the
+// failing one when it is slow. Each outcome is checked: only select 1/0 may
+// fail, and with division_by_zero.
+boost::asio::awaitable<int> run(pgpipe::async_client& client) {
+  struct step {
+    const char* sql;
+    const char* sqlstate;  // the expected error, "" for success
+  };
+  int unexpected = 0;
+  for (const step& s : {step{"select 1", ""}, step{"select pg_sleep(0.2)", ""}, step{"select 2", ""},
+                        step{"select 1/0", "22012"}}) {
+    auto [ec, r] = co_await client.async_query(s.sql, boost::asio::as_tuple(boost::asio::use_awaitable));
+    std::cout << s.sql << " -> " << (ec ? r.diag().to_string() : "ok") << '\n';
+    const bool as_expected = *s.sqlstate == '\0' ? !ec : pgpipe::sqlstate_of(ec) == s.sqlstate;
+    if (!as_expected) {
+      std::cerr << "unexpected outcome for " << s.sql << ": " << (ec ? ec.message() : "success") << '\n';
+      ++unexpected;
+    }
+  }
+  co_return unexpected == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,11 +117,13 @@ int main(int argc, char** argv) {
   params.observer = std::make_shared<slow_query_log>(threshold);
   pgpipe::async_client client(params);
 
-  // Fast queries pass unlogged; the sleeping one is logged.
-  for (const char* sql : {"select 1", "select pg_sleep(0.2)", "select 2", "select 1/0"}) {
-    auto [ec, r] = client.async_query(sql, boost::asio::use_future).get();
-    std::cout << sql << " -> " << (ec ? ec.message() : "ok") << '\n';
+  try {
+    // The coroutine runs on one of the client's loops; main waits for it.
+    const int status = boost::asio::co_spawn(client.get_executor(), run(client), boost::asio::use_future).get();
+    std::cout << pgpipe::to_prometheus(client.stats());
+    return status;
+  } catch (const std::exception& e) {
+    std::cerr << "failed: " << e.what() << '\n';
+    return 1;
   }
-  std::cout << pgpipe::to_prometheus(client.stats());
-  return 0;
 }

@@ -57,12 +57,13 @@ namespace pgpipe {
 // log_level and logger_fn: <pgpipe/logger.hpp>.
 
 /// How an async_client runs its event loops (its pool is set by pool_params).
+/// Every member has a default member initializer (see pool_params).
 struct async_client_options {
   /// Event loops (threads) the client owns; 0 means 1. Ignored by the
   /// constructor that takes the caller's io_context.
   std::size_t loops = std::max(1u, std::thread::hardware_concurrency());
   /// See logger_fn. Empty: the library logs nothing (it never prints).
-  logger_fn logger;
+  logger_fn logger{};
   /// Every loop runs a probe this often to measure its lag (stats()).
   std::chrono::milliseconds loop_probe_interval{100};
   /// A loop whose probe has not run for this long is reported to the logger

@@ -1,20 +1,39 @@
-// Umbrella header: everything a pgpipe user needs.
+// Umbrella header: everything a pgpipe user needs, every public header of
+// include/pgpipe/ (tests/snippets/umbrella_check.cmake fails when one is
+// missing here). Needs every component (pgpipe::pgpipe).
 #pragma once
 
+// Shared by both drivers: errors, configuration, results, stats, types.
 #include <pgpipe/error.hpp>
 #include <pgpipe/logger.hpp>
+#include <pgpipe/notification.hpp>
 #include <pgpipe/pool_params.hpp>
-#include <pgpipe/stats.hpp>
+#include <pgpipe/query_observer.hpp>
+#include <pgpipe/read_routing.hpp>
 #include <pgpipe/result.hpp>
+#include <pgpipe/stats.hpp>
+#include <pgpipe/transaction_options.hpp>
+#include <pgpipe/type_traits.hpp>
+#include <pgpipe/types.hpp>
+
+// The async driver.
 #include <pgpipe/async_client.hpp>
+#include <pgpipe/async_copy.hpp>
 #include <pgpipe/async_lease.hpp>
+#include <pgpipe/listener.hpp>
+#include <pgpipe/query_options.hpp>
+#include <pgpipe/read_router.hpp>
 #include <pgpipe/row_stream.hpp>
 #include <pgpipe/transaction.hpp>
-#include <pgpipe/blocking_pool.hpp>
+
+// The blocking driver.
 #include <pgpipe/blocking_copy.hpp>
 #include <pgpipe/blocking_executor.hpp>
-#include <pgpipe/scram.hpp>
-#include <pgpipe/read_router.hpp>
-#include <pgpipe/blocking_read_router.hpp>
-#include <pgpipe/query_observer.hpp>
+#include <pgpipe/blocking_lease.hpp>
 #include <pgpipe/blocking_listener.hpp>
+#include <pgpipe/blocking_pool.hpp>
+#include <pgpipe/blocking_read_router.hpp>
+#include <pgpipe/blocking_types.hpp>
+
+// The SCRAM toolkit: <pgpipe/scram/*.hpp>.
+#include <pgpipe/scram.hpp>

@@ -15,10 +15,14 @@ namespace pgpipe {
 
 /// Configuration shared by both drivers: a plain struct with documented
 /// defaults, validated by the driver that receives it (validate()).
+/// Every member has a default member initializer, so a designated initializer
+/// naming only some fields (`{.conninfo = "...", .max_size = 4}`) builds
+/// warning-free under -Wextra: g++ reports -Wmissing-field-initializers for
+/// each omitted member that has none.
 struct pool_params {
   /// libpq connection string, key=value or postgresql:// URI. Passwords in it
   /// are never echoed: any message that quotes it uses redact_conninfo().
-  std::string conninfo;
+  std::string conninfo{};
 
   /// Most connections the pool ever has open or opening at once.
   std::size_t max_size = 10;
@@ -108,12 +112,12 @@ struct pool_params {
   /// Callers see it as any connect error (after acquire_timeout when no
   /// connection could be opened). Settings a lease changes with plain SET
   /// stay on its connection after the lease ends: use SET LOCAL there.
-  std::vector<std::string> on_connect;
+  std::vector<std::string> on_connect{};
 
   /// Both drivers: called at the start and end of every query
   /// (query_observer.hpp: which thread, what it must not do). Null (the
   /// default) costs one pointer test per query.
-  std::shared_ptr<query_observer> observer;
+  std::shared_ptr<query_observer> observer{};
   /// Both drivers: open every session read-only (default_transaction_read_only
   /// = on, set after on_connect, before the connection serves anyone), as a
   /// pool for a read replica would. Every write through the pool then fails

@@ -23,7 +23,8 @@ struct read_only_t {
 /// See read_only_t.
 inline constexpr read_only_t read_only{};
 
-/// How a router probes its replicas and which it may read from.
+/// How a router probes its replicas and which it may read from. Every member
+/// has a default member initializer (see pool_params).
 struct read_routing_params {
   /// Each replica, and the primary, is probed this often: one short query on
   /// each, on a connection of the router's own to that server (one per
@@ -41,7 +42,7 @@ struct read_routing_params {
   /// whose lag is unknown (the primary has never answered a probe), except
   /// while the primary counts as down (then the primary cannot serve them).
   /// std::nullopt: no bound, any healthy replica serves reads.
-  std::optional<std::chrono::milliseconds> max_lag;
+  std::optional<std::chrono::milliseconds> max_lag{};
   /// Marked reads the router runs on the primary (no replica eligible, or a
   /// read re-run after its replica failed) go through a second pool of the
   /// router's own on the primary whose sessions are read-only
@@ -55,7 +56,7 @@ struct read_routing_params {
   /// Names for the replicas in stats() and to_prometheus() (label
   /// replica="..."), in the order the replicas were given; missing entries
   /// are "replica<i>" (0-based). Never put a password here.
-  std::vector<std::string> replica_names;
+  std::vector<std::string> replica_names{};
 };
 
 /// Throws pgpipe::error(errc::bad_params) naming the first invalid field.

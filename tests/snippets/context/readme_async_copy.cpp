@@ -1,0 +1,9 @@
+// README.md, async COPY: a coroutine holding a lease (async_acquire), with the
+// data to send; `consume` is the reader's.
+namespace asio = boost::asio;
+
+void consume(const std::string& rows);
+
+asio::awaitable<void> snippet(pgpipe::lease& lease, std::vector<std::string> chunks) {
+  // @snippet
+}

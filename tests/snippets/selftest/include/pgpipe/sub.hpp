@@ -1,0 +1,2 @@
+#pragma once
+#include <pgpipe/sub/in_sub.hpp>
