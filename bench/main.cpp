@@ -15,6 +15,8 @@
 #include "devcluster/server_process.hpp"
 #include <pgpipe/error.hpp>
 
+#include <libpq-fe.h>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -109,6 +111,7 @@ int run(const options& o) {
 
   server_sampler sampler(conninfo);
   report.server_version = sampler.server_version();
+  report.runtime.libpq_version = PQlibVersion();
   run_context ctx;
   ctx.opts = &o;
   ctx.conninfo = conninfo;

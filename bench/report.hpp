@@ -6,6 +6,8 @@
 #include "run_result.hpp"
 #include "sampler.hpp"
 
+#include <pgpipe/stats.hpp>
+
 #include <map>
 #include <string>
 #include <vector>
@@ -22,6 +24,7 @@ struct report_input {
   const options* opts = nullptr;
   std::vector<std::string> drivers;  ///< the drivers that ran, in listed order
   std::string server_version;
+  runtime_info runtime;  ///< the libpq loaded at run time (pool_stats' runtime_info)
   std::string server;  ///< "embedded devcluster (...)" or the redacted conninfo
   std::string workload_name;
   std::string sql;

@@ -1,5 +1,7 @@
 #include "report.hpp"
 
+#include "pq/libpq_version.hpp"
+
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -37,6 +39,7 @@ std::string markdown_report(const report_input& in) {
       << fixed(o.warmup_s, o.warmup_s == std::floor(o.warmup_s) ? 0 : 1) << " s warm-up, " << o.repeat
       << (o.repeat == 1 ? " round" : " rounds (medians; drivers in alternating order)") << "\n";
   out << "- server: PostgreSQL " << in.server_version << ", " << in.server << "\n";
+  out << "- client: " << pgpipe::detail::runtime_text(in.runtime) << "\n";
   out << "- machine: " << in.machine.cpus << " CPUs (" << in.machine.cpu_model << "), " << in.machine.memory_mb
       << " MB, " << in.machine.kernel << "\n\n";
 

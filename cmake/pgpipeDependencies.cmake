@@ -1,4 +1,7 @@
 include(pgpipeFindDependencies)
+if(_pgpipe_dependency_error)
+  message(FATAL_ERROR "${_pgpipe_dependency_error}")
+endif()
 if(PGPIPE_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -31,15 +31,21 @@ install(FILES ${PROJECT_BINARY_DIR}/pgpipeConfig.cmake ${PROJECT_BINARY_DIR}/pgp
 # The libraries are static, so each file's Requires carries what its archive
 # needs at link time.
 file(RELATIVE_PATH PGPIPE_PC_PREFIX_FROM_PCDIR /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
+# The libpqxx series pgpipe was built with (no stable ABI across minor
+# versions), as pgpipeConfig.cmake checks it.
+string(REGEX MATCH "^[0-9]+" pc_libpqxx_major "${PGPIPE_LIBPQXX_VERSION}")
+string(REGEX MATCH "^[0-9]+\\.([0-9]+)" pc_libpqxx_series "${PGPIPE_LIBPQXX_VERSION}")
+math(EXPR pc_libpqxx_next_minor "${CMAKE_MATCH_1} + 1")
+set(pc_libpqxx_requires "libpqxx >= ${pc_libpqxx_series}, libpqxx < ${pc_libpqxx_major}.${pc_libpqxx_next_minor}")
 set(pc_core_requires "")
 set(pc_core_libs "-lpgpipe_core -lboost_json")  # the value types use Boost.JSON
-set(pc_pq_requires "pgpipe-core = ${PROJECT_VERSION}, libpq >= 15")
+set(pc_pq_requires "pgpipe-core = ${PROJECT_VERSION}, libpq >= ${pgpipe_libpq_min}")
 set(pc_pq_libs "-lpgpipe_pq")
-set(pc_async_requires "pgpipe-pq = ${PROJECT_VERSION}, pgpipe-core = ${PROJECT_VERSION}, libpq >= 15")
+set(pc_async_requires "pgpipe-pq = ${PROJECT_VERSION}, pgpipe-core = ${PROJECT_VERSION}, libpq >= ${pgpipe_libpq_min}")
 set(pc_async_libs "-lpgpipe_async -pthread")
-set(pc_blocking_requires "pgpipe-pq = ${PROJECT_VERSION}, pgpipe-core = ${PROJECT_VERSION}, libpqxx >= 6.4, libpq >= 15")
+set(pc_blocking_requires "pgpipe-pq = ${PROJECT_VERSION}, pgpipe-core = ${PROJECT_VERSION}, ${pc_libpqxx_requires}, libpq >= ${pgpipe_libpq_min}")
 set(pc_blocking_libs "-lpgpipe_blocking -pthread")
-set(pc_scram_requires "pgpipe-pq = ${PROJECT_VERSION}, pgpipe-core = ${PROJECT_VERSION}, openssl >= 3, libidn, libpq >= 15")
+set(pc_scram_requires "pgpipe-pq = ${PROJECT_VERSION}, pgpipe-core = ${PROJECT_VERSION}, openssl >= 3, libidn, libpq >= ${pgpipe_libpq_min}")
 set(pc_scram_libs "-lpgpipe_scram")
 foreach(component IN ITEMS core pq async blocking scram)
   set(PGPIPE_PC_NAME "pgpipe-${component}")

@@ -86,8 +86,9 @@ class async_client {
   using executor_type = boost::asio::any_io_executor;
 
   /// Owns `loops` event-loop threads (0 means 1). Validates params (throws
-  /// pgpipe::error(errc::bad_params)); opens min_size connections in the
-  /// background; never blocks on the network.
+  /// pgpipe::error(errc::bad_params)) and the libpq loaded at run time
+  /// (errc::unsupported_libpq when older than 14); opens min_size
+  /// connections in the background; never blocks on the network.
   explicit async_client(pool_params params, std::size_t loops = std::max(1u, std::thread::hardware_concurrency()));
   /// The same with the loops, logger and loop watchdog given in `options`.
   async_client(pool_params params, async_client_options options);

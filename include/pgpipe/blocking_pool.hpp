@@ -55,8 +55,9 @@ namespace pgpipe {
 /// Thread-safe: any thread may acquire, exec, or read stats.
 class blocking_pool {
  public:
-  /// Validates `params` (pgpipe::error with errc::bad_params) and the
-  /// connection string (errc::bad_conninfo), starts the pool's threads and
+  /// Validates `params` (pgpipe::error with errc::bad_params), the
+  /// connection string (errc::bad_conninfo) and the libpq loaded at run
+  /// time (errc::unsupported_libpq when older than 14), starts the pool's threads and
   /// begins opening min_size connections in the background (it does not wait
   /// for them: a server that is down shows up in acquire(), not here).
   explicit blocking_pool(pool_params params);

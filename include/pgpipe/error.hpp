@@ -46,6 +46,8 @@ enum class errc {
   session_state_needs_lease,  ///< SET, RESET, LISTEN, PREPARE, DISCARD, temp tables, COPY...: use a
                               ///< lease or pool_params::on_connect
   type_mismatch,       ///< the column's PostgreSQL type cannot be read as the requested C++ type
+  // The environment.
+  unsupported_libpq,   ///< the libpq loaded at run time is older than pgpipe needs (14: pipeline mode)
 };
 
 /// Portable conditions: use these to classify an error_code from any category.

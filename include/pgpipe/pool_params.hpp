@@ -141,6 +141,8 @@ struct pool_params {
   /// On a read-write session, leases, unmarked requests and statements that
   /// do not start with SELECT, WITH, VALUES or TABLE (or that mention
   /// set_config or pg_notify) keep one Sync each. 1 turns coalescing off.
+  /// PostgreSQL 13 reports no default_transaction_read_only (14 and newer
+  /// do), so there no session counts as read-only and nothing is coalesced.
   std::size_t read_batch_max = 10;
 };
 

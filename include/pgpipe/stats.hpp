@@ -36,6 +36,15 @@ struct latency_histogram {
   std::chrono::nanoseconds sum{0};  ///< all samples added together
 };
 
+/// What a pool runs on (pool_stats::runtime): the libpq the process loaded,
+/// which may be newer than the headers pgpipe was built with, and the server
+/// its connections reach. Versions are PostgreSQL's numbers: major * 10000 +
+/// minor (180004 is 18.4; PQlibVersion() and PQserverVersion()).
+struct runtime_info {
+  int libpq_version = 0;   ///< PQlibVersion() of the libpq loaded at run time
+  int server_version = 0;  ///< the server of the latest connection the pool opened; 0 before the first
+};
+
 /// A point-in-time snapshot of a pool (async_client::stats(), blocking_pool::stats()).
 /// Counters count since the pool started; gauges are the state at the call.
 struct pool_stats {
@@ -66,6 +75,8 @@ struct pool_stats {
   /// (timeout, connect error). Requests refused at once (queue full, closed)
   /// waited for nothing and are not counted.
   latency_histogram acquire_wait;
+  /// The libpq in use and the server's version.
+  runtime_info runtime;
 };
 
 /// Renders `s` as Prometheus text: gauges `<prefix>_connections{state=...}`,

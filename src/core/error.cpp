@@ -35,6 +35,7 @@ class client_category_impl final : public std::error_category {
       case errc::session_state_needs_lease:
         return "the statement changes session state on a shared connection: use a lease or pool_params::on_connect";
       case errc::type_mismatch: return "the column's type does not match the requested C++ type";
+      case errc::unsupported_libpq: return "unsupported libpq version";
     }
     return "unknown pgpipe error " + std::to_string(ev);
   }

@@ -1,7 +1,9 @@
 #include "devcluster/devcluster.hpp"
 
 #include "devcluster/initdb_template.hpp"
+#include "devcluster/libpq_session.hpp"
 #include "devcluster/server_process.hpp"
+#include "devcluster/server_version.hpp"
 
 #include <libpq-fe.h>
 
@@ -12,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <poll.h>
 #include <fstream>
 #include <stdexcept>
 #include <sys/stat.h>
@@ -26,22 +29,6 @@ constexpr auto start_timeout = 60s;
 constexpr auto immediate_grace = 10s;
 constexpr auto stop_grace = 60s;
 constexpr int bind_retries = 8;
-
-// conninfo value quoting: single quotes, with ' and \ escaped.
-std::string quote_value(std::string_view v) {
-  bool plain = !v.empty();
-  for (char c : v) {
-    if (c == ' ' || c == '\'' || c == '\\' || c == '\t' || c == '\n') plain = false;
-  }
-  if (plain) return std::string(v);
-  std::string out = "'";
-  for (char c : v) {
-    if (c == '\'' || c == '\\') out.push_back('\\');
-    out.push_back(c);
-  }
-  out.push_back('\'');
-  return out;
-}
 
 // postgresql.conf string literal.
 std::string conf_literal(std::string_view v) {
@@ -62,66 +49,6 @@ std::string default_hba() {
          "local   replication  all                     scram-sha-256\n"
          "host    replication  all    127.0.0.1/32     scram-sha-256\n"
          "host    replication  all    ::1/128          scram-sha-256\n";
-}
-
-struct pg_conn_deleter {
-  void operator()(PGconn* c) const noexcept { PQfinish(c); }
-};
-struct pg_result_deleter {
-  void operator()(PGresult* r) const noexcept { PQclear(r); }
-};
-using conn_ptr = std::unique_ptr<PGconn, pg_conn_deleter>;
-using result_ptr = std::unique_ptr<PGresult, pg_result_deleter>;
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-conn_ptr connect_or_throw(const std::string& conninfo) {
-  conn_ptr conn(PQconnectdb(conninfo.c_str()));
-  if (!conn) throw std::runtime_error("devcluster: out of memory connecting");
-  if (PQstatus(conn.get()) != CONNECTION_OK) {
-    // libpq's messages never echo the password.
-    throw std::runtime_error("devcluster: connect failed: " + trim(PQerrorMessage(conn.get())));
-  }
-  return conn;
-}
-
-std::vector<std::vector<std::string>> run_query(PGconn* conn, std::string_view sql,
-                                                const std::vector<std::string>& params) {
-  std::string text(sql);
-  std::vector<const char*> values;
-  for (auto& p : params) values.push_back(p.c_str());
-  // PQexec allows several statements (returns the last result); with
-  // parameters the extended protocol is needed.
-  PGresult* raw = params.empty() ? PQexec(conn, text.c_str())
-                                 : PQexecParams(conn, text.c_str(), static_cast<int>(values.size()), nullptr,
-                                                values.data(), nullptr, nullptr, 0);
-  result_ptr res(raw);
-  auto status = res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
-  if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
-    std::string msg = res ? PQresultErrorMessage(res.get()) : "";
-    if (msg.empty()) msg = PQerrorMessage(conn);
-    std::string state;
-    if (res) {
-      if (const char* s = PQresultErrorField(res.get(), PG_DIAG_SQLSTATE)) state = s;
-    }
-    throw std::runtime_error("devcluster: query failed: " + trim(msg) + (state.empty() ? "" : " (SQLSTATE " + state + ")"));
-  }
-  std::vector<std::vector<std::string>> rows;
-  const int nrows = PQntuples(res.get());
-  const int ncols = PQnfields(res.get());
-  rows.reserve(static_cast<std::size_t>(nrows));
-  for (int r = 0; r < nrows; ++r) {
-    std::vector<std::string> row;
-    row.reserve(static_cast<std::size_t>(ncols));
-    for (int c = 0; c < ncols; ++c) {
-      row.emplace_back(PQgetisnull(res.get(), r, c) ? "" : PQgetvalue(res.get(), r, c));
-    }
-    rows.push_back(std::move(row));
-  }
-  return rows;
 }
 
 }  // namespace
@@ -235,8 +162,10 @@ struct cluster::state {
   void clone_from(const cluster& primary) {
     if (!primary.running()) throw std::runtime_error("devcluster: the primary of a standby must be running");
     const std::string app = "standby_" + std::filesystem::path(base).filename().string();
+    const auto pg_basebackup = matching_tool(bindir, "pg_basebackup");
+    if (!pg_basebackup) throw std::runtime_error("devcluster: a standby needs " + missing_tool(bindir, "pg_basebackup"));
     // The password goes through the environment, not the command line.
-    auto r = run_as_server_user({bindir + "/pg_basebackup", "-h", "127.0.0.1", "-p", std::to_string(primary.port()),
+    auto r = run_as_server_user({*pg_basebackup, "-h", "127.0.0.1", "-p", std::to_string(primary.port()),
                                  "-U", primary.user(), "-D", data, "-X", "stream", "-c", "fast", "-R",
                                  "--no-sync", "-w"},
                                 base, std::chrono::seconds(120), {"PGPASSWORD=" + primary.password()});
@@ -277,6 +206,18 @@ struct cluster::state {
     run_query(conn.get(), "SET synchronous_commit = on", {});
     run_query(conn.get(), "ALTER ROLE " + quoted_user + " PASSWORD " + quoted_verifier, {});
     pending_password_from.reset();
+    // PQfinish returns before the backend has exited, and until it exits it
+    // is in pg_stat_activity: a fresh cluster would count a client nobody
+    // opened. Its pidfd becomes readable when it is gone (opened before
+    // PQfinish, so the pid cannot have been reused).
+    const int backend = pidfd_open_checked(PQbackendPID(conn.get()));
+    conn.reset();
+    if (backend >= 0) {
+      pollfd p{backend, POLLIN, 0};
+      while (poll(&p, 1, 10000) < 0 && errno == EINTR) {
+      }
+      close(backend);
+    }
   }
 };
 
@@ -493,8 +434,24 @@ std::string cluster::log_path() const { return s_->log; }
 
 void cluster::promote() { exec("SELECT pg_promote(true, 60)"); }
 
+int cluster::server_major() { return devcluster::server_major(bindir()); }
+
+std::optional<std::string> cluster::standby_unsupported() {
+  const std::string dir = bindir();
+  if (matching_tool(dir, "pg_basebackup")) return std::nullopt;
+  return "no standby of PostgreSQL " + std::to_string(devcluster::server_major(dir)) + " here: " +
+         missing_tool(dir, "pg_basebackup");
+}
+
 std::string cluster::bindir() {
-  if (const char* env = std::getenv("PGPIPE_PG_BINDIR"); env && *env) return env;
+  if (const char* env = std::getenv("PGPIPE_PG_BINDIR"); env && *env) {
+    // ctest runs each test in its own directory: a relative path would
+    // name a different place in each.
+    if (env[0] != '/') {
+      throw std::runtime_error(std::string("devcluster: PGPIPE_PG_BINDIR must be an absolute path, not '") + env + "'");
+    }
+    return env;
+  }
   for (const char* v : {"15", "16", "17", "14", "13"}) {
     std::string dir = std::string("/usr/lib/postgresql/") + v + "/bin";
     if (access((dir + "/postgres").c_str(), X_OK) == 0) return dir;

@@ -1,4 +1,5 @@
-// devcluster: a throwaway PostgreSQL 15 for tests and pgpipe-bench.
+// devcluster: a throwaway PostgreSQL for tests and pgpipe-bench (Debian's 15
+// by default, another through PGPIPE_PG_BINDIR; 13 and newer).
 //
 // initdb into a fresh temporary directory, scram-sha-256 for host and local
 // connections with a generated password, a free TCP port on 127.0.0.1 and a
@@ -21,7 +22,9 @@
 // start/stop/restart/reload and the file writers must not run concurrently
 // with each other or with queries that need the server up.
 //
-// Environment: PGPIPE_PG_BINDIR overrides the server binaries directory;
+// Environment: PGPIPE_PG_BINDIR overrides the server binaries directory
+// (initdb, postgres; pg_basebackup of the same major version for standbys,
+// from there or /usr/lib/postgresql/<major>/bin);
 // PGPIPE_DEVCLUSTER_NO_TEMPLATE=1 runs initdb for every cluster;
 // PGPIPE_DEVCLUSTER_KEEP=1 keeps the directory (server log in
 // base_dir()/server.log) for post-mortems.
@@ -129,6 +132,13 @@ class cluster {
 
   /// Directory of the PostgreSQL binaries (initdb, pg_ctl, postgres, pgbench).
   static std::string bindir();
+  /// Major version of the server in bindir() (13, 15, 18...), from
+  /// `postgres --version`, without starting a server. Cached; thread-safe.
+  static int server_major();
+  /// Why a standby (standby_of) cannot be made with this server, nullopt
+  /// when it can: a standby needs a pg_basebackup of the server's major
+  /// version, which not every server package ships.
+  static std::optional<std::string> standby_unsupported();
 
   /// Path of the server log (stderr of the postmaster), kept until the
   /// destructor removes the directory.

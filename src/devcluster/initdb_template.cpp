@@ -1,6 +1,7 @@
 #include "devcluster/initdb_template.hpp"
 
 #include "devcluster/server_process.hpp"
+#include "devcluster/server_version.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 namespace pgpipe::devcluster {
 namespace {
@@ -109,11 +111,13 @@ void run_initdb(const std::string& bindir, const std::string& data_dir, const st
   const std::string parent = parent_of(data_dir);
   const std::string pwfile = parent + "/initdb-pwfile";
   write_file_for_server(pwfile, password + "\n", 0600);
+  std::vector<std::string> argv{bindir + "/initdb", "-D", data_dir, "-U", superuser, "--pwfile=" + pwfile,
+                                "--auth=scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync"};
+  // Only quietens the "start the server with" hint; initdb before 14 rejects it.
+  if (server_major(bindir) >= 14) argv.emplace_back("--no-instructions");
   command_result r;
   try {
-    r = run_as_server_user({bindir + "/initdb", "-D", data_dir, "-U", superuser, "--pwfile=" + pwfile,
-                            "--auth=scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"},
-                           parent);
+    r = run_as_server_user(argv, parent);
   } catch (...) {
     std::remove(pwfile.c_str());
     throw;

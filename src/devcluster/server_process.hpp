@@ -102,7 +102,7 @@ class background_process {
   std::optional<int> status_;
 };
 
-/// Record in `dir`/owner that the current process owns `dir`, so a later
+/// (stale_dirs.cpp) Record in `dir`/owner that the current process owns `dir`, so a later
 /// sweep_stale_dirs() can tell a leftover (its owner died, e.g. a test binary
 /// killed by a ctest timeout) from a directory in use.
 void write_owner_file(const std::string& dir);
@@ -113,6 +113,10 @@ void write_owner_file(const std::string& dir);
 /// working directory or command line mentions `dir`) is stopped first with
 /// `signo`, then SIGKILL. Never throws; best effort.
 void sweep_stale_dirs(const std::string& prefix, const std::string& pidfile, int signo) noexcept;
+
+/// pidfd_open(2) of `pid` with FD_CLOEXEC (a descriptor that becomes
+/// readable when the process exits), or -1 where the kernel has none.
+int pidfd_open_checked(pid_t pid) noexcept;
 
 /// Pids whose parent is `parent` (from /proc).
 std::vector<pid_t> child_pids(pid_t parent);

@@ -79,6 +79,17 @@ run_result divide_many(pgpipe::async_client& client, std::size_t n, bool marked)
   return out;
 }
 
+// Coalesced: far fewer transactions (Syncs) than queries. PostgreSQL 13
+// reports no default_transaction_read_only, so no session counts as
+// read-only there and every query keeps its own Sync (pool_params::read_batch_max).
+void expect_coalescing_as_the_server_allows(std::size_t transactions, std::size_t ok) {
+  if (pgpipe::devcluster::cluster::server_major() >= 14) {
+    EXPECT_LT(transactions, ok / 3) << transactions << " transactions for " << ok << " answers";
+  } else {
+    EXPECT_GE(transactions, ok * 95 / 100) << "queries shared Syncs on PostgreSQL 13";
+  }
+}
+
 }  // namespace
 
 TEST(async_coalesce, one_in_fifty_divides_by_zero_and_only_those_fail) {
@@ -90,8 +101,7 @@ TEST(async_coalesce, one_in_fifty_divides_by_zero_and_only_those_fail) {
   EXPECT_EQ(r.ok, n - n / 50);
   EXPECT_EQ(r.wrong, 0u);
   EXPECT_EQ(r.other, 0u);
-  // Coalesced: far fewer transactions (Syncs) than queries.
-  EXPECT_LT(r.transactions.size(), r.ok / 3) << r.transactions.size() << " transactions for " << r.ok << " answers";
+  expect_coalescing_as_the_server_allows(r.transactions.size(), r.ok);
 }
 
 TEST(async_coalesce, unmarked_queries_and_read_write_sessions_keep_one_sync_each) {
@@ -152,7 +162,7 @@ TEST(async_coalesce, pool_default_marks_every_query_and_batch_bound_is_validated
   auto r = divide_many(client, 1000, false);  // unmarked calls, marked by the pool
   EXPECT_EQ(r.ok, 1000u - 20u);
   EXPECT_EQ(r.wrong, 0u);
-  EXPECT_LT(r.transactions.size(), r.ok / 3);
+  expect_coalescing_as_the_server_allows(r.transactions.size(), r.ok);
   auto bad = coalesce_params(true);
   bad.read_batch_max = 0;
   EXPECT_THROW(pgpipe::validate(bad), pgpipe::error);

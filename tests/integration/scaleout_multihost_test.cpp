@@ -69,6 +69,7 @@ class primary_and_standby {
 };
 
 TYPED_TEST(scaleout_multihost, target_session_attrs_picks_the_primary_or_the_standby) {
+  PGPIPE_SKIP_WITHOUT_STANDBY();
   primary_and_standby c;
   const int primary = c.primary().port();
   const int standby = c.standby().port();

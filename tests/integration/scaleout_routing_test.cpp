@@ -57,6 +57,7 @@ class scaleout_routing : public ::testing::Test {
     setenv("PGPASSFILE", "/nonexistent/pgpipe-test-pgpass", 1);
   }
   void SetUp() override {
+    PGPIPE_SKIP_WITHOUT_STANDBY();
     primary_ = pgpipe::test::fresh_cluster();
     primary_->exec("create table routed (v int)");
     standby_ = std::make_unique<pgpipe::test::standby_instance>(*primary_);
@@ -273,6 +274,7 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST(scaleout_routing_async, a_read_rerun_on_the_primary_is_cancelled_through_the_callers_slot) {
+  PGPIPE_SKIP_WITHOUT_STANDBY();
   unsetenv("PGPASSWORD");
   setenv("PGPASSFILE", "/nonexistent/pgpipe-test-pgpass", 1);
   auto primary = pgpipe::test::fresh_cluster();

@@ -210,7 +210,10 @@ TYPED_TEST(types_round_trip, numeric_exact_nan_infinity_and_a_thousand_digits) {
   std::string big(1000, '0');
   for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('1' + i % 9);
   big.insert(600, ".");
-  for (std::string s : std::vector<std::string>{"NaN", "-Infinity", "Infinity", "0", "-0.000100", big, "-" + big}) {
+  std::vector<std::string> values{"NaN", "0", "-0.000100", big, "-" + big};
+  // numeric has ±Infinity from PostgreSQL 14 on.
+  if (pgpipe::devcluster::cluster::server_major() >= 14) values.insert(values.end(), {"-Infinity", "Infinity"});
+  for (const std::string& s : values) {
     EXPECT_EQ(this->template round_trip<pgpipe::numeric>(pgpipe::numeric(s), "numeric").str(), s);
   }
   EXPECT_EQ(this->template value_of<pgpipe::numeric>("select 2::numeric ^ 200").str().substr(0, 10), "1606938044");

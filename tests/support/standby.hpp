@@ -4,9 +4,20 @@
 
 #include "devcluster/devcluster.hpp"
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <memory>
 #include <string>
+
+/// Skips the calling test, with the reason, when this server cannot have a
+/// standby (no pg_basebackup of its major version: the npm server packages
+/// ship none). The skip-aware main then exits 77 and ctest shows the binary
+/// as skipped, with the reason in its output. Use it first in a test body or
+/// SetUp(); GTEST_SKIP only skips when it runs there.
+#define PGPIPE_SKIP_WITHOUT_STANDBY()                                                      \
+  if (const auto pgpipe_no_standby_ = ::pgpipe::devcluster::cluster::standby_unsupported()) \
+  GTEST_SKIP() << *pgpipe_no_standby_
 
 namespace pgpipe::test {
 

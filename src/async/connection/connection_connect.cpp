@@ -93,6 +93,7 @@ void pipelined_connection::session_setup_done(std::error_code ec, const std::str
 }
 
 void pipelined_connection::announce_connected() {
+  cfg_->runtime->saw_connection(pg_);
   if (auto owner = owner_.lock()) {
     owner->log(log_level::info, "connected (slot " + std::to_string(slot_) + ", server " +
                                     std::to_string(PQserverVersion(pg_)) + ", backend pid " +

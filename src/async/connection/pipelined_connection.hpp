@@ -32,6 +32,7 @@
 #include "async/sansio/request_table.hpp"
 #include "core/pool/pool_core.hpp"
 #include "pq/libpq_failure.hpp"
+#include "pq/libpq_version.hpp"
 #include "pq/notice_route.hpp"
 
 #include <pgpipe/async_client.hpp>
@@ -94,6 +95,8 @@ struct connection_config {
   /// Read-only requests sharing one Sync on a read-only session, at most
   /// (pool_params::read_batch_max, at most pipeline_depth; 1: off).
   std::size_t sync_batch = 1;
+  /// The client's stats().runtime: every connection notes its server here.
+  std::shared_ptr<runtime_record> runtime = std::make_shared<runtime_record>();
 };
 
 class pipelined_connection;

@@ -66,6 +66,7 @@ client_impl::client_impl(pool_params params, async_client_options options, asio:
       options_(std::move(options)),
       core_(params_, std::max<std::size_t>(1, params_.pipeline_depth)),
       metrics_(params_.observer, std::move(options_.logger)) {
+  require_supported_libpq();
   auto cfg = std::make_shared<connection_config>();
   cfg->conninfo = params_.conninfo;
   cfg->secrets = passwords_of(params_.conninfo);
@@ -138,6 +139,7 @@ pool_stats client_impl::stats() const {
   s.loop_lag_last = loops_->lag_last();
   s.loop_lag_max = loops_->lag_max();
   s.threads = loops_->thread_count();
+  s.runtime = conn_cfg_->runtime->snapshot();
   return s;
 }
 

@@ -3,6 +3,7 @@
 #include "blocking/pool/blocking_pool_impl.hpp"
 
 #include "core/pool/connect_error.hpp"
+#include "pq/libpq_version.hpp"
 
 #include <string>
 #include <utility>
@@ -34,7 +35,9 @@ blocking_pool_impl::blocking_pool_impl(pool_params p, logger_fn logger)
     : params(std::move(p)),
       settings(with_on_connect(make_connect_settings(params.conninfo, params.connect_timeout), session_statements(params))),
       metrics(params.observer, std::move(logger)),
-      core(params, 1) {}
+      core(params, 1) {
+  require_supported_libpq();
+}
 
 void blocking_pool_impl::start() {
   std::unique_lock lk(mu);
@@ -201,6 +204,7 @@ pool_stats blocking_pool_impl::stats() const {
   core.fill_stats(s);
   metrics.fill_stats(s);
   s.threads = (stopping ? 0 : 1) + io_running;  // the housekeeper, then connectors
+  s.runtime = runtime.snapshot();
   return s;
 }
 

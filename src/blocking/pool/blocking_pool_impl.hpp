@@ -25,6 +25,7 @@
 #include "blocking/pool/graveyard.hpp"
 #include "core/metrics/query_metrics.hpp"
 #include "core/pool/pool_core.hpp"
+#include "pq/libpq_version.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -72,6 +73,7 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
   const connect_settings settings;
   // The logger slot, the observer, the counters and histograms of stats().
   query_metrics metrics;
+  runtime_record runtime;  // stats().runtime
 
   mutable std::mutex mu;
   pool_core core;

@@ -100,6 +100,7 @@ void blocking_pool_impl::run_open(std::unique_lock<std::mutex>& lk, slot_id slot
     diag.client_message = clean_message(connect_error_text(e.what()), settings.secrets);
   }
   if (conn) {
+    runtime.saw_connection(conn->raw());
     metrics.log(log_level::info, "connected (slot " + std::to_string(slot) + ", backend pid " +
                                      std::to_string(conn->backend_pid()) + ")");
   } else {
