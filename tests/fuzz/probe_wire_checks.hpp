@@ -130,7 +130,11 @@ inline violation check_sasl_start(unsigned char flags, const std::vector<std::st
   const auto c = d::choose_sasl(ms, tls, setting, tls ? der : std::span<const unsigned char>{});
   const bool plus = c.binding == channel_binding_mode::tls_server_end_point;
   if (!c.error.empty()) {
-    const bool usable = offered(ms, "SCRAM-SHA-256") || (tls && setting != "disable" && offered(ms, "SCRAM-SHA-256-PLUS"));
+    // Under TLS with binding allowed, a PLUS offer must be taken (answering
+    // "y" would be read as a downgrade), so such a start is usable only when
+    // the certificate has a tls-server-end-point hash; otherwise plain SCRAM is.
+    const bool must_bind = tls && setting != "disable" && offered(ms, "SCRAM-SHA-256-PLUS");
+    const bool usable = must_bind ? tls_server_end_point_hash(der).has_value() : offered(ms, "SCRAM-SHA-256");
     if (setting != "require" && usable)
       return "refused a SASL start that offers a usable mechanism: " + c.error;
     return no_password(c.error, "SASL start error");
