@@ -112,6 +112,17 @@ std::vector<connect_attempt> plan_host_walk(const std::string& conninfo, const s
 // no such database or role, too many connections) ends the walk: the next
 // host is most likely configured alike, and trying it with the same
 // credentials would only multiply the failure.
+PGconn* start_connect(const connect_attempt& a) {
+  std::vector<const char*> keys, vals;
+  for (std::size_t i = 0; i < a.keys.size(); ++i) {
+    keys.push_back(a.keys[i].c_str());
+    vals.push_back(a.values[i].c_str());
+  }
+  keys.push_back(nullptr);
+  vals.push_back(nullptr);
+  return PQconnectStartParams(keys.data(), vals.data(), a.expand_dbname ? 1 : 0);
+}
+
 bool walk_moves_on(std::string_view message) {
   const connect_failure f = classify_connect_failure(message, false, {});
   if (f.ec == errc::auth_failed || f.ec == errc::bad_conninfo) return false;

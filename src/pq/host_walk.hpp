@@ -8,18 +8,20 @@
 // attribute (libpq rejects a host that does not match), and prefer-standby
 // is two passes, "standby" over every host first, then "any".
 //
-// Pure planning (PQconninfoParse only, no connection): unit-tested without
-// a server.
+// The planning is pure (PQconninfoParse only, no connection) and unit-tested
+// without a server; start_connect is the one call that opens a connection.
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
 
+struct pg_conn;
+
 namespace pgpipe::detail {
 
 struct connect_attempt {
-  /// For PQconnectStartParams; null-terminated copies are built by the caller.
+  /// For PQconnectStartParams (start_connect builds the null-terminated arrays).
   std::vector<std::string> keys;
   std::vector<std::string> values;
   bool expand_dbname = false;
@@ -34,6 +36,11 @@ struct connect_attempt {
 /// and port lists do not match: libpq's own error then says why.
 /// `fallback_application_name` is added to every attempt.
 std::vector<connect_attempt> plan_host_walk(const std::string& conninfo, const std::string& fallback_application_name);
+
+/// Starts the nonblocking connect of one attempt (PQconnectStartParams).
+/// Null only when libpq is out of memory; a CONNECTION_BAD handle carries
+/// libpq's reason and is the caller's to finish.
+pg_conn* start_connect(const connect_attempt& a);
 
 /// Whether the walk goes on to the next attempt after one failed with
 /// libpq's `message` (scrubbed or not: only its kind is read). libpq's rule.

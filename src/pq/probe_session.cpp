@@ -66,14 +66,7 @@ probe_session::waited probe_session::wait_socket(bool for_write, clock::time_poi
 }
 
 bool probe_session::try_host(const connect_attempt& a, clock::time_point deadline) {
-  std::vector<const char*> keys, vals;
-  for (std::size_t i = 0; i < a.keys.size(); ++i) {
-    keys.push_back(a.keys[i].c_str());
-    vals.push_back(a.values[i].c_str());
-  }
-  keys.push_back(nullptr);
-  vals.push_back(nullptr);
-  conn_ = PQconnectStartParams(keys.data(), vals.data(), a.expand_dbname ? 1 : 0);
+  conn_ = start_connect(a);
   if (!conn_) return fail("out of memory starting a connection");
   if (PQstatus(conn_) == CONNECTION_BAD) return fail(PQerrorMessage(conn_));
   // libpq: after PQconnectStart, act as if PQconnectPoll returned WRITING.
@@ -112,6 +105,13 @@ bool probe_session::connect(clock::time_point deadline) {
   return false;
 }
 
+bool probe_session::wait_and_consume(bool for_write, clock::time_point deadline) {
+  const waited w = wait_socket(for_write, deadline);
+  if (w != waited::ready) return fail(w == waited::timed_out ? "no answer within the probe timeout" : "stopped");
+  if (PQconsumeInput(conn_) != 1) return fail(PQerrorMessage(conn_));
+  return true;
+}
+
 std::optional<std::vector<std::string>> probe_session::run(const char* sql, clock::time_point deadline) {
   why_.clear();
   if (!conn_ && !connect(deadline)) return std::nullopt;
@@ -128,29 +128,13 @@ std::optional<std::vector<std::string>> probe_session::run(const char* sql, cloc
       fail(PQerrorMessage(conn_));
       return std::nullopt;
     }
-    const waited w = wait_socket(true, deadline);
-    if (w != waited::ready) {
-      fail(w == waited::timed_out ? "no answer within the probe timeout" : "stopped");
-      return std::nullopt;
-    }
-    if (PQconsumeInput(conn_) != 1) {
-      fail(PQerrorMessage(conn_));
-      return std::nullopt;
-    }
+    if (!wait_and_consume(true, deadline)) return std::nullopt;
   }
   std::optional<std::vector<std::string>> row;
   std::string error;
   for (;;) {
     while (PQisBusy(conn_)) {
-      const waited w = wait_socket(false, deadline);
-      if (w != waited::ready) {
-        fail(w == waited::timed_out ? "no answer within the probe timeout" : "stopped");
-        return std::nullopt;
-      }
-      if (PQconsumeInput(conn_) != 1) {
-        fail(PQerrorMessage(conn_));
-        return std::nullopt;
-      }
+      if (!wait_and_consume(false, deadline)) return std::nullopt;
     }
     result_ptr r(PQgetResult(conn_));
     if (!r) break;

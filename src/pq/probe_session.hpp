@@ -53,6 +53,9 @@ class probe_session {
  private:
   enum class waited { ready, timed_out, woken, failed };
   waited wait_socket(bool for_write, clock::time_point deadline);
+  /// Waits for the socket, then reads what arrived; false (after fail()) on
+  /// a timeout, a stop or a read error.
+  bool wait_and_consume(bool for_write, clock::time_point deadline);
   bool connect(clock::time_point deadline);
   bool try_host(const connect_attempt& a, clock::time_point deadline);
   void drop();

@@ -4,8 +4,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <libpq-fe.h>
-#include <map>
 #include <memory>
 #include <openssl/evp.h>
 #include <sys/stat.h>
@@ -13,6 +11,7 @@
 #include <pgpipe/error.hpp>
 #include "pq/libpq_failure.hpp"
 #include "scram/crypto.hpp"
+#include "scram/probe_target.hpp"
 #include "scram/probe_transport.hpp"
 #include "scram/probe_wire.hpp"
 
@@ -21,71 +20,6 @@ namespace {
 
 constexpr std::int32_t protocol_3_0 = 196608;
 constexpr std::int32_t ssl_request_code = 80877103;
-
-// ---- conninfo --------------------------------------------------------------
-
-struct target {
-  std::string host, hostaddr, port, user, dbname, sslmode, sslrootcert, channel_binding, connect_timeout, password;
-};
-
-std::string first_of_list(const std::string& s) { return s.substr(0, s.find(',')); }
-
-std::string resolve(const std::string& conninfo, target& t) {
-  char* err = nullptr;
-  std::unique_ptr<PQconninfoOption, decltype(&PQconninfoFree)> opts(PQconninfoParse(conninfo.c_str(), &err),
-                                                                    &PQconninfoFree);
-  if (!opts) {
-    // libpq quotes parts of a malformed string back (a broken URI whole,
-    // with its password): the drivers' scrubber finds every spelling of the
-    // password even in a string that does not parse.
-    if (err) PQfreemem(err);
-    return "invalid connection string: " + pgpipe::detail::conninfo_parse_error(conninfo, pgpipe::detail::passwords_of(conninfo));
-  }
-  std::map<std::string, std::string> values;
-  for (auto* o = opts.get(); o->keyword != nullptr; ++o) {
-    if (o->val != nullptr && *o->val != '\0') values[o->keyword] = o->val;
-  }
-  // Unset keys: libpq's defaults and PG* environment variables.
-  std::unique_ptr<PQconninfoOption, decltype(&PQconninfoFree)> defaults(PQconndefaults(), &PQconninfoFree);
-  for (auto* o = defaults.get(); o && o->keyword != nullptr; ++o) {
-    if (o->val != nullptr && *o->val != '\0' && std::string(o->keyword) != "password") {
-      values.emplace(o->keyword, o->val);
-    }
-  }
-  auto get = [&](const char* k, const char* def = "") {
-    auto it = values.find(k);
-    return it == values.end() ? std::string(def) : it->second;
-  };
-  t.host = first_of_list(get("host"));
-  t.hostaddr = first_of_list(get("hostaddr"));
-  t.port = first_of_list(get("port", "5432"));
-  if (t.port.empty()) t.port = "5432";
-  if (t.host.empty() && t.hostaddr.empty()) t.host = "/var/run/postgresql";  // Debian's DEFAULT_PGSOCKET_DIR
-  t.user = get("user");
-  t.dbname = get("dbname");
-  if (t.dbname.empty()) t.dbname = t.user;
-  t.sslmode = get("sslmode", "prefer");
-  t.sslrootcert = get("sslrootcert");
-  t.channel_binding = get("channel_binding", "prefer");
-  t.connect_timeout = get("connect_timeout");
-  auto pw = opts.get();
-  for (; pw->keyword != nullptr; ++pw) {
-    if (std::string(pw->keyword) == "password" && pw->val != nullptr) t.password = pw->val;
-  }
-  // Wipe libpq's copy of the password before it is freed.
-  for (auto* o = opts.get(); o->keyword != nullptr; ++o) {
-    if (std::string(o->keyword) == "password" && o->val != nullptr) detail::cleanse(o->val, std::strlen(o->val));
-  }
-  if (t.user.empty()) return "no user name: set user= in the connection string or PGUSER";
-  static const char* modes[] = {"disable", "allow", "prefer", "require", "verify-ca", "verify-full"};
-  bool mode_ok = false;
-  for (const char* m : modes) mode_ok = mode_ok || t.sslmode == m;
-  if (!mode_ok) return "invalid sslmode \"" + t.sslmode + "\"";
-  if (t.channel_binding != "disable" && t.channel_binding != "prefer" && t.channel_binding != "require") {
-    return "invalid channel_binding \"" + t.channel_binding + "\"";
-  }
-  return {};
-}
 
 // ---- wire format -----------------------------------------------------------
 
@@ -165,7 +99,7 @@ class prober {
 
   const probe_params& p_;
   probe_report& r_;
-  target t_;
+  detail::probe_target t_;
   std::string password_;
   std::unique_ptr<detail::transport> io_;
   std::unique_ptr<client> scram_;
@@ -310,7 +244,7 @@ void prober::after_auth_ok() {
 }
 
 void prober::run() {
-  if (auto e = resolve(p_.conninfo, t_); !e.empty()) {
+  if (auto e = detail::resolve_probe_target(p_.conninfo, t_); !e.empty()) {
     fail(e);
     return;
   }

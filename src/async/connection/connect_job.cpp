@@ -38,14 +38,7 @@ void connect_job::start() {
 
 void connect_job::start_attempt() {
   const connect_attempt& a = attempts_[attempt_];
-  std::vector<const char*> keys, vals;
-  for (std::size_t i = 0; i < a.keys.size(); ++i) {
-    keys.push_back(a.keys[i].c_str());
-    vals.push_back(a.values[i].c_str());
-  }
-  keys.push_back(nullptr);
-  vals.push_back(nullptr);
-  pg_.reset(PQconnectStartParams(keys.data(), vals.data(), a.expand_dbname ? 1 : 0));
+  pg_.reset(start_connect(a));
   if (!pg_) {
     finish(make_error_code(errc::connect_failed), "out of memory starting a connection");
     return;
