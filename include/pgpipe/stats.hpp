@@ -60,7 +60,7 @@ struct libpq_fast_paths {
 struct runtime_info {
   int libpq_version = 0;   ///< PQlibVersion() of the libpq loaded at run time
   int server_version = 0;  ///< the server of the latest connection the pool opened; 0 before the first
-  libpq_fast_paths fast_paths;  ///< the newer libpq calls the pool uses
+  libpq_fast_paths fast_paths{};  ///< the newer libpq calls the pool uses
 };
 
 /// A point-in-time snapshot of a pool (async_client::stats(), blocking_pool::stats()).

@@ -57,8 +57,8 @@ TEST(libpq_version, a_pool_that_opened_nothing_reports_its_libpq_and_no_server) 
 }
 
 TEST(libpq_version, the_text_names_the_libpq_and_the_server_once_known) {
-  EXPECT_EQ(pgpipe::detail::runtime_text({180000, 0, {}}), "libpq 18.0 (loaded at run time)");
-  EXPECT_EQ(pgpipe::detail::runtime_text({150014, 130023, {}}), "libpq 15.14 (loaded at run time), server 13.23");
+  EXPECT_EQ(pgpipe::detail::runtime_text({180000, 0}), "libpq 18.0 (loaded at run time)");
+  EXPECT_EQ(pgpipe::detail::runtime_text({150014, 130023}), "libpq 15.14 (loaded at run time), server 13.23");
 }
 
 }  // namespace
