@@ -36,6 +36,23 @@ struct latency_histogram {
   std::chrono::nanoseconds sum{0};  ///< all samples added together
 };
 
+/// Calls of libpq 17 and newer that a pool uses because the loaded libpq has
+/// them (runtime_info::fast_paths). pgpipe is built against an older libpq's
+/// headers and finds these at run time; where one is absent, the pool takes
+/// the libpq 14 path and the flag stays false. The blocking driver uses none.
+struct libpq_fast_paths {
+  /// PQsendPipelineSync: each request's Sync is queued without a flush, and
+  /// the connection flushes once per loop turn (not one send() per request).
+  bool pipeline_sync = false;
+  /// PQsendClosePrepared: an evicted or stale prepared statement is closed
+  /// with a protocol-level Close, not SQL DEALLOCATE.
+  bool close_prepared = false;
+  /// PQsetChunkedRowsMode: a row stream's rows arrive in chunks.
+  bool chunked_rows = false;
+  /// PQcancelCreate / PQcancelPoll: a lease's cancel runs on its event loop.
+  bool cancel_on_loop = false;
+};
+
 /// What a pool runs on (pool_stats::runtime): the libpq the process loaded,
 /// which may be newer than the headers pgpipe was built with, and the server
 /// its connections reach. Versions are PostgreSQL's numbers: major * 10000 +
@@ -43,6 +60,7 @@ struct latency_histogram {
 struct runtime_info {
   int libpq_version = 0;   ///< PQlibVersion() of the libpq loaded at run time
   int server_version = 0;  ///< the server of the latest connection the pool opened; 0 before the first
+  libpq_fast_paths fast_paths{};  ///< the newer libpq calls the pool uses
 };
 
 /// A point-in-time snapshot of a pool (async_client::stats(), blocking_pool::stats()).

@@ -23,7 +23,17 @@ void check_libpq_version(int libpq_version) {
 void require_supported_libpq() { check_libpq_version(PQlibVersion()); }
 
 std::string runtime_text(const runtime_info& info) {
-  std::string out = "libpq " + version_text(info.libpq_version) + " (loaded at run time)";
+  std::string paths;
+  const auto add = [&paths](bool used, const char* name) {
+    if (!used) return;
+    paths += paths.empty() ? "; fast paths: " : ", ";
+    paths += name;
+  };
+  add(info.fast_paths.pipeline_sync, "PQsendPipelineSync");
+  add(info.fast_paths.close_prepared, "PQsendClosePrepared");
+  add(info.fast_paths.chunked_rows, "PQsetChunkedRowsMode");
+  add(info.fast_paths.cancel_on_loop, "PQcancelPoll");
+  std::string out = "libpq " + version_text(info.libpq_version) + " (loaded at run time" + paths + ")";
   if (info.server_version > 0) out += ", server " + version_text(info.server_version);
   return out;
 }
@@ -36,6 +46,7 @@ runtime_info runtime_record::snapshot() const noexcept {
   runtime_info r;
   r.libpq_version = PQlibVersion();
   r.server_version = server_version_.load(std::memory_order_relaxed);
+  r.fast_paths = fast_paths_;
   return r;
 }
 

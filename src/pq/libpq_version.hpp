@@ -33,7 +33,9 @@ void check_libpq_version(int libpq_version);
 void require_supported_libpq();
 
 /// "libpq 18.0 (loaded at run time)", then the server ("server 18.4") when
-/// one is known: how logs and pgpipe-bench's header name what runs.
+/// one is known: how logs and pgpipe-bench's header name what runs. Fast
+/// paths in use are named after the libpq: "libpq 18.0 (loaded at run time;
+/// fast paths: PQsendPipelineSync, PQsendClosePrepared)".
 std::string runtime_text(const runtime_info& info);
 
 /// The runtime_info of one pool: the server version of the latest
@@ -41,11 +43,15 @@ std::string runtime_text(const runtime_info& info);
 /// note from their threads, stats() reads from any.
 class runtime_record {
  public:
+  /// `in_use`: the newer libpq calls the pool's driver takes (none for the
+  /// blocking driver; the async one: async_fast_paths()).
+  explicit runtime_record(libpq_fast_paths in_use = {}) noexcept : fast_paths_(in_use) {}
   /// After a connection opened: remember PQserverVersion(conn).
   void saw_connection(const PGconn* conn) noexcept;
   runtime_info snapshot() const noexcept;
 
  private:
+  const libpq_fast_paths fast_paths_;
   std::atomic<int> server_version_{0};
 };
 

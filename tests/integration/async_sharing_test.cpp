@@ -12,6 +12,7 @@
 #include <boost/asio/use_future.hpp>
 
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 
 #include <mutex>
 #include <string>
@@ -236,3 +237,29 @@ TEST(async_sharing, a_lease_with_a_temp_table_dropped_at_commit_keeps_its_connec
   }
   EXPECT_EQ(value(client, "select pg_backend_pid()::text"), pid);
 }
+
+namespace {
+
+// Past the per-connection bound the least recently used statement makes room,
+// and is really gone from the server: with a protocol-level Close where the
+// loaded libpq has PQsendClosePrepared (17+), with DEALLOCATE where not.
+// stats() says which.
+TEST(async_sharing, an_evicted_statement_is_dropped_on_the_server) {
+  pgpipe::async_client client(one_connection());
+  constexpr std::size_t bound = 1000;  // max_prepared_statements
+  for (std::size_t i = 0; i <= bound; ++i) {
+    ASSERT_EQ(value(client, "select '" + std::to_string(i) + "'::text"), std::to_string(i));
+  }
+  EXPECT_EQ(value(client, "select count(*)::text from pg_prepared_statements"), std::to_string(bound));
+  EXPECT_EQ(value(client, "select count(*)::text from pg_prepared_statements where statement = 'select ''0''::text'"),
+            "0")
+      << "the least recently used statement is still on the server";
+  EXPECT_EQ(value(client, "select count(*)::text from pg_prepared_statements where statement = 'select ''1000''::text'"),
+            "1");
+  const pgpipe::runtime_info rt = client.stats().runtime;
+  EXPECT_EQ(rt.fast_paths.close_prepared, PQlibVersion() >= 170000);
+  EXPECT_EQ(rt.fast_paths.pipeline_sync, PQlibVersion() >= 170000);
+  EXPECT_EQ(client.stats().connects, 1u);
+}
+
+}  // namespace

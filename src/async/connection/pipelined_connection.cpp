@@ -28,6 +28,7 @@ pipeline_params core_params(const connection_config& c) {
   p.max_prepared = c.max_prepared;
   p.stall_timeout = c.stall_timeout;
   p.sync_batch = c.sync_batch;
+  p.close_prepared = c.send_close_prepared != nullptr;
   // PQcancel returns once the postmaster signalled the backend: give it what
   // a connect may take.
   p.cancel_bound = std::max(c.connect_timeout, milliseconds(1000));
@@ -169,6 +170,7 @@ void pipelined_connection::apply_one(pipe_action& a, bool& flush_wanted) {
   switch (a.what) {
     case kind::send:
     case kind::send_internal:
+    case kind::close_statement:
       if (st_ != state::ready || core_.is_broken()) return;
       if (!send(a)) {
         // A half-written request would desynchronise the FIFO: the
@@ -203,11 +205,21 @@ void pipelined_connection::apply_one(pipe_action& a, bool& flush_wanted) {
   }
 }
 
+bool pipelined_connection::sync() {
+  if (cfg_->send_pipeline_sync) return cfg_->send_pipeline_sync(pg_) == 1;
+  return PQpipelineSync(pg_) == 1;
+}
+
 bool pipelined_connection::send(const pipe_action& a) {
   if (a.what == pipe_action::kind::send_internal) {
     // The core's own statement (DEALLOCATE): no parameters, unnamed.
     if (!PQsendQueryParams(pg_, a.name.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0)) return false;
-    return PQpipelineSync(pg_) == 1;
+    return sync();
+  }
+  if (a.what == pipe_action::kind::close_statement) {
+    // Only asked for when the shell said it has the call (core_params).
+    if (!cfg_->send_close_prepared || !cfg_->send_close_prepared(pg_, a.name.c_str())) return false;
+    return sync();
   }
   query_request* req = find_request(a.id);
   if (!req) return false;
@@ -246,7 +258,7 @@ bool pipelined_connection::send(const pipe_action& a) {
   // One Sync per request (an error aborts this request's segment only),
   // unless the core coalesces this read with the next ones.
   if (!a.sync) return true;
-  return PQpipelineSync(pg_) == 1;
+  return sync();
 }
 
 bool pipelined_connection::session_read_only() const {

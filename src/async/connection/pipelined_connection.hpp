@@ -32,6 +32,7 @@
 #include "async/sansio/request_table.hpp"
 #include "core/pool/pool_core.hpp"
 #include "pq/libpq_failure.hpp"
+#include "pq/libpq_features.hpp"
 #include "pq/libpq_version.hpp"
 #include "pq/notice_route.hpp"
 
@@ -95,6 +96,10 @@ struct connection_config {
   /// Read-only requests sharing one Sync on a read-only session, at most
   /// (pool_params::read_batch_max, at most pipeline_depth; 1: off).
   std::size_t sync_batch = 1;
+  /// libpq 17 calls the connection takes where the loaded libpq has them
+  /// (pq/libpq_features.hpp); null: the libpq 14 path.
+  libpq_features::send_pipeline_sync_fn send_pipeline_sync = nullptr;
+  libpq_features::send_close_prepared_fn send_close_prepared = nullptr;
   /// The client's stats().runtime: every connection notes its server here.
   std::shared_ptr<runtime_record> runtime = std::make_shared<runtime_record>();
 };
@@ -184,6 +189,10 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   void apply();
   void apply_one(pipe_action& a, bool& flush_wanted);
   bool send(const pipe_action& a);
+  /// The Sync ending a request's segment. Queued without a flush where
+  /// libpq has PQsendPipelineSync: the write pass flushes once after all its
+  /// requests. PQpipelineSync flushes itself, one send() per request.
+  bool sync();
   /// The server says new transactions of this session are read-only.
   bool session_read_only() const;
   void flush();

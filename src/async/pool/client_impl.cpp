@@ -77,6 +77,10 @@ client_impl::client_impl(pool_params params, async_client_options options, asio:
   cfg->on_connect = session_statements(params_);
   cfg->observer = params_.observer;
   cfg->sync_batch = std::clamp<std::size_t>(params_.read_batch_max, 1, cfg->pipeline_depth);
+  const libpq_features& libpq = loaded_libpq_features();
+  cfg->send_pipeline_sync = libpq.send_pipeline_sync;
+  cfg->send_close_prepared = libpq.send_close_prepared;
+  cfg->runtime = std::make_shared<runtime_record>(async_fast_paths(libpq));
   conn_cfg_ = std::move(cfg);
 
   loops_ = std::make_shared<event_loops>(options_, external,

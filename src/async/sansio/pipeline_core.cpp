@@ -88,16 +88,6 @@ void pipeline_core::submit(time_point now, pipe_id id, pipe_request r) {
   waiting_.push_back(std::move(e));
 }
 
-void pipeline_core::push_internal(std::string sql) {
-  entry e;
-  e.id = next_internal_--;
-  e.seq = next_seq_++;
-  e.to = recipient::core;
-  e.req.sql = std::move(sql);
-  e.req.internal = true;
-  waiting_.push_back(std::move(e));
-}
-
 bool pipeline_core::send(entry& e) {
   e.at = stage::execute;
   e.heard = answer::none;
@@ -107,7 +97,7 @@ bool pipeline_core::send(entry& e) {
   e.single_row_set = false;
   e.batch_last = true;
   if (e.to == recipient::core) {
-    pipe_action a{pipe_action::kind::send_internal};
+    pipe_action a{e.closes_statement ? pipe_action::kind::close_statement : pipe_action::kind::send_internal};
     a.id = e.id;
     a.name = std::string(e.req.sql.view());
     actions_.push_back(std::move(a));

@@ -96,6 +96,10 @@ struct pipeline_params {
   std::chrono::milliseconds cancel_bound{1000};  ///< PQcancel must return within this
   /// Requests marked `coalesce` sharing one Sync, at most (1: one Sync each).
   std::size_t sync_batch = 1;
+  /// The shell can send a protocol-level Close of a prepared statement
+  /// (libpq 17's PQsendClosePrepared): statements are dropped with
+  /// close_statement instead of an SQL DEALLOCATE.
+  bool close_prepared = false;
 };
 
 /// A request's identity in the statement cache: the SQL text (+ parameter
@@ -164,6 +168,7 @@ struct pipe_action {
     send,         ///< write `id`: Parse of `name` first if `parse`; Bind/Execute of `name`
                   ///< (unnamed with the request's SQL if empty); then Sync if `sync`
     send_internal,///< write `sql` (no parameters, unnamed) + Sync; its results are the core's
+    close_statement,///< Close of prepared statement `name` + Sync; its results are the core's
     flush,        ///< everything sent since the last flush
     single_row,   ///< set single-row mode at once: `id` is the head at its Execute
     complete,     ///< `id` completes with `outcome`
@@ -178,7 +183,7 @@ struct pipe_action {
   pipe_outcome outcome = pipe_outcome::ok;
   bool parse = false;
   bool sync = true;  ///< send: a Sync follows (false: more of the same batch follow)
-  std::string name;  ///< send: statement name; send_internal: the SQL
+  std::string name;  ///< send, close_statement: statement name; send_internal: the SQL
   std::string reason;
   std::size_t units = 0;
 };
@@ -317,6 +322,7 @@ class pipeline_core {
     bool single_row_set = false;  ///< single-row mode was set for its Execute
     bool abandoned = false;       ///< stream stopped by its reader
     bool batch_last = true;       ///< its send carried the Sync (false: mid-batch)
+    bool closes_statement = false;  ///< the core's Close of statement `req.sql` (close_prepared)
     pipe_request req;
     std::string name;             ///< statement it executed ("" = unnamed)
     std::string sqlstate;         ///< of its first error
@@ -330,7 +336,9 @@ class pipeline_core {
   bool send(entry& e);
   void prime_single_row();
   void break_all(const std::string& reason, std::optional<pipe_outcome> head_outcome);
-  void push_internal(std::string sql);
+  /// Makes `d` the core's request that drops statement `name`: a Close
+  /// where the shell has one (close_prepared), else an SQL DEALLOCATE.
+  void drop_statement(entry& d, const std::string& name) const;
   // pipeline_settle.cpp: what a Sync means for the requests it closes.
   /// Decides every request of the segment a Sync closed: the head, and the
   /// requests of its coalesced batch in batch_.

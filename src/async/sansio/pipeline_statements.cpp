@@ -4,9 +4,13 @@
 // Policy reasons:
 //  - Streams stay unnamed: single-row mode must be set when the Execute
 //    becomes current, which a preceding Parse would complicate.
-//  - A DEALLOCATE is sent as an ordinary unnamed statement with its own Sync
-//    (libpq 15 has no Close-statement call): it runs after every request
-//    written before it, so a statement in flight is never dropped under it.
+//  - A statement is dropped with a protocol-level Close where libpq has one
+//    (17's PQsendClosePrepared: poolers that track protocol-level statements
+//    follow it, and refuse SQL DEALLOCATE), else with a DEALLOCATE sent as an
+//    ordinary unnamed statement. Either has its own Sync and runs after every
+//    request written before it, so a statement in flight is never dropped
+//    under it. Neither result reaches a caller: a Close of a name the server
+//    does not have succeeds, a DEALLOCATE of it fails with 26000, both fine.
 //  - A failed Parse leaves no statement; a failed Execute leaves it in place.
 //  - Pooler detection: this connection sends each name's Parse once, under a
 //    name never used before on it. 42P05 then means another client made that
@@ -34,8 +38,7 @@ void pipeline_core::name_statement(entry& e) {
           d.id = next_internal_--;
           d.seq = e.seq;  // written just ahead of e
           d.to = recipient::core;
-          d.req.internal = true;
-          d.req.sql = "deallocate " + *old;
+          drop_statement(d, *old);
           send(d);
           ++syncs_sent_;  // it closes an open batch, if any (batch_last)
           written_.push_back(std::move(d));
@@ -49,6 +52,12 @@ void pipeline_core::name_statement(entry& e) {
     }
   }
   if (!e.name.empty()) cache_.use(e.req.sql, e.name, +1);
+}
+
+void pipeline_core::drop_statement(entry& d, const std::string& name) const {
+  d.req.internal = true;
+  d.closes_statement = p_.close_prepared;
+  d.req.sql = p_.close_prepared ? name : "deallocate " + name;
 }
 
 bool pipeline_core::needs_parse(const entry& e) const {
@@ -73,7 +82,14 @@ bool pipeline_core::repair_statement(entry& e, bool lease_may_retry) {
   // The server refused the stale statement before executing anything; 26000
   // says it is gone already, anything else that it still exists.
   const bool exists = e.sqlstate != "26000";
-  if (cache_.forget(e.req.sql, e.name) && exists) push_internal("deallocate " + e.name);
+  if (cache_.forget(e.req.sql, e.name) && exists) {
+    entry d;
+    d.id = next_internal_--;
+    d.seq = next_seq_++;
+    d.to = recipient::core;
+    drop_statement(d, e.name);
+    waiting_.push_back(std::move(d));
+  }
   e.retried = true;
   return true;
 }

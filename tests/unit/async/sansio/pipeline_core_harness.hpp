@@ -83,6 +83,7 @@ struct harness {
     std::string name;  ///< statement executed, or the SQL of an internal send
     bool internal;
     bool sync = true;  ///< a Sync follows it
+    bool close = false;  ///< a protocol-level Close of statement `name`
   };
   std::deque<wire_entry> wire;  ///< sent, Sync not yet answered
   std::vector<wire_entry> sent_log;
@@ -108,9 +109,10 @@ struct harness {
     for (pipe_action& a : core.take_actions()) {
       switch (a.what) {
         case kind::send:
-        case kind::send_internal: {
+        case kind::send_internal:
+        case kind::close_statement: {
           if (!closes.empty()) sent_after_close = true;
-          wire_entry w{a.id, a.parse, a.name, a.what == kind::send_internal, a.sync};
+          wire_entry w{a.id, a.parse, a.name, a.what != kind::send, a.sync, a.what == kind::close_statement};
           if (executed.count(a.id)) replayed_executed = true;
           wire.push_back(w);
           sent_log.push_back(w);

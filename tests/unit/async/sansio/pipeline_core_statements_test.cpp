@@ -87,6 +87,54 @@ TEST(pipeline_core, full_cache_evicts_the_least_recently_used_and_deallocates_it
   EXPECT_EQ(h.outcomes.count(h.sent_log[4].id), 0u) << "internal requests never complete";
 }
 
+pipeline_params closing_params() {
+  auto p = base_params();
+  p.close_prepared = true;
+  return p;
+}
+
+TEST(pipeline_core, with_close_prepared_an_evicted_statement_is_closed_not_deallocated) {
+  harness h(closing_params());
+  for (pipe_id i = 1; i <= 3; ++i) {
+    h.submit(i, shared_req("q" + std::to_string(i)));
+    h.write();
+    h.reply();
+  }
+  h.submit(4, shared_req("q4"));
+  h.write();
+  ASSERT_EQ(h.wire.size(), 2u);
+  EXPECT_TRUE(h.wire[0].internal);
+  EXPECT_TRUE(h.wire[0].close);
+  EXPECT_EQ(h.wire[0].name, h.sent_log[0].name) << "the Close names the statement itself, no SQL";
+  EXPECT_TRUE(h.wire[0].sync) << "its own Sync: it runs after everything written before it";
+  EXPECT_TRUE(h.wire[1].parse);
+  EXPECT_FALSE(h.core.statements().contains("q1"));
+  h.reply();
+  h.reply();
+  EXPECT_EQ(h.outcome(4), pipe_outcome::ok);
+  EXPECT_EQ(h.outcomes.count(h.sent_log[3].id), 0u) << "the Close never completes to anyone";
+}
+
+TEST(pipeline_core, with_close_prepared_a_stale_statement_is_closed) {
+  harness h(closing_params());
+  h.submit(1, shared_req("select * from t"));
+  h.write();
+  h.reply();
+  const std::string old_name = h.sent_log[0].name;
+  h.submit(2, shared_req("select * from t"));
+  h.write();
+  h.reply({pipe_result::error, "0A000", true});
+  h.write();
+  ASSERT_EQ(h.wire.size(), 2u);
+  EXPECT_EQ(h.wire[0].id, 2u);
+  EXPECT_TRUE(h.wire[1].close);
+  EXPECT_EQ(h.wire[1].name, old_name);
+  h.reply();
+  h.reply();
+  EXPECT_EQ(h.outcome(2), pipe_outcome::ok);
+  EXPECT_EQ(h.completions(2), 1u);
+}
+
 TEST(pipeline_core, statements_in_flight_are_never_evicted) {
   harness h;
   for (pipe_id i = 1; i <= 3; ++i) h.submit(i, shared_req("q" + std::to_string(i)));
