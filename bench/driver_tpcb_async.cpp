@@ -1,0 +1,159 @@
+// --workload tpcb on the async driver, three ways a user writes the same
+// transaction: async_transaction with each statement awaited (awaited);
+// async_transaction with the five statements started together (batch);
+// BEGIN ... COMMIT by hand on a lease, each awaited (by_hand). One coroutine per logical client, spread over the
+// client's loops as in the coroutine driver.
+#include "async_common.hpp"
+#include "driver.hpp"
+#include "tpcb.hpp"
+
+#include <pgpipe/async_client.hpp>
+#include <pgpipe/transaction.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <thread>
+
+namespace pgpipe::bench {
+namespace {
+
+namespace asio = boost::asio;
+
+// The select's one row, read as an application would.
+std::string check_balance(const pgpipe::result& r) {
+  try {
+    if (r.size() != 1) return "wrong_row_count";
+    return r[0].get<std::int64_t>(0) == std::numeric_limits<std::int64_t>::min() ? "unexpected_value" : "";
+  } catch (const pgpipe::error&) {
+    return "conversion_error";
+  }
+}
+
+class tpcb_async_driver final : public driver {
+ public:
+  tpcb_async_driver(driver_params p, tpcb_mode mode) : p_(std::move(p)), mode_(mode) {}
+  ~tpcb_async_driver() override { close(); }
+
+  void start(measurement& m) override {
+    m_ = &m;
+    const std::size_t loops = p_.loops ? p_.loops : std::max(1u, std::thread::hardware_concurrency());
+    client_ = std::make_unique<pgpipe::async_client>(async_pool_params(p_), loops);
+    const std::size_t n = client_->loop_count();
+    for (std::size_t i = 0; i < p_.concurrency; ++i) {
+      asio::co_spawn(client_->get_executor(i % n), logical_client(), asio::detached);
+    }
+  }
+
+  bool pool_open() const override {
+    const auto s = client_->stats();
+    return s.idle + s.busy + s.checking >= p_.pool;
+  }
+
+  void close() override { client_.reset(); }
+
+ private:
+  asio::awaitable<void> logical_client() {
+    while (m_->begin_query()) {
+      const tpcb_draw d = draw_tpcb(p_.work.scale, thread_rng());
+      const auto started = bench_clock::now();
+      std::string bad;
+      std::error_code ec;
+      switch (mode_) {
+        case tpcb_mode::awaited: ec = co_await awaited(d, bad); break;
+        case tpcb_mode::batch: ec = co_await batch(d, bad); break;
+        case tpcb_mode::by_hand: ec = co_await by_hand(d, bad); break;
+      }
+      if (!ec && !bad.empty()) {
+        m_->end_query_failed(started, bad);
+      } else {
+        m_->end_query(started, ec);
+      }
+    }
+  }
+
+  asio::awaitable<std::error_code> awaited(const tpcb_draw& d, std::string& bad) {
+    auto [ec, report] = co_await pgpipe::async_transaction(
+        *client_, pgpipe::transaction_options{},
+        [&d, &bad](pgpipe::lease& l) -> asio::awaitable<std::error_code> {
+          auto run = [&l](auto&&... a) { return l.async_query(a..., asio::as_tuple(asio::use_awaitable)); };
+          if (auto [e, r] = co_await run(tpcb_statements[0], d.delta, d.aid); e) co_return e;
+          auto [e1, balance] = co_await run(tpcb_statements[1], d.aid);
+          if (e1) co_return e1;
+          bad = check_balance(balance);
+          if (auto [e, r] = co_await run(tpcb_statements[2], d.delta, d.tid); e) co_return e;
+          if (auto [e, r] = co_await run(tpcb_statements[3], d.delta, d.bid); e) co_return e;
+          if (auto [e, r] = co_await run(tpcb_statements[4], d.tid, d.bid, d.aid, d.delta); e) co_return e;
+          co_return std::error_code{};
+        },
+        asio::as_tuple(asio::use_awaitable));
+    (void)report;
+    co_return ec;
+  }
+
+  // The five statements started together on the lease (each with its own
+  // Sync), BEGIN and COMMIT awaited by async_transaction.
+  asio::awaitable<std::error_code> batch(const tpcb_draw& d, std::string& bad) {
+    auto [ec, report] = co_await pgpipe::async_transaction(
+        *client_, pgpipe::transaction_options{},
+        [&d, &bad](pgpipe::lease& l, std::function<void(std::error_code)> done) {
+          struct joint {
+            std::size_t left = 5;
+            std::error_code first;
+            std::function<void(std::error_code)> done;
+          };
+          auto j = std::make_shared<joint>();
+          j->done = std::move(done);
+          auto one = [j](std::error_code e, const pgpipe::result&) {
+            if (e && !j->first) j->first = e;
+            if (--j->left == 0) j->done(j->first);
+          };
+          l.async_query(tpcb_statements[0], d.delta, d.aid, one);
+          l.async_query(tpcb_statements[1], d.aid, [one, &bad](std::error_code e, pgpipe::result r) {
+            if (!e) bad = check_balance(r);
+            one(e, r);
+          });
+          l.async_query(tpcb_statements[2], d.delta, d.tid, one);
+          l.async_query(tpcb_statements[3], d.delta, d.bid, one);
+          l.async_query(tpcb_statements[4], d.tid, d.bid, d.aid, d.delta, one);
+        },
+        asio::as_tuple(asio::use_awaitable));
+    (void)report;
+    co_return ec;
+  }
+
+  asio::awaitable<std::error_code> by_hand(const tpcb_draw& d, std::string& bad) {
+    auto [aec, l] = co_await client_->async_acquire(asio::as_tuple(asio::use_awaitable));
+    if (aec) co_return aec;
+    auto run = [&l](auto&&... a) { return l.async_query(a..., asio::as_tuple(asio::use_awaitable)); };
+    std::error_code failed;
+    std::string balance_check;
+    // The release rolls back whatever failed (the lease's contract).
+    if (auto [e, r] = co_await run("begin"); e) co_return e;
+    if (auto [e, r] = co_await run(tpcb_statements[0], d.delta, d.aid); e) co_return e;
+    auto [e1, balance] = co_await run(tpcb_statements[1], d.aid);
+    if (e1) co_return e1;
+    bad = check_balance(balance);
+    if (auto [e, r] = co_await run(tpcb_statements[2], d.delta, d.tid); e) co_return e;
+    if (auto [e, r] = co_await run(tpcb_statements[3], d.delta, d.bid); e) co_return e;
+    if (auto [e, r] = co_await run(tpcb_statements[4], d.tid, d.bid, d.aid, d.delta); e) co_return e;
+    auto [ce, cr] = co_await run("commit");
+    if (!ce && cr.command_tag() != "COMMIT") bad = "commit_rolled_back";
+    co_return ce;
+  }
+
+  driver_params p_;
+  tpcb_mode mode_;
+  measurement* m_ = nullptr;
+  std::unique_ptr<pgpipe::async_client> client_;
+};
+
+}  // namespace
+
+std::unique_ptr<driver> make_tpcb_async_driver(const driver_params& p, tpcb_mode mode) {
+  return std::make_unique<tpcb_async_driver>(p, mode);
+}
+
+}  // namespace pgpipe::bench
