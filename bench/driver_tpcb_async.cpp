@@ -1,7 +1,8 @@
 // --workload tpcb on the async driver, three ways a user writes the same
 // transaction: async_transaction with each statement awaited (awaited);
-// async_transaction with the five statements started together (batch);
-// BEGIN ... COMMIT by hand on a lease, each awaited (by_hand). One coroutine per logical client, spread over the
+// async_transaction_batch, BEGIN, the five statements and COMMIT in one
+// write with one Sync (batch); BEGIN ... COMMIT by hand on a lease, each
+// awaited (by_hand). One coroutine per logical client, spread over the
 // client's loops as in the coroutine driver.
 #include "async_common.hpp"
 #include "driver.hpp"
@@ -93,34 +94,17 @@ class tpcb_async_driver final : public driver {
     co_return ec;
   }
 
-  // The five statements started together on the lease (each with its own
-  // Sync), BEGIN and COMMIT awaited by async_transaction.
   asio::awaitable<std::error_code> batch(const tpcb_draw& d, std::string& bad) {
-    auto [ec, report] = co_await pgpipe::async_transaction(
-        *client_, pgpipe::transaction_options{},
-        [&d, &bad](pgpipe::lease& l, std::function<void(std::error_code)> done) {
-          struct joint {
-            std::size_t left = 5;
-            std::error_code first;
-            std::function<void(std::error_code)> done;
-          };
-          auto j = std::make_shared<joint>();
-          j->done = std::move(done);
-          auto one = [j](std::error_code e, const pgpipe::result&) {
-            if (e && !j->first) j->first = e;
-            if (--j->left == 0) j->done(j->first);
-          };
-          l.async_query(tpcb_statements[0], d.delta, d.aid, one);
-          l.async_query(tpcb_statements[1], d.aid, [one, &bad](std::error_code e, pgpipe::result r) {
-            if (!e) bad = check_balance(r);
-            one(e, r);
-          });
-          l.async_query(tpcb_statements[2], d.delta, d.tid, one);
-          l.async_query(tpcb_statements[3], d.delta, d.bid, one);
-          l.async_query(tpcb_statements[4], d.tid, d.bid, d.aid, d.delta, one);
-        },
-        asio::as_tuple(asio::use_awaitable));
-    (void)report;
+    std::vector<pgpipe::statement> work;
+    work.reserve(tpcb_statements.size());
+    work.emplace_back(tpcb_statements[0], d.delta, d.aid);
+    work.emplace_back(tpcb_statements[1], d.aid);
+    work.emplace_back(tpcb_statements[2], d.delta, d.tid);
+    work.emplace_back(tpcb_statements[3], d.delta, d.bid);
+    work.emplace_back(tpcb_statements[4], d.tid, d.bid, d.aid, d.delta);
+    auto [ec, out] = co_await pgpipe::async_transaction_batch(*client_, pgpipe::transaction_options{},
+                                                              std::move(work), asio::as_tuple(asio::use_awaitable));
+    if (!ec) bad = out.results.size() == tpcb_statements.size() ? check_balance(out.results[1]) : "wrong_result_count";
     co_return ec;
   }
 

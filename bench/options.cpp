@@ -272,8 +272,8 @@ Flags:
                      aid/tid/bid/delta) on pgbench's tables, created at --scale
                      when missing (existing ones are used). Drivers (default:
                      all): async (async_transaction, each statement awaited),
-                     async-pipelined (async_transaction, the five statements
-                     started together on the lease), coroutine
+                     async-pipelined (async_transaction_batch: BEGIN, the five
+                     statements and COMMIT in one write, one Sync), coroutine
                      (BEGIN ... COMMIT by hand on a lease, each awaited),
                      blocking (blocking_pool::transaction), pgbench (its
                      tpcb-like script), pgbench-pipeline (the same inside
