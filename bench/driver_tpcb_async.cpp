@@ -40,6 +40,10 @@ class tpcb_async_driver final : public driver {
 
   void start(measurement& m) override {
     m_ = &m;
+    if (mode_ == tpcb_mode::batch_on_lease && p_.concurrency > p_.pool) {
+      throw std::runtime_error("async-pipelined-lease holds a lease per client: --concurrency " +
+                               std::to_string(p_.concurrency) + " exceeds the pool (" + std::to_string(p_.pool) + ")");
+    }
     const std::size_t loops = p_.loops ? p_.loops : std::max(1u, std::thread::hardware_concurrency());
     client_ = std::make_unique<pgpipe::async_client>(async_pool_params(p_), loops);
     const std::size_t n = client_->loop_count();
@@ -57,6 +61,7 @@ class tpcb_async_driver final : public driver {
 
  private:
   asio::awaitable<void> logical_client() {
+    if (mode_ == tpcb_mode::batch_on_lease) co_return co_await lease_holder();
     while (m_->begin_query()) {
       const tpcb_draw d = draw_tpcb(p_.work.scale, thread_rng());
       const auto started = bench_clock::now();
@@ -66,6 +71,7 @@ class tpcb_async_driver final : public driver {
         case tpcb_mode::awaited: ec = co_await awaited(d, bad); break;
         case tpcb_mode::batch: ec = co_await batch(d, bad); break;
         case tpcb_mode::by_hand: ec = co_await by_hand(d, bad); break;
+        case tpcb_mode::batch_on_lease: break;  // lease_holder()
       }
       if (!ec && !bad.empty()) {
         m_->end_query_failed(started, bad);
@@ -92,6 +98,46 @@ class tpcb_async_driver final : public driver {
         asio::as_tuple(asio::use_awaitable));
     (void)report;
     co_return ec;
+  }
+
+  // As pgbench holds its connection: one lease per logical client for the
+  // whole run (taken again only if its connection broke), each transaction
+  // one async_transaction_batch on it.
+  asio::awaitable<void> lease_holder() {
+    pgpipe::lease l;
+    while (m_->begin_query()) {
+      const tpcb_draw d = draw_tpcb(p_.work.scale, thread_rng());
+      const auto started = bench_clock::now();
+      if (!l) {
+        auto [aec, acquired] = co_await client_->async_acquire(asio::as_tuple(asio::use_awaitable));
+        if (aec) {
+          m_->end_query(started, aec);
+          continue;
+        }
+        l = std::move(acquired);
+      }
+      auto [ec, out] = co_await pgpipe::async_transaction_batch(l, pgpipe::transaction_options{}, statements_of(d),
+                                                                asio::as_tuple(asio::use_awaitable));
+      if (ec == pgpipe::errc::connection_lost || ec == pgpipe::errc::not_sent) l.release();
+      const std::string bad = ec ? "" : out.results.size() == tpcb_statements.size() ? check_balance(out.results[1])
+                                                                                      : "wrong_result_count";
+      if (!ec && !bad.empty()) {
+        m_->end_query_failed(started, bad);
+      } else {
+        m_->end_query(started, ec);
+      }
+    }
+  }
+
+  static std::vector<pgpipe::statement> statements_of(const tpcb_draw& d) {
+    std::vector<pgpipe::statement> work;
+    work.reserve(tpcb_statements.size());
+    work.emplace_back(tpcb_statements[0], d.delta, d.aid);
+    work.emplace_back(tpcb_statements[1], d.aid);
+    work.emplace_back(tpcb_statements[2], d.delta, d.tid);
+    work.emplace_back(tpcb_statements[3], d.delta, d.bid);
+    work.emplace_back(tpcb_statements[4], d.tid, d.bid, d.aid, d.delta);
+    return work;
   }
 
   asio::awaitable<std::error_code> batch(const tpcb_draw& d, std::string& bad) {

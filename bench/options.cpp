@@ -73,7 +73,7 @@ options parse_options(int argc, const char* const* argv) {
       for (const auto& d : o.drivers) {
         const auto& k = known_drivers();
         if (std::find(k.begin(), k.end(), d) == k.end()) {
-          throw std::invalid_argument("--drivers: unknown driver '" + d + "' (known: async, coroutine, blocking, pgbench, blocking-threads, async-coalesced, pgbench-pipeline, async-pipelined)");
+          throw std::invalid_argument("--drivers: unknown driver '" + d + "' (known: async, coroutine, blocking, pgbench, blocking-threads, async-coalesced, pgbench-pipeline, async-pipelined, async-pipelined-lease)");
         }
       }
     } else if (flag == "--pools") {
@@ -144,14 +144,16 @@ options parse_options(int argc, const char* const* argv) {
     if (!o.drivers_explicit) o.drivers = tpcb_drivers();
     const auto& t = tpcb_drivers();
     for (const auto& d : o.drivers) {
-      if (std::find(t.begin(), t.end(), d) == t.end()) {
+      if (std::find(t.begin(), t.end(), d) == t.end() && d != "async-pipelined-lease") {
         throw std::invalid_argument("--workload tpcb: driver '" + d +
-                                    "' has no tpcb run (async, async-pipelined, coroutine, blocking, pgbench, pgbench-pipeline)");
+                                    "' has no tpcb run (async, async-pipelined, async-pipelined-lease, coroutine, blocking, pgbench, "
+                                    "pgbench-pipeline)");
       }
     }
   } else {
     for (const auto& d : o.drivers) {
-      if (d == "async-pipelined") throw std::invalid_argument("--drivers: async-pipelined runs with --workload tpcb only");
+      if (d == "async-pipelined" || d == "async-pipelined-lease")
+        throw std::invalid_argument("--drivers: " + d + " runs with --workload tpcb only");
     }
   }
   // The sweep picks its own pool sizes: a --pools list beside it would be
@@ -277,7 +279,10 @@ Flags:
                      (BEGIN ... COMMIT by hand on a lease, each awaited),
                      blocking (blocking_pool::transaction), pgbench (its
                      tpcb-like script), pgbench-pipeline (the same inside
-                     \startpipeline ... \endpipeline). q/s is then
+                     \startpipeline ... \endpipeline); opt-in:
+                     async-pipelined-lease (the batch on a lease each client
+                     holds for the whole run, as pgbench holds its
+                     connection; clients <= pool). q/s is then
                      transactions/s; one logical client per connection unless
                      --concurrency is given. After every run the books must
                      balance: sum(abalance), sum(tbalance), sum(bbalance) and

@@ -17,7 +17,8 @@ inline const std::vector<std::string>& default_drivers() {
 /// Every driver --drivers accepts: the defaults and the opt-in ones.
 inline const std::vector<std::string>& known_drivers() {
   static const std::vector<std::string> all{"async",           "coroutine",       "blocking",        "pgbench",
-                                            "blocking-threads", "async-coalesced", "pgbench-pipeline", "async-pipelined"};
+                                            "blocking-threads", "async-coalesced", "pgbench-pipeline", "async-pipelined",
+                                            "async-pipelined-lease"};
   return all;
 }
 /// The drivers of --workload tpcb, in their default order.

@@ -352,6 +352,9 @@ TEST(bench_tpcb, options_pick_the_tpcb_drivers_and_reach_the_child) {
   refused({"pgpipe-bench", "--workload", "tpcb", "--drivers", "async-coalesced"}, "has no tpcb run");
   refused({"pgpipe-bench", "--drivers", "async-pipelined"}, "--workload tpcb only");
   refused({"pgpipe-bench", "--workload", "tpcb", "--sweep"}, "select workload only");
+  refused({"pgpipe-bench", "--drivers", "async-pipelined-lease"}, "--workload tpcb only");
+  const char* lease[] = {"pgpipe-bench", "--workload", "tpcb", "--drivers", "async-pipelined-lease,pgbench"};
+  EXPECT_EQ(parse_options(5, lease).drivers, (std::vector<std::string>{"async-pipelined-lease", "pgbench"}));
   refused({"pgpipe-bench", "--workload", "tpcc"}, "expected select or tpcb");
   refused({"pgpipe-bench", "--workload", "tpcb", "--scale", "0"}, "--scale");
   EXPECT_NE(help_text().find("synchronous_commit"), std::string::npos);
