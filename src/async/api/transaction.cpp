@@ -188,7 +188,6 @@ bool commit_rolled_back(const result& commit, const std::string& failed_first, s
   return true;
 }
 
-
 void start_savepoint(lease& l, transaction_work work, std::unique_ptr<completion<transaction_report>> done) {
   auto ex = l.get_executor();
   if (!ex) {
