@@ -4,6 +4,7 @@
 #include "measurement.hpp"
 #include "run_result.hpp"
 #include "sampler.hpp"
+#include "tpcb.hpp"
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -54,7 +55,7 @@ int child_main(const options& o) {
     p.growth_interval_ms = o.growth_interval_ms;
     if (const char* pm = std::getenv(postmaster_env)) p.postmaster = std::atol(pm);
     p.empty_observer = o.empty_observer;
-    p.work = o.sql_file ? load_workload_file(*o.sql_file) : builtin_workload();
+    p.work = o.tpcb ? tpcb_workload(o.scale) : o.sql_file ? load_workload_file(*o.sql_file) : builtin_workload();
 
     measurement m(o.warmup_s, o.duration_s);
     auto d = make_driver(r.driver, p);

@@ -56,4 +56,11 @@ std::unique_ptr<driver> make_coroutine_driver(const driver_params& p);
 std::unique_ptr<driver> make_blocking_driver(const driver_params& p);
 std::unique_ptr<driver> make_blocking_threads_driver(const driver_params& p);
 
+/// --workload tpcb's async shapes: async_transaction awaiting each statement,
+/// async_transaction_batch (one write, one Sync), BEGIN ... COMMIT by hand,
+/// the batch on a lease each client holds for the whole run.
+enum class tpcb_mode { awaited, batch, by_hand, batch_on_lease };
+std::unique_ptr<driver> make_tpcb_async_driver(const driver_params& p, tpcb_mode mode);
+std::unique_ptr<driver> make_tpcb_blocking_driver(const driver_params& p);
+
 }  // namespace pgpipe::bench

@@ -1,6 +1,7 @@
 #include "driver_pgbench.hpp"
 
 #include "latency.hpp"
+#include "tpcb.hpp"
 
 #include <pgpipe/error.hpp>
 
@@ -54,7 +55,9 @@ pgbench_command prepare_pgbench(const std::string& pgbench, const std::string& d
   const std::string script_path = dir + "/" + run_tag + ".sql";
   {
     std::ofstream out(script_path);
-    if (pipeline > 1) {
+    if (w.tpcb) {
+      out << pgbench_tpcb_script(w.scale, pipeline > 1);
+    } else if (pipeline > 1) {
       // Each query draws its own parameters (\\set) inside the pipeline.
       out << "\\startpipeline\n";
       for (std::size_t i = 0; i < pipeline; ++i) out << pgbench_script(w);

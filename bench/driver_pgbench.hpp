@@ -31,7 +31,8 @@ inline constexpr std::size_t pgbench_pipeline_queries = 10;
 
 /// Writes the script into `dir` and builds the command for one run.
 /// pipeline > 1: the script runs that many queries between \startpipeline
-/// and \endpipeline (one Sync for all of them).
+/// and \endpipeline (one Sync for all of them); for tpcb (w.tpcb), the
+/// transaction runs inside one pipeline.
 /// Throws std::runtime_error when the conninfo cannot be parsed.
 pgbench_command prepare_pgbench(const std::string& pgbench, const std::string& dir, const std::string& run_tag,
                                 const workload& w, const std::string& conninfo, std::size_t pool,

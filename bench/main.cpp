@@ -9,6 +9,7 @@
 #include "runner.hpp"
 #include "sampler.hpp"
 #include "sweep_run.hpp"
+#include "tpcb.hpp"
 #include "workload.hpp"
 
 #include "devcluster/devcluster.hpp"
@@ -24,6 +25,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 namespace {
 
@@ -67,7 +69,7 @@ int run(const options& o) {
   if (report.drivers.empty()) throw std::runtime_error("no driver can run");
 
   if (o.sql_file) check_sql_file(*o.sql_file);
-  const workload work = o.sql_file ? load_workload_file(*o.sql_file) : builtin_workload();
+  const workload work = o.tpcb ? tpcb_workload(o.scale) : o.sql_file ? load_workload_file(*o.sql_file) : builtin_workload();
   report.workload_name = work.builtin ? "built-in" : work.name;
   report.sql = work.sql;
   report.machine = read_machine_info();
@@ -88,11 +90,15 @@ int run(const options& o) {
     // connections must fit, with room for a person to look with psql.
     cp.max_connections = static_cast<int>(largest_pool) + 20;
     cp.shared_buffers = "128MB";
+    // tpcb commits thousands of times a second: waiting for each WAL flush
+    // would measure the disk, not the clients.
+    if (o.tpcb) cp.settings["synchronous_commit"] = "off";
     cluster = std::make_unique<pgpipe::devcluster::cluster>(cp);
     cluster->exec("create database pgpipe_bench");
     conninfo = cluster->conninfo("pgpipe_bench");
     report.server = "embedded devcluster on 127.0.0.1 (scram-sha-256, max_connections " +
-                    std::to_string(cp.max_connections) + ", shared_buffers 128MB)";
+                    std::to_string(cp.max_connections) + ", shared_buffers 128MB" +
+                    (o.tpcb ? ", synchronous_commit off" : "") + ")";
   }
   // One clear error before any run: an unreachable server or a statement
   // the server rejects would otherwise fail every run the same way.
@@ -102,12 +108,16 @@ int run(const options& o) {
   std::cerr << "pgpipe-bench: server " << report.server << "\n";
   // With the user's own statement on the user's own server, san_pham may be
   // irrelevant: only create it for the built-in workload or our own server.
-  if (work.builtin || cluster) {
-    std::cerr << "pgpipe-bench: checking table san_pham...\n";
-    if (ensure_table(conninfo)) std::cerr << "pgpipe-bench: loaded san_pham (100,000 rows)\n";
+  if (work.tpcb) {
+    std::cerr << "pgpipe-bench: checking pgbench's tables (scale " << o.scale << ")...\n";
+    if (ensure_tpcb_tables(conninfo, o.scale)) std::cerr << "pgpipe-bench: created pgbench's tables\n";
+  } else {
+    if (work.builtin || cluster) {
+      std::cerr << "pgpipe-bench: checking table san_pham...\n";
+      if (ensure_table(conninfo)) std::cerr << "pgpipe-bench: loaded san_pham (100,000 rows)\n";
+    }
+    check_statement(conninfo, work);
   }
-
-  check_statement(conninfo, work);
 
   server_sampler sampler(conninfo);
   report.server_version = sampler.server_version();
@@ -146,7 +156,18 @@ int run(const options& o) {
         ++index;
         const std::string label = "[" + std::to_string(index) + "/" + std::to_string(total) + "] round " +
                                   std::to_string(round) + " " + d + " pool " + std::to_string(pool);
+        std::optional<tpcb_books> before;
+        if (work.tpcb) before = read_tpcb_books(conninfo);
         auto r = run_one(ctx, d, pool, round, label);
+        if (before) {
+          // Every committed transaction moved all four sums by its delta; a
+          // run that left them apart lost or half-applied a transaction.
+          const std::string wrong = tpcb_books_mismatch(*before, read_tpcb_books(conninfo));
+          if (!wrong.empty()) {
+            r.ok = false;
+            r.failure = wrong + (r.failure.empty() ? "" : "; " + r.failure);
+          }
+        }
         std::cerr << label << ": " << (r.ok ? "" : "FAILED ") << with_commas(r.qps) << " q/s, p99 " << r.p99_ms
                   << " ms, " << r.errors << " errors, " << r.threads_max << " threads, peak RSS " << r.rss_peak_mb
                   << " MB, " << r.server_connections_max << " server conns"

@@ -73,7 +73,7 @@ options parse_options(int argc, const char* const* argv) {
       for (const auto& d : o.drivers) {
         const auto& k = known_drivers();
         if (std::find(k.begin(), k.end(), d) == k.end()) {
-          throw std::invalid_argument("--drivers: unknown driver '" + d + "' (known: async, coroutine, blocking, pgbench, blocking-threads, async-coalesced, pgbench-pipeline)");
+          throw std::invalid_argument("--drivers: unknown driver '" + d + "' (known: async, coroutine, blocking, pgbench, blocking-threads, async-coalesced, pgbench-pipeline, async-pipelined, async-pipelined-lease)");
         }
       }
     } else if (flag == "--pools") {
@@ -83,6 +83,17 @@ options parse_options(int argc, const char* const* argv) {
       o.pools_explicit = true;
     } else if (flag == "--concurrency") {
       o.concurrency = parse_size(flag, next(), 1);
+      o.concurrency_explicit = true;
+    } else if (flag == "--workload") {
+      const std::string v = next();
+      if (v != "select" && v != "tpcb") throw std::invalid_argument("--workload: expected select or tpcb, got '" + v + "'");
+      o.tpcb = v == "tpcb";
+    } else if (flag == "--scale") {
+      const std::size_t s = parse_size(flag, next(), 1);
+      // pgbench's own bound: aid = 100000 * scale must fit its int column.
+      if (s > 20000) throw std::invalid_argument("--scale: at most 20000, got " + std::to_string(s));
+      o.scale = static_cast<int>(s);
+      o.scale_explicit = true;
     } else if (flag == "--duration") {
       o.duration_s = parse_seconds(flag, next(), 0.1);
     } else if (flag == "--warmup") {
@@ -125,6 +136,26 @@ options parse_options(int argc, const char* const* argv) {
       throw std::invalid_argument("unknown flag '" + flag + "' (see --help)");
     }
   }
+  if (o.scale_explicit && !o.tpcb) throw std::invalid_argument("--scale applies to --workload tpcb only");
+  if (o.tpcb) {
+    if (o.sql_file) throw std::invalid_argument("--sql and --workload tpcb exclude each other");
+    // The sweep's runs are not followed by the books check every tpcb run needs.
+    if (o.sweep) throw std::invalid_argument("--sweep runs the select workload only, not --workload tpcb");
+    if (!o.drivers_explicit) o.drivers = tpcb_drivers();
+    const auto& t = tpcb_drivers();
+    for (const auto& d : o.drivers) {
+      if (std::find(t.begin(), t.end(), d) == t.end() && d != "async-pipelined-lease") {
+        throw std::invalid_argument("--workload tpcb: driver '" + d +
+                                    "' has no tpcb run (async, async-pipelined, async-pipelined-lease, coroutine, blocking, pgbench, "
+                                    "pgbench-pipeline)");
+      }
+    }
+  } else {
+    for (const auto& d : o.drivers) {
+      if (d == "async-pipelined" || d == "async-pipelined-lease")
+        throw std::invalid_argument("--drivers: " + d + " runs with --workload tpcb only");
+    }
+  }
   // The sweep picks its own pool sizes: a --pools list beside it would be
   // silently ignored, so it is refused.
   if (o.sweep && o.pools_explicit) {
@@ -133,11 +164,15 @@ options parse_options(int argc, const char* const* argv) {
   return o;
 }
 
+std::size_t clients_for(const options& o, std::size_t pool) {
+  return o.tpcb && !o.concurrency_explicit ? pool : o.concurrency;
+}
+
 std::vector<std::string> child_arguments(const options& o, const std::string& driver, std::size_t pool, int result_fd) {
   std::vector<std::string> a{"--child",
                              "--drivers", driver,
                              "--pools", std::to_string(pool),
-                             "--concurrency", std::to_string(o.concurrency),
+                             "--concurrency", std::to_string(clients_for(o, pool)),
                              "--duration", std::to_string(o.duration_s),
                              "--warmup", std::to_string(o.warmup_s),
                              "--result-fd", std::to_string(result_fd)};
@@ -165,6 +200,12 @@ std::vector<std::string> child_arguments(const options& o, const std::string& dr
   if (o.sql_file) {
     a.push_back("--sql");
     a.push_back(*o.sql_file);
+  }
+  if (o.tpcb) {
+    a.push_back("--workload");
+    a.push_back("tpcb");
+    a.push_back("--scale");
+    a.push_back(std::to_string(o.scale));
   }
   return a;
 }
@@ -226,6 +267,32 @@ Flags:
   --observer KIND    none (default) or empty: async and coroutine drivers run
                      with a pool_params::observer that does nothing, to measure
                      the cost of installing one
+  --workload KIND    select (default: the statement above, or --sql) or tpcb:
+                     pgbench's TPC-B-like transaction (update pgbench_accounts,
+                     select abalance, update pgbench_tellers, update
+                     pgbench_branches, insert into pgbench_history; random
+                     aid/tid/bid/delta) on pgbench's tables, created at --scale
+                     when missing (existing ones are used). Drivers (default:
+                     all): async (async_transaction, each statement awaited),
+                     async-pipelined (async_transaction_batch: BEGIN, the five
+                     statements and COMMIT in one write, one Sync), coroutine
+                     (BEGIN ... COMMIT by hand on a lease, each awaited),
+                     blocking (blocking_pool::transaction), pgbench (its
+                     tpcb-like script), pgbench-pipeline (the same inside
+                     \startpipeline ... \endpipeline); opt-in:
+                     async-pipelined-lease (the batch on a lease each client
+                     holds for the whole run, as pgbench holds its
+                     connection; clients <= pool). q/s is then
+                     transactions/s; one logical client per connection unless
+                     --concurrency is given. After every run the books must
+                     balance: sum(abalance), sum(tbalance), sum(bbalance) and
+                     sum(pgbench_history.delta) all moved by the same amount,
+                     else the run failed (and the exit status is 1). The
+                     embedded server runs with synchronous_commit = off in this
+                     workload, so the clients and not fsync are measured; set
+                     it on your own server for the same comparison.
+  --scale N          tpcb: pgbench's scale (100,000 accounts, 10 tellers and 1
+                     branch per unit), default 4
   --sql FILE         run your own statement instead (format below); the report
                      names the pool size with the best throughput per driver
   --json FILE        write every run (rounds included) as JSON

@@ -16,8 +16,15 @@ inline const std::vector<std::string>& default_drivers() {
 }
 /// Every driver --drivers accepts: the defaults and the opt-in ones.
 inline const std::vector<std::string>& known_drivers() {
-  static const std::vector<std::string> all{"async",           "coroutine",      "blocking",        "pgbench",
-                                            "blocking-threads", "async-coalesced", "pgbench-pipeline"};
+  static const std::vector<std::string> all{"async",           "coroutine",       "blocking",        "pgbench",
+                                            "blocking-threads", "async-coalesced", "pgbench-pipeline", "async-pipelined",
+                                            "async-pipelined-lease"};
+  return all;
+}
+/// The drivers of --workload tpcb, in their default order.
+inline const std::vector<std::string>& tpcb_drivers() {
+  static const std::vector<std::string> all{"async",   "async-pipelined", "coroutine",
+                                            "blocking", "pgbench",         "pgbench-pipeline"};
   return all;
 }
 
@@ -45,6 +52,13 @@ struct options {
   /// nothing, to measure what installing one costs ("none": no observer).
   bool empty_observer = false;
   std::optional<std::string> sql_file;
+  /// --workload tpcb: pgbench's TPC-B-like transaction on pgbench's tables
+  /// at `scale` (tpcb.hpp) instead of one statement.
+  bool tpcb = false;
+  int scale = 4;
+  /// --concurrency was given (tpcb otherwise runs one client per connection).
+  bool concurrency_explicit = false;
+  bool scale_explicit = false;
   std::optional<std::string> json_file;
   std::optional<std::string> svg_file;
   bool help = false;
@@ -73,6 +87,11 @@ options parse_options(int argc, const char* const* argv);
 
 /// The text printed by --help.
 std::string help_text();
+
+/// Logical clients of a run at `pool`: --concurrency, except for tpcb
+/// without it, which runs one client per connection as pgbench does (a
+/// transaction holds its connection: more clients would only queue).
+std::size_t clients_for(const options& o, std::size_t pool);
 
 /// argv for a child run (without argv[0]).
 std::vector<std::string> child_arguments(const options& o, const std::string& driver, std::size_t pool, int result_fd);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <vector>
 
 namespace pgpipe::bench {
 namespace {
@@ -33,8 +34,11 @@ std::string markdown_report(const report_input& in) {
   const auto rows = summarize(in);
   std::ostringstream out;
   out << "## pgpipe-bench\n\n";
+  if (o.tpcb) out << "- q/s below is transactions per second (tps); books balanced after every run not listed as failed\n";
   out << "- workload: " << in.workload_name << ": `" << in.sql << "`\n";
-  out << "- " << o.concurrency << " logical clients in a closed loop (pgbench: one per connection), "
+  out << "- " << (o.tpcb && !o.concurrency_explicit ? std::string("one logical client per connection")
+                                                    : std::to_string(o.concurrency) + " logical clients")
+      << " in a closed loop (pgbench: one per connection), "
       << fixed(o.duration_s, o.duration_s == std::floor(o.duration_s) ? 0 : 1) << " s measured after "
       << fixed(o.warmup_s, o.warmup_s == std::floor(o.warmup_s) ? 0 : 1) << " s warm-up, " << o.repeat
       << (o.repeat == 1 ? " round" : " rounds (medians; drivers in alternating order)") << "\n";
@@ -63,7 +67,9 @@ std::string markdown_report(const report_input& in) {
   // Verdicts: ratios within this run, against the blocking driver when it ran
   // (the comparison the project is about), else against pgbench.
   std::string base;
-  for (const char* candidate : {"blocking", "pgbench"}) {
+  // tpcb's targets are ratios to pgbench.
+  const auto candidates = o.tpcb ? std::vector<const char*>{"pgbench"} : std::vector<const char*>{"blocking", "pgbench"};
+  for (const char* candidate : candidates) {
     for (const auto& d : in.drivers) {
       if (base.empty() && d == candidate) base = d;
     }

@@ -140,8 +140,10 @@ run_result run_one(run_context& ctx, const std::string& driver, std::size_t pool
   r.round = round;
   const bool is_pgbench = driver == "pgbench" || driver == "pgbench-pipeline";
   // pgbench-pipeline: each pgbench transaction is a pipeline of this many queries.
-  const std::size_t per_txn = driver == "pgbench-pipeline" ? pgbench_pipeline_queries : 1;
-  r.concurrency = is_pgbench ? pool : o.concurrency;
+  // (tpcb: the pipeline is the one transaction, counted once.)
+  const std::size_t pipeline = driver == "pgbench-pipeline" ? pgbench_pipeline_queries : 1;
+  const std::size_t per_txn = ctx.work->tpcb ? 1 : pipeline;
+  r.concurrency = is_pgbench ? pool : clients_for(o, pool);
   r.duration_s = o.duration_s;
 
   const bool tty = isatty(STDERR_FILENO) != 0;
@@ -157,7 +159,7 @@ run_result run_one(run_context& ctx, const std::string& driver, std::size_t pool
       if (pipe2(p2, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
       const std::string tag = "run_" + driver + "_" + std::to_string(pool) + "_" + std::to_string(round);
       pgb = prepare_pgbench(*ctx.pgbench, ctx.work_dir, tag, *ctx.work, ctx.conninfo, pool, o.warmup_s, o.duration_s,
-                            o.prepared, per_txn);
+                            o.prepared, pipeline);
       spawned_us = epoch_us();
       pid = spawn(pgb.argv, merged_environment(pgb.env), {{1, p1[1]}, {2, p2[1]}});
       ::close(p2[1]);

@@ -26,6 +26,10 @@ struct workload {
   std::string sql;   ///< with $1..$n
   std::vector<param_spec> params;
   bool builtin = false;
+  /// --workload tpcb: the drivers run pgbench's TPC-B-like transaction
+  /// (tpcb.hpp) at `scale` instead of `sql`.
+  bool tpcb = false;
+  int scale = 1;
 };
 
 /// Per-client generator: cheap, not thread-safe (one per logical client).

@@ -23,6 +23,7 @@ namespace pgpipe {
 namespace detail {
 class client_impl;
 class lease_impl;
+struct lease_access;
 }  // namespace detail
 
 /// An exclusive connection taken from the pool, for transactions and session
@@ -120,6 +121,7 @@ class lease {
 
  private:
   friend class detail::client_impl;
+  friend struct detail::lease_access;  // the transaction helpers' pipelined batch
   explicit lease(std::shared_ptr<detail::lease_impl> impl) noexcept : impl_(std::move(impl)) {}
   std::shared_ptr<detail::query_target> target() const noexcept;
   row_stream start_stream(detail::query_spec spec);

@@ -21,22 +21,37 @@
 // lease, after a jittered back-off) when the work or the COMMIT fails with
 // 40001 or 40P01; after the last try the error is the server's.
 //
+// BEGIN is not awaited on its own: it goes out with the work's first query
+// (in the same write and, when the work starts that query at once, the same
+// Sync segment), and COMMIT is sent as soon as the work completes.
+//
 // Under connection loss: a loss before COMMIT was written rolls back on the
 // server (errc::not_sent / connection_lost from the work or BEGIN); a loss
 // while COMMIT is in flight reports errc::connection_lost and the transaction
 // may have committed. Neither is retried: the caller decides.
+//
+// When the statements are known up front, async_transaction_batch sends
+// BEGIN, all of them and COMMIT in one write with one Sync and waits once:
+// one round trip per transaction (see its comment below).
 #pragma once
 
 #include <pgpipe/async_client.hpp>
 #include <pgpipe/error.hpp>
 #include <pgpipe/transaction_options.hpp>
 
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
 
+#include <cstddef>
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 #include <system_error>
 #include <type_traits>
 #include <utility>
@@ -64,6 +79,41 @@ using transaction_work = std::function<boost::asio::awaitable<std::error_code>(l
 /// open forever.
 using transaction_callback = std::function<void(lease&, std::function<void(std::error_code)> done)>;
 
+/// One statement of async_transaction_batch: its SQL and parameters, encoded
+/// when it is made (the same parameter types as async_query; a text
+/// parameter with a NUL byte makes the whole batch fail with
+/// errc::invalid_argument before anything is sent). Copyable: a retried
+/// batch sends the same statements again.
+class statement {
+ public:
+  /// `sql` with $1, $2... bound to `args` (see async_client::async_query).
+  template <class... Args>
+  explicit statement(std::string_view sql, const Args&... args)
+      : spec_{std::string(sql), detail::encode_params(args...), std::nullopt} {}
+  /// The SQL text.
+  std::string_view sql() const noexcept { return spec_.sql; }
+  /// The encoded statement (for the driver).
+  const detail::query_spec& spec() const noexcept { return spec_; }
+
+ private:
+  detail::query_spec spec_;
+};
+
+/// What async_transaction_batch reports besides its error code.
+struct batch_report {
+  /// One result per statement, in order, once the transaction committed;
+  /// empty when it did not (nothing of it stayed).
+  std::vector<result> results;
+  /// The statement whose error is reported: its index in the batch, or the
+  /// batch's size when COMMIT itself failed; nullopt when BEGIN or the
+  /// connection failed, or nothing was sent.
+  std::optional<std::size_t> failed_statement;
+  /// How many times the batch was sent (1 + retries); 0 when no lease was obtained.
+  unsigned attempts = 0;
+  /// The failing statement's server fields (or the client's message).
+  diagnostics diag;
+};
+
 /// Throws pgpipe::error(ec, r.diag()) when ec is set: lets a work written
 /// with error codes fail with the server's diagnostics.
 inline void throw_if_error(const std::error_code& ec, const result& r) {
@@ -73,9 +123,33 @@ inline void throw_if_error(const std::error_code& ec, const result& r) {
 namespace detail {
 void start_transaction(async_client& client, transaction_options opts, transaction_work work,
                        std::unique_ptr<completion<transaction_report>> done);
+/// The same, the transaction's coroutine running on `ex`.
+void start_transaction(async_client& client, transaction_options opts, transaction_work work,
+                       boost::asio::any_io_executor ex, std::unique_ptr<completion<transaction_report>> done);
 void start_savepoint(lease& l, transaction_work work, std::unique_ptr<completion<transaction_report>> done);
 
 boost::asio::awaitable<std::error_code> run_callback_work(const transaction_callback& work, lease& l);
+
+/// Where a helper's coroutine runs: the handler's own event-loop executor
+/// (a coroutine's, so that resuming it costs no hop), else `fallback`.
+/// Executors that are not an event loop's (use_future's, which completes a
+/// promise) are not fit to run a coroutine on and get `fallback`.
+template <class Handler>
+boost::asio::any_io_executor helper_executor(const Handler& h, const boost::asio::any_io_executor& fallback) {
+  using assoc = boost::asio::associated_executor_t<Handler>;
+  if constexpr (std::is_same_v<assoc, boost::asio::any_io_executor> ||
+                std::is_same_v<assoc, boost::asio::io_context::executor_type>) {
+    return boost::asio::get_associated_executor(h);
+  } else {
+    return fallback;
+  }
+}
+
+/// `lease_target` null: on a fresh lease of `client` per attempt; else on
+/// that lease (client unused). Runs on `ex`.
+void start_transaction_batch(async_client* client, lease* lease_target, transaction_options opts,
+                             std::vector<statement> statements, boost::asio::any_io_executor ex,
+                             std::unique_ptr<completion<batch_report>> done);
 
 template <class Work>
 transaction_work to_coroutine_work(Work&& work) {
@@ -109,18 +183,73 @@ transaction_work to_transaction_work(Work&& work) {
 ///   queue_full, closed, connect errors); errc::connection_lost when the
 ///   connection died with COMMIT in flight (it may have committed);
 ///   std::errc::state_not_recoverable with report.exception for other exceptions.
-/// `client` must outlive the operation. The work runs on the client's first
-/// loop (a coroutine: its queries' handlers resume it there). Not cancellable.
+/// `client` must outlive the operation. The work runs on the handler's
+/// event-loop executor when it has one (a coroutine's: no hop back to it),
+/// else on the client's first loop. Not cancellable.
 /// Executor of the handler: its own, else the client's first loop.
 template <class Work, class CompletionToken>
 auto async_transaction(async_client& client, transaction_options opts, Work&& work, CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken, void(std::error_code, transaction_report)>(
       [](auto handler, async_client* c, transaction_options o, transaction_work w) {
         using H = decltype(handler);
-        detail::start_transaction(*c, std::move(o), std::move(w),
+        boost::asio::any_io_executor ex = detail::helper_executor(handler, c->get_executor());
+        detail::start_transaction(*c, std::move(o), std::move(w), std::move(ex),
                                   std::make_unique<detail::completion_impl<transaction_report, H>>(std::move(handler)));
       },
       token, &client, std::move(opts), detail::to_transaction_work(std::forward<Work>(work)));
+}
+
+/// Runs `statements` as one transaction in one round trip: BEGIN (with
+/// opts' isolation and access mode), every statement and COMMIT go out in
+/// one write with one Sync, and the client waits once.
+///   token: completion token for void(std::error_code, batch_report).
+/// On success report.results holds each statement's result, in order.
+/// When a statement fails, the server skips the rest of the batch (COMMIT
+/// included): the error is that statement's (report.failed_statement is its
+/// index, report.diag its fields), ROLLBACK is sent, and nothing of the
+/// batch stays. A COMMIT the server answers with ROLLBACK is SQLSTATE 25P02
+/// naming the statement that failed first. With opts.retry, the whole batch
+/// is sent again (after a jittered back-off) when it fails with 40001 or
+/// 40P01, as async_transaction does.
+/// Errors: a statement's SQLSTATE; BEGIN's or COMMIT's; errc::invalid_argument
+///   (a parameter with a NUL byte, or an empty batch: nothing sent); the
+///   acquire errors (errc::pool_timeout, queue_full, closed, connect errors);
+///   errc::connection_lost when the connection died with the batch in flight
+///   (it may have committed); errc::not_sent when it died before.
+/// Statements run on a lease: the shared path's sharing rules do not apply.
+/// `client` must outlive the operation. Not cancellable. Executor of the handler: its own, else the client's first loop.
+template <class CompletionToken>
+auto async_transaction_batch(async_client& client, transaction_options opts, std::vector<statement> statements,
+                             CompletionToken&& token) {
+  return boost::asio::async_initiate<CompletionToken, void(std::error_code, batch_report)>(
+      [](auto handler, async_client* c, transaction_options o, std::vector<statement> s) {
+        using H = decltype(handler);
+        boost::asio::any_io_executor ex = detail::helper_executor(handler, c->get_executor());
+        detail::start_transaction_batch(c, nullptr, std::move(o), std::move(s), std::move(ex),
+                                        std::make_unique<detail::completion_impl<batch_report, H>>(std::move(handler)));
+      },
+      token, &client, std::move(opts), std::move(statements));
+}
+
+/// The same on a lease you hold, which must not be inside a transaction
+/// (BEGIN would only warn, and the batch's COMMIT would end yours). Retries
+/// run on the same lease. `l` must outlive the operation; start nothing else
+/// on it meanwhile. Errors as above, without the acquire errors; errc::closed
+/// on an empty or released lease. Executor of the handler: its own, else the
+/// lease's loop.
+template <class CompletionToken>
+auto async_transaction_batch(lease& l, transaction_options opts, std::vector<statement> statements,
+                             CompletionToken&& token) {
+  return boost::asio::async_initiate<CompletionToken, void(std::error_code, batch_report)>(
+      [](auto handler, lease* target, transaction_options o, std::vector<statement> s) {
+        using H = decltype(handler);
+        boost::asio::any_io_executor fallback = target->get_executor();
+        if (!fallback) fallback = boost::asio::system_executor();
+        boost::asio::any_io_executor ex = detail::helper_executor(handler, fallback);
+        detail::start_transaction_batch(nullptr, target, std::move(o), std::move(s), std::move(ex),
+                                        std::make_unique<detail::completion_impl<batch_report, H>>(std::move(handler)));
+      },
+      token, &l, std::move(opts), std::move(statements));
 }
 
 /// A savepoint on a lease already inside a transaction: SAVEPOINT, the work,

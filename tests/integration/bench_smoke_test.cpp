@@ -13,6 +13,7 @@
 #include "report.hpp"
 #include "run_result.hpp"
 #include "sampler.hpp"
+#include "tpcb.hpp"
 #include "workload.hpp"
 
 #include "support/cluster_fixture.hpp"
@@ -264,6 +265,42 @@ TEST(bench_server, ensure_table_loads_once_and_sampler_counts_client_connections
   EXPECT_GT(server_cpu_seconds(pg.postmaster_pid()), 0.0);
 }
 
+// Runs pgbench as the bench does: the connection in the environment (so no
+// password on a command line), output captured in a file. Returns the
+// output; fails the test when pgbench does not exit 0.
+std::string run_pgbench(const pgbench_command& cmd, const std::string& dir, const std::string& script,
+                        const std::vector<std::string>& extra) {
+  const std::string out_path = dir + "/out";
+  std::vector<std::string> argv{cmd.argv[0], "-n", "-M", "prepared"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  argv.push_back("-f");
+  argv.push_back(dir + "/" + script);
+  std::vector<char*> cargv, cenv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  std::vector<std::string> env = cmd.env;
+  env.push_back("PATH=/usr/bin:/bin");
+  for (auto& e : env) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    ADD_FAILURE() << "fork failed";
+    return {};
+  }
+  if (pid == 0) {
+    FILE* f = std::freopen(out_path.c_str(), "w", stdout);
+    if (f == nullptr || dup2(fileno(stdout), 2) < 0) _exit(126);
+    execve(cargv[0], cargv.data(), cenv.data());
+    _exit(127);
+  }
+  int status = 0;
+  EXPECT_EQ(waitpid(pid, &status, 0), pid);
+  std::ifstream out(out_path);
+  std::string text((std::istreambuf_iterator<char>(out)), {});
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
+  return text;
+}
+
 TEST(bench_server, pgbench_runs_the_translated_script) {
   const auto pgbench = find_pgbench();
   if (!pgbench) GTEST_SKIP() << "pgbench not installed";
@@ -279,32 +316,127 @@ TEST(bench_server, pgbench_runs_the_translated_script) {
   const auto cmd = prepare_pgbench(*pgbench, dir, "t", w, pg.conninfo(), 2, 0, 1);
   // The password travels in PGPASSWORD, never in argv.
   for (const auto& a : cmd.argv) EXPECT_EQ(a.find(pg.password()), std::string::npos) << a;
-  // Run it as the bench does: the connection in the environment (so no
-  // password on a command line), output captured in a file.
-  const std::string out_path = std::string(dir) + "/out";
-  std::vector<std::string> argv{cmd.argv[0], "-n", "-M", "prepared", "-c", "2", "-t", "20", "-f",
-                                std::string(dir) + "/t.sql"};
-  std::vector<char*> cargv, cenv;
-  for (auto& a : argv) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  std::vector<std::string> env = cmd.env;
-  env.push_back("PATH=/usr/bin:/bin");
-  for (auto& e : env) cenv.push_back(e.data());
-  cenv.push_back(nullptr);
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    FILE* f = std::freopen(out_path.c_str(), "w", stdout);
-    if (f == nullptr || dup2(fileno(stdout), 2) < 0) _exit(126);
-    execve(cargv[0], cargv.data(), cenv.data());
-    _exit(127);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  std::ifstream out(out_path);
-  std::string text((std::istreambuf_iterator<char>(out)), {});
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
+  const std::string text = run_pgbench(cmd, dir, "t.sql", {"-c", "2", "-t", "20"});
   EXPECT_NE(text.find("number of transactions actually processed: 40/40"), std::string::npos) << text;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(bench_tpcb, options_pick_the_tpcb_drivers_and_reach_the_child) {
+  const char* argv[] = {"pgpipe-bench", "--workload", "tpcb", "--scale", "2", "--pools", "4,8"};
+  const auto o = parse_options(7, argv);
+  EXPECT_TRUE(o.tpcb);
+  EXPECT_EQ(o.scale, 2);
+  EXPECT_EQ(o.drivers, tpcb_drivers());
+  // One logical client per connection unless --concurrency says otherwise.
+  EXPECT_EQ(clients_for(o, 8), 8u);
+  const auto child = child_arguments(o, "async-pipelined", 8, 3);
+  auto after = [&](const std::string& flag) {
+    auto it = std::find(child.begin(), child.end(), flag);
+    return it != child.end() && it + 1 != child.end() ? *(it + 1) : std::string();
+  };
+  EXPECT_EQ(after("--workload"), "tpcb");
+  EXPECT_EQ(after("--scale"), "2");
+  EXPECT_EQ(after("--concurrency"), "8");
+  const char* many[] = {"pgpipe-bench", "--workload", "tpcb", "--concurrency", "50"};
+  EXPECT_EQ(clients_for(parse_options(5, many), 8), 50u);
+
+  auto refused = [](std::vector<const char*> a, const std::string& why) {
+    try {
+      parse_options(static_cast<int>(a.size()), a.data());
+      ADD_FAILURE() << "accepted; expected: " << why;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  refused({"pgpipe-bench", "--scale", "2"}, "--workload tpcb only");
+  refused({"pgpipe-bench", "--workload", "tpcb", "--drivers", "async-coalesced"}, "has no tpcb run");
+  refused({"pgpipe-bench", "--drivers", "async-pipelined"}, "--workload tpcb only");
+  refused({"pgpipe-bench", "--workload", "tpcb", "--sweep"}, "select workload only");
+  refused({"pgpipe-bench", "--drivers", "async-pipelined-lease"}, "--workload tpcb only");
+  const char* lease[] = {"pgpipe-bench", "--workload", "tpcb", "--drivers", "async-pipelined-lease,pgbench"};
+  EXPECT_EQ(parse_options(5, lease).drivers, (std::vector<std::string>{"async-pipelined-lease", "pgbench"}));
+  refused({"pgpipe-bench", "--workload", "tpcc"}, "expected select or tpcb");
+  refused({"pgpipe-bench", "--workload", "tpcb", "--scale", "0"}, "--scale");
+  EXPECT_NE(help_text().find("synchronous_commit"), std::string::npos);
+}
+
+TEST(bench_tpcb, draws_stay_in_pgbench_ranges) {
+  rng r(7);
+  for (int i = 0; i < 10000; ++i) {
+    const auto d = draw_tpcb(3, r);
+    ASSERT_GE(d.aid, 1);
+    ASSERT_LE(d.aid, 300000);
+    ASSERT_GE(d.bid, 1);
+    ASSERT_LE(d.bid, 3);
+    ASSERT_GE(d.tid, 1);
+    ASSERT_LE(d.tid, 30);
+    ASSERT_GE(d.delta, -5000);
+    ASSERT_LE(d.delta, 5000);
+  }
+}
+
+TEST(bench_tpcb, tables_are_made_once_and_the_books_catch_a_lost_update) {
+  auto& pg = pgpipe::test::shared_cluster();
+  pg.exec("drop database if exists bench_tpcb");
+  pg.exec("create database bench_tpcb");
+  const std::string conninfo = pg.conninfo("bench_tpcb");
+  EXPECT_TRUE(ensure_tpcb_tables(conninfo, 1));
+  EXPECT_FALSE(ensure_tpcb_tables(conninfo, 1));
+  EXPECT_EQ(pg.query_value("select count(*) from pgbench_accounts", "bench_tpcb"), "100000");
+  EXPECT_EQ(pg.query_value("select count(*) from pgbench_tellers", "bench_tpcb"), "10");
+  EXPECT_EQ(pg.query_value("select count(*) from pgbench_branches", "bench_tpcb"), "1");
+  try {
+    ensure_tpcb_tables(conninfo, 3);
+    ADD_FAILURE() << "a scale mismatch was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("--scale 1"), std::string::npos) << e.what();
+  }
+
+  const auto start = read_tpcb_books(conninfo);
+  EXPECT_EQ(tpcb_books_mismatch(start, start), "");
+  // A whole transaction moves all four sums alike.
+  pg.exec("begin; update pgbench_accounts set abalance = abalance + 7 where aid = 5; "
+          "update pgbench_tellers set tbalance = tbalance + 7 where tid = 2; "
+          "update pgbench_branches set bbalance = bbalance + 7 where bid = 1; "
+          "insert into pgbench_history (tid, bid, aid, delta, mtime) values (2, 1, 5, 7, now()); commit",
+          "bench_tpcb");
+  const auto after_one = read_tpcb_books(conninfo);
+  EXPECT_EQ(after_one.accounts - start.accounts, 7);
+  EXPECT_EQ(tpcb_books_mismatch(start, after_one), "");
+  // Half a transaction (the teller's update lost) is caught, and named.
+  pg.exec("update pgbench_accounts set abalance = abalance - 3 where aid = 9; "
+          "update pgbench_branches set bbalance = bbalance - 3 where bid = 1; "
+          "insert into pgbench_history (tid, bid, aid, delta, mtime) values (2, 1, 9, -3, now())",
+          "bench_tpcb");
+  const std::string wrong = tpcb_books_mismatch(start, read_tpcb_books(conninfo));
+  EXPECT_NE(wrong.find("do not balance"), std::string::npos) << wrong;
+  EXPECT_NE(wrong.find("sum(tbalance) by 7"), std::string::npos) << wrong;
+  EXPECT_NE(wrong.find("sum(abalance) moved by 4"), std::string::npos) << wrong;
+}
+
+TEST(bench_tpcb, pgbench_runs_both_scripts_and_the_books_balance) {
+  const auto pgbench = find_pgbench();
+  if (!pgbench) GTEST_SKIP() << "pgbench not installed";
+  auto& pg = pgpipe::test::shared_cluster();
+  pg.exec("drop database if exists bench_tpcb_pgbench");
+  pg.exec("create database bench_tpcb_pgbench");
+  const std::string conninfo = pg.conninfo("bench_tpcb_pgbench");
+  ASSERT_TRUE(ensure_tpcb_tables(conninfo, 1));
+  char dir[] = "/tmp/bench-tpcb-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  for (std::size_t pipeline : {std::size_t{1}, pgbench_pipeline_queries}) {
+    const auto before = read_tpcb_books(conninfo);
+    const auto cmd = prepare_pgbench(*pgbench, dir, "tpcb", tpcb_workload(1), conninfo, 2, 0, 1, true, pipeline);
+    std::ifstream script(std::string(dir) + "/tpcb.sql");
+    const std::string text((std::istreambuf_iterator<char>(script)), {});
+    EXPECT_EQ(text.find("\\startpipeline") != std::string::npos, pipeline > 1) << text;
+    const std::string out = run_pgbench(cmd, dir, "tpcb.sql", {"-c", "2", "-t", "50"});
+    EXPECT_NE(out.find("number of transactions actually processed: 100/100"), std::string::npos) << out;
+    const auto after = read_tpcb_books(conninfo);
+    EXPECT_EQ(tpcb_books_mismatch(before, after), "");
+    EXPECT_EQ(pg.query_value("select count(*) from pgbench_history", "bench_tpcb_pgbench"),
+              std::to_string(pipeline > 1 ? 200 : 100));
+  }
   std::filesystem::remove_all(dir);
 }
 

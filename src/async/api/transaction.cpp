@@ -1,6 +1,8 @@
-// The async transaction and savepoint helpers: coroutines on the client's
-// loop, built only on the public lease API (no driver internals), so they
-// see exactly what a caller writing BEGIN/COMMIT by hand would see.
+// The async transaction and savepoint helpers: coroutines on the caller's
+// executor (else the client's loop), built on the public lease API, so they
+// see exactly what a caller writing BEGIN/COMMIT by hand would see; only
+// BEGIN goes out as a chain (lease_chain.hpp), so that it shares the work's
+// first write and Sync instead of a round trip of its own.
 //
 // Why the work's outcome is captured into variables first: a coroutine may
 // not co_await inside a catch block, and ROLLBACK is an awaited query.
@@ -8,6 +10,8 @@
 // the next acquire must find the connection idle, and a ROLLBACK that fails
 // tells us the connection is gone (the lease then replaces it on release).
 #include <pgpipe/transaction.hpp>
+
+#include "async/api/lease_chain.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -62,22 +66,23 @@ asio::awaitable<std::pair<std::error_code, transaction_report>> run_transaction(
       co_return std::pair{aec, std::move(report)};
     }
     report.attempts = attempt;
-    auto [bec, br] = co_await l.async_query(begin, asio::as_tuple(asio::use_awaitable));
-    if (bec) {
+    // BEGIN is not awaited before the work: it is written with the work's
+    // first query (and shares its Sync when both go out in one write, so a
+    // failed BEGIN skips that query). BEGIN fails only with the connection,
+    // which fails the work's queries too.
+    std::vector<query_spec> begin_spec;
+    begin_spec.push_back(query_spec{begin, {}, std::nullopt});
+    auto begun = start_chain(*lease_access::impl(l), std::move(begin_spec), true);
+    work_outcome w = co_await run_work(work, l);
+    co_await wait_chain(begun);
+    if (auto& [bec, br] = begun->out[0]; bec) {
       report.diag = br.diag();
       co_return std::pair{bec, std::move(report)};  // the lease's release cleans up
     }
-    work_outcome w = co_await run_work(work, l);
     if (!w.ec) {
       auto [cec, cr] = co_await l.async_query("COMMIT", asio::as_tuple(asio::use_awaitable));
-      if (!cec && cr.command_tag() == "ROLLBACK") {
-        // The work swallowed an error inside the transaction and returned
-        // success: the server answers COMMIT of a failed transaction with
-        // ROLLBACK and no error. Never report that as committed.
-        w.ec = make_sqlstate("25P02");
-        w.diag.sqlstate = "25P02";
-        w.diag.client_message =
-            "the transaction had failed (an error inside the work was not passed on): COMMIT rolled it back";
+      if (!cec && commit_rolled_back(cr, {}, w.ec, w.diag)) {
+        // The work swallowed an error inside the transaction and returned success.
       } else if (!cec) {
         report.diag = diagnostics{};
         co_return std::pair{std::error_code{}, std::move(report)};
@@ -162,8 +167,25 @@ asio::awaitable<std::error_code> run_callback_work(const transaction_callback& w
 
 void start_transaction(async_client& client, transaction_options opts, transaction_work work,
                        std::unique_ptr<completion<transaction_report>> done) {
-  auto ex = client.get_executor();
+  start_transaction(client, std::move(opts), std::move(work), client.get_executor(), std::move(done));
+}
+
+void start_transaction(async_client& client, transaction_options opts, transaction_work work,
+                       asio::any_io_executor ex, std::unique_ptr<completion<transaction_report>> done) {
   spawn_to_completion(ex, run_transaction(client, std::move(opts), std::move(work)), std::move(done));
+}
+
+bool commit_rolled_back(const result& commit, const std::string& failed_first, std::error_code& ec,
+                        diagnostics& diag) {
+  if (commit.command_tag() != "ROLLBACK") return false;
+  ec = make_sqlstate("25P02");
+  diag = diagnostics{};
+  diag.sqlstate = "25P02";
+  diag.client_message = failed_first.empty()
+                            ? "the transaction had failed (an error inside the work was not passed on): COMMIT "
+                              "rolled it back"
+                            : "the transaction had failed (" + failed_first + " failed first): COMMIT rolled it back";
+  return true;
 }
 
 void start_savepoint(lease& l, transaction_work work, std::unique_ptr<completion<transaction_report>> done) {

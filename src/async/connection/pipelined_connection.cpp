@@ -108,6 +108,7 @@ void pipelined_connection::enqueue(std::shared_ptr<query_request> req) {
   r.stream = std::holds_alternative<stream_sink>(req->sink);
   r.internal = req->internal;
   r.on_lease = req->on_lease;
+  r.chained = req->chained && req->on_lease;
   r.pooled = req->pooled;
   r.deadline = req->deadline;
   // Sync coalescing only where a rollback of the batch cannot undo anything

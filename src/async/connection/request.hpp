@@ -78,6 +78,8 @@ struct query_request {
   bool on_lease = false;
   /// Internal (health check, rollback): never prepared, not counted in stats.
   bool internal = false;
+  /// Lease: the next request shares this one's Sync (pipeline_core "Chains").
+  bool chained = false;
 
   // Guarded by the client's mutex while the request is in the pool.
   waiter_id waiter = 0;                         ///< nonzero while queued

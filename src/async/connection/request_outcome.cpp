@@ -57,6 +57,13 @@ std::pair<std::error_code, result> outcome_result(pipe_outcome o, query_request&
       return fail(errc::connection_lost, "connection lost after the request was sent (it may have executed): " + break_reason);
     case pipe_outcome::closed:
       return fail(errc::closed, "client closed");
+    case pipe_outcome::skipped: {
+      // What the server would have said had the statement reached it.
+      diagnostics d;
+      d.sqlstate = "25P02";
+      d.client_message = "not run: an earlier statement of its pipelined transaction failed";
+      return out{make_sqlstate("25P02"), result(std::move(d))};
+    }
     case pipe_outcome::transaction_left_open:
       return fail(errc::connection_lost,
            "the statement left a transaction open on a shared connection; the connection was retired and the "

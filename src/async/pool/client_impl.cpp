@@ -117,6 +117,16 @@ void client_impl::post_enqueue(const std::shared_ptr<pipelined_connection>& conn
   });
 }
 
+void client_impl::post_enqueue_chain(const std::shared_ptr<pipelined_connection>& conn,
+                                     std::vector<std::shared_ptr<query_request>> reqs) const {
+  asio::post(conn->get_executor(), [c = conn, reqs = std::move(reqs)] {
+    for (const auto& req : reqs) {
+      if (query_observer* obs = c->observer()) observe_request_start(*obs, *req, *c);
+      c->enqueue(req);
+    }
+  });
+}
+
 void client_impl::complete_acquire_failure(const std::shared_ptr<acquire_request>& req, std::error_code ec,
                                            std::string message) {
   (void)message;

@@ -91,6 +91,10 @@ class client_impl final : public query_target,
   /// Hands `req` to `conn` on the connection's executor, telling the query
   /// observer first when one is installed.
   void post_enqueue(const std::shared_ptr<pipelined_connection>& conn, const std::shared_ptr<query_request>& req) const;
+  /// post_enqueue for a lease's chain: every request enqueued in one turn of
+  /// the connection's loop, in order, so one write pass takes them all.
+  void post_enqueue_chain(const std::shared_ptr<pipelined_connection>& conn,
+                          std::vector<std::shared_ptr<query_request>> reqs) const;
   void log(log_level level, const std::string& line) override;
 
   const pool_params& params() const noexcept { return params_; }

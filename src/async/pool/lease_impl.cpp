@@ -62,6 +62,60 @@ void lease_impl::submit_query(query_spec spec, std::unique_ptr<completion<result
   owner_->post_enqueue(conn_, req);
 }
 
+void lease_impl::submit_chain(std::vector<query_spec> specs, std::vector<std::unique_ptr<completion<result>>> done,
+                              bool open_end) {
+  const auto now = pool_clock::now();
+  std::vector<std::shared_ptr<query_request>> reqs;
+  reqs.reserve(specs.size());
+  // All or nothing: a chain with a piece missing would be another transaction.
+  std::error_code refused;
+  std::string why;
+  std::size_t culprit = specs.size();
+  if (owner_->loops_stopped()) {
+    refused = make_error_code(errc::closed);
+    why = "the client was destroyed before this lease";
+  } else if (released_.load(std::memory_order_acquire)) {
+    refused = make_error_code(errc::closed);
+    why = "the lease was released";
+  } else {
+    for (std::size_t i = 0; i < specs.size() && !refused; ++i) {
+      if (specs[i].params.ec) {
+        refused = specs[i].params.ec;
+        why = specs[i].params.error_message;
+        culprit = i;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    auto req = std::make_shared<query_request>();
+    req->on_lease = true;
+    req->chained = i + 1 < specs.size() || open_end;
+    req->set_handler(std::move(done[i]));
+    req->submitted = now;
+    if (refused) {
+      const auto ex = owner_->loops_stopped() ? asio::any_io_executor(asio::system_executor()) : conn_->get_executor();
+      req->spec.sql = std::move(specs[i].sql);
+      if (i == culprit || culprit == specs.size()) {
+        owner_->finish_unstarted(req, ex, refused, client_error_result(why));
+      } else {
+        owner_->finish_unstarted(req, ex, make_error_code(errc::not_sent),
+                                 client_error_result("not sent: statement " + std::to_string(culprit) +
+                                                     " of the same pipeline was refused (" + why + ")"));
+      }
+      continue;
+    }
+    if (auto r = check_shared_statement(specs[i].sql);
+        r && r->code == errc::session_state_needs_lease && r->outlives_transaction)
+      changed_session_.store(true, std::memory_order_relaxed);
+    req->deadline = add_or_max(now, specs[i].timeout.value_or(owner_->params().query_timeout));
+    req->spec = std::move(specs[i]);
+    req->conn = conn_;
+    req->slot = slot_;
+    reqs.push_back(std::move(req));
+  }
+  if (!reqs.empty()) owner_->post_enqueue_chain(conn_, std::move(reqs));
+}
+
 std::shared_ptr<query_request> lease_impl::make_handle_request(request_sink sink) const {
   auto req = std::make_shared<query_request>();
   req->sink = std::move(sink);

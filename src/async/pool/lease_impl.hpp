@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <vector>
 
 namespace pgpipe::detail {
 
@@ -31,6 +32,14 @@ class lease_impl final : public query_target, public std::enable_shared_from_thi
   ~lease_impl() override { release(); }
   void submit_query(query_spec spec, std::unique_ptr<completion<result>> done,
                     boost::asio::cancellation_slot slot) override;
+  /// The statements as one pipeline segment (pipeline_core "Chains"):
+  /// enqueued together, in order, so that they are written in one pass with
+  /// one Sync after the last; `open_end` leaves the last one chained too
+  /// (it shares its Sync with the next query started on the lease, if that
+  /// one is written in the same pass). done[i] gets specs[i]'s outcome;
+  /// the sizes must match. Never completes inline. Not cancellable.
+  void submit_chain(std::vector<query_spec> specs, std::vector<std::unique_ptr<completion<result>>> done,
+                    bool open_end);
   void release() noexcept;
   /// lease::stream.
   std::shared_ptr<stream_state> start_stream(query_spec spec);

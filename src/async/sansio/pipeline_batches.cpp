@@ -21,6 +21,12 @@ bool pipeline_core::may_coalesce(const entry& e) const {
 }
 
 bool pipeline_core::batch_stays_open(const entry& e, std::size_t batch_run) const {
+  // A chain asks for no sync_batch and no Parse-leads rule: its requests are
+  // one transaction, whose error aborts all of them anyway.
+  if (e.req.chained && e.req.on_lease && e.to != recipient::core) {
+    return written() + 1 < p_.depth && !waiting_.empty() && waiting_.front().req.on_lease &&
+           !waiting_.front().req.copy && !waiting_.front().req.stream;
+  }
   return may_coalesce(e) && batch_run + 1 < p_.sync_batch && written() + 1 < p_.depth && !waiting_.empty() &&
          may_coalesce(waiting_.front()) && !needs_parse(waiting_.front());
 }

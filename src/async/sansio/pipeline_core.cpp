@@ -128,8 +128,8 @@ void pipeline_core::write_pass(time_point now) {
       continue;
     }
     send(e);
-    // sync_batch 1 (coalescing off): every request has its own Sync.
-    if (p_.sync_batch > 1 && batch_stays_open(e, batch_run)) {
+    // sync_batch 1 (coalescing off): every request has its own Sync, chains apart.
+    if ((p_.sync_batch > 1 || e.req.chained) && batch_stays_open(e, batch_run)) {
       actions_.back().sync = false;  // send() pushed e's action last
       e.batch_last = false;
       ++batch_run;

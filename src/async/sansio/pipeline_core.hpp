@@ -61,6 +61,18 @@
 //    again. Outcomes are decided at the batch's Sync. The shell marks `coalesce` only where a
 //    rollback of the batch cannot undo anything a caller was told succeeded
 //    (reads on a read-only session: see sync_coalescing.hpp).
+//  - Chains (lease only): a request marked `chained` is written without a
+//    Sync when the next waiting request is written in the same pass, so a
+//    transaction (BEGIN, its statements, COMMIT) travels as one segment
+//    with one Sync, and the server skips whatever follows an error up to
+//    it. A chain is never left open: nothing waiting, or the depth limit
+//    reached, and its request gets the Sync. Outcomes are decided at the
+//    Sync, as for a coalesced batch; but a skipped request completes as
+//    `skipped` and is never written again (it belonged to a transaction the
+//    error aborted). Requests inside a chain carry their Parse (a skipped
+//    Parse makes no statement and is forgotten; another request on the
+//    lease written before that Sync was read and naming it fails with
+//    26000, as any statement of an aborted transaction would).
 //  - COPY (lease only): a `copy` request waits at the head of the waiting
 //    queue until nothing is written (the pipeline is idle: libpq 15 allows
 //    no COPY in pipeline mode), then `start_copy` hands the connection to the
@@ -141,6 +153,8 @@ struct pipe_request {
   /// May share a Sync with its coalesce neighbours (ignored on leases, streams, internal).
   bool coalesce = false;
   bool copy = false;      ///< a COPY: runs alone, outside pipeline mode (lease only)
+  /// Lease only: the next request shares this one's Sync (see "Chains").
+  bool chained = false;
   time_point deadline = time_point::max();
 };
 
@@ -161,6 +175,7 @@ enum class pipe_outcome : unsigned char {
   closed,                 ///< abort(): client teardown
   transaction_left_open,  ///< safety net tripped on this request
   pooler_suspected,       ///< stored error (26000/42P05) that only a transaction pooler explains
+  skipped,                ///< a chain's request the server skipped after an earlier one's error
 };
 
 struct pipe_action {

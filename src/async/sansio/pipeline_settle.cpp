@@ -78,6 +78,11 @@ void pipeline_core::settle_one(entry& e, bool lease_may_retry) {
     case answer::skipped:
       if (e.to == recipient::detached) {
         release_unit(e);  // its caller was answered (cancel, timeout): nothing to run
+      } else if (e.req.on_lease) {
+        // Only a chain puts lease requests in one segment: its transaction
+        // is aborted, and running the rest alone would commit half of it.
+        release_unit(e);
+        complete(e, pipe_outcome::skipped);
       } else {
         requeue(e);
       }

@@ -1,0 +1,47 @@
+// A chain of statements on a lease (lease_impl::submit_chain) that a
+// coroutine awaits as a whole: the transaction helpers send BEGIN ahead of
+// the work, or a whole batch, this way, and wait for it once.
+#pragma once
+
+#include "async/api/lease_access.hpp"
+
+#include <pgpipe/async_lease.hpp>
+#include <pgpipe/result.hpp>
+
+#include <boost/asio/awaitable.hpp>
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+namespace pgpipe::detail {
+
+/// The outcomes of one chain, filled in by the connection (any thread) and
+/// read by the coroutine once wait_chain has returned.
+struct chain_state {
+  std::mutex m;
+  std::vector<std::pair<std::error_code, result>> out;  ///< one per statement, in order
+  std::size_t left = 0;
+  std::function<void()> waiter;  ///< set when awaited before the last outcome came
+};
+
+/// Submits `specs` as one chain on `l` (see lease_impl::submit_chain).
+std::shared_ptr<chain_state> start_chain(lease_impl& l, std::vector<query_spec> specs, bool open_end);
+
+/// Completes (on the awaiting coroutine's executor, never inline) once every
+/// statement of the chain has its outcome.
+boost::asio::awaitable<void> wait_chain(std::shared_ptr<chain_state> st);
+
+/// Shared by the transaction helpers (defined in transaction.cpp): the server answers COMMIT of a failed
+/// transaction with ROLLBACK and no error. True (with `ec` = 25P02 and
+/// `diag` saying so, naming `failed_first` when known) when `commit` is that
+/// answer: never report it as committed.
+bool commit_rolled_back(const result& commit, const std::string& failed_first, std::error_code& ec,
+                        diagnostics& diag);
+
+}  // namespace pgpipe::detail

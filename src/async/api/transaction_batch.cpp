@@ -1,0 +1,146 @@
+// async_transaction_batch (contract in <pgpipe/transaction.hpp>): BEGIN, the
+// statements and COMMIT as one chain on a lease (one write, one Sync: see
+// pipeline_core "Chains"), awaited once.
+//
+// Why the first error in wire order is the one reported: the server skips
+// every command after an error up to the Sync, and the driver completes
+// those as skipped (25P02) behind it; only the first one ran and failed.
+// Why ROLLBACK is sent after a failed statement: BEGIN ran, so the
+// transaction block stays open (aborted) past the Sync; the next batch or
+// acquire must find the connection idle. After COMMIT itself failed there
+// is nothing to roll back.
+#include <pgpipe/transaction.hpp>
+
+#include "async/api/lease_chain.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+namespace pgpipe::detail {
+namespace {
+
+namespace asio = boost::asio;
+
+using batch_outcome = std::pair<std::error_code, batch_report>;
+
+bool connection_gone(const std::error_code& ec) {
+  return ec == errc::connection_lost || ec == errc::not_sent || ec == errc::closed;
+}
+
+batch_outcome refuse(batch_report report, errc code, std::string why) {
+  report.diag = diagnostics{};
+  report.diag.client_message = std::move(why);
+  return {make_error_code(code), std::move(report)};
+}
+
+// One attempt on `l`: the outcome, with report.results filled on success.
+asio::awaitable<std::error_code> run_once(lease& l, const std::string& begin, const std::vector<statement>& statements,
+                                          batch_report& report) {
+  lease_impl* impl = lease_access::impl(l);
+  if (impl == nullptr) {
+    report.diag.client_message = "async_transaction_batch on an empty or released lease";
+    co_return make_error_code(errc::closed);
+  }
+  const std::size_t n = statements.size();
+  std::vector<query_spec> specs;
+  specs.reserve(n + 2);
+  specs.push_back(query_spec{begin, {}, std::nullopt});
+  for (const auto& s : statements) specs.push_back(s.spec());
+  specs.push_back(query_spec{"COMMIT", {}, std::nullopt});
+  auto chain = start_chain(*impl, std::move(specs), false);
+  co_await wait_chain(chain);
+  auto& out = chain->out;
+  std::size_t first = out.size();
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (out[i].first) {
+      first = i;
+      break;
+    }
+  }
+  std::error_code ec;
+  if (first == out.size()) {
+    if (!commit_rolled_back(out.back().second, {}, ec, report.diag)) {
+      report.results.reserve(n);
+      for (std::size_t i = 1; i <= n; ++i) report.results.push_back(std::move(out[i].second));
+      co_return std::error_code{};
+    }
+    co_return ec;  // COMMIT ended the transaction
+  }
+  ec = out[first].first;
+  report.diag = out[first].second.diag();
+  if (first == 0) {
+    if (report.diag.client_message.empty()) report.diag.client_message = "BEGIN failed: " + ec.message();
+  } else {
+    report.failed_statement = first - 1;  // n: COMMIT
+    if (report.diag.client_message.empty()) {
+      report.diag.client_message =
+          first <= n ? "statement " + std::to_string(first - 1) + " of the batch failed; the transaction was rolled back"
+                     : "COMMIT failed";
+    }
+  }
+  if (first <= n && !connection_gone(ec)) {
+    auto [rec, rr] = co_await l.async_query("ROLLBACK", asio::as_tuple(asio::use_awaitable));
+    (void)rr;
+    (void)rec;  // a failed ROLLBACK means a broken connection: the lease replaces it on release
+  }
+  co_return ec;
+}
+
+asio::awaitable<batch_outcome> run_batch(async_client* client, lease* given, transaction_options opts,
+                                         std::vector<statement> statements) {
+  batch_report report;
+  if (statements.empty()) co_return refuse(std::move(report), errc::invalid_argument, "an empty batch: nothing to run");
+  for (std::size_t i = 0; i < statements.size(); ++i) {
+    const auto& p = statements[i].spec().params;
+    if (p.ec) {
+      // Nothing is sent: a batch with a statement missing would be another transaction.
+      report.failed_statement = i;
+      co_return refuse(std::move(report), errc::invalid_argument,
+                       "statement " + std::to_string(i) + ": " + p.error_message + "; nothing was sent");
+    }
+  }
+  const unsigned max_attempts = std::max(1u, opts.retry.max_attempts);
+  const std::string begin = begin_statement(opts);
+  for (unsigned attempt = 1;; ++attempt) {
+    lease own;
+    lease* l = given;
+    if (l == nullptr) {
+      auto [aec, acquired] = co_await client->async_acquire(asio::as_tuple(asio::use_awaitable));
+      if (aec) {
+        report.diag = diagnostics{};
+        report.diag.client_message = "could not acquire a lease for the transaction: " + aec.message();
+        co_return batch_outcome{aec, std::move(report)};
+      }
+      own = std::move(acquired);
+      l = &own;
+    }
+    report.attempts = attempt;
+    report.failed_statement.reset();
+    report.diag = diagnostics{};
+    const std::error_code ec = co_await run_once(*l, begin, statements, report);
+    own.release();
+    if (!ec || !is_retryable_transaction_error(ec) || attempt >= max_attempts) co_return batch_outcome{ec, std::move(report)};
+    asio::steady_timer backoff(co_await asio::this_coro::executor);
+    backoff.expires_after(retry_backoff(opts.retry, attempt + 1, retry_jitter_bits()));
+    co_await backoff.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+}
+
+}  // namespace
+
+void start_transaction_batch(async_client* client, lease* lease_target, transaction_options opts,
+                             std::vector<statement> statements, asio::any_io_executor ex,
+                             std::unique_ptr<completion<batch_report>> done) {
+  asio::co_spawn(ex, run_batch(client, lease_target, std::move(opts), std::move(statements)),
+                 [done = std::move(done), ex](std::exception_ptr e, batch_outcome out) mutable {
+                   if (e) {  // allocation failures only: nothing in run_batch throws otherwise
+                     out.first = std::make_error_code(std::errc::not_enough_memory);
+                     out.second.diag.client_message = "the batch's coroutine failed to run";
+                   }
+                   done->complete(ex, true, out.first, std::move(out.second));
+                 });
+}
+
+}  // namespace pgpipe::detail

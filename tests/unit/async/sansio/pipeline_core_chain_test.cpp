@@ -1,0 +1,115 @@
+// pipeline_core unit tests (fake server: pipeline_core_harness.hpp).
+// Chains: lease requests marked `chained` share the next one's Sync (a
+// transaction sent as one pipeline); a request the server skipped after an
+// error in its chain completes as skipped and is never written again.
+#include "pipeline_core_harness.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace {
+using namespace pgpipe::test::pipeline_harness;
+
+pipe_request link(std::string sql, bool more) {
+  auto r = lease_req(std::move(sql));
+  r.chained = more;
+  return r;
+}
+
+// BEGIN, three statements, COMMIT: the chain's last request carries the Sync.
+void submit_chain(harness& h, pipe_id first) {
+  h.submit(first, link("begin", true));
+  h.submit(first + 1, link("update a", true));
+  h.submit(first + 2, link("update b", true));
+  h.submit(first + 3, link("insert c", true));
+  h.submit(first + 4, link("commit", false));
+}
+
+TEST(pipeline_core_chain, a_chain_is_one_segment_with_one_sync_and_parses_inside_it) {
+  auto p = base_params();
+  p.depth = 16;
+  p.max_prepared = 10;
+  harness h(p);
+  submit_chain(h, 1);
+  h.write();
+  EXPECT_EQ(syncs_of(h), (std::vector<bool>{false, false, false, false, true}));
+  EXPECT_EQ(h.core.syncs_sent(), 1u);
+  // First use of each text: every one carries its Parse, mid-chain too.
+  for (const auto& w : h.sent_log) EXPECT_TRUE(w.parse);
+  for (int i = 0; i < 4; ++i) h.reply();
+  EXPECT_TRUE(h.outcomes.empty());  // decided at the Sync
+  h.reply();
+  EXPECT_EQ(h.completion_order, (std::vector<pipe_id>{1, 2, 3, 4, 5}));
+  for (pipe_id id = 1; id <= 5; ++id) EXPECT_EQ(h.outcome(id), pipe_outcome::ok);
+  // Prepared now: the next chain sends no Parse.
+  submit_chain(h, 6);
+  h.write();
+  for (std::size_t i = 5; i < h.sent_log.size(); ++i) EXPECT_FALSE(h.sent_log[i].parse);
+}
+
+TEST(pipeline_core_chain, an_error_mid_chain_skips_the_rest_which_complete_skipped_and_are_not_resent) {
+  auto p = base_params();
+  p.depth = 16;
+  p.max_prepared = 10;
+  harness h(p);
+  submit_chain(h, 1);
+  h.write();
+  h.reply();                                 // begin
+  h.reply({pipe_result::error, "23505"});    // update a fails
+  h.reply();                                 // update b: skipped (the fake aborts it)
+  h.reply();                                 // insert c: skipped
+  server_answer last;
+  last.tx = tx_state::failed;                // BEGIN ran: the block is aborted
+  h.reply(last);                             // commit: skipped, then the Sync
+  EXPECT_EQ(h.outcome(1), pipe_outcome::ok);
+  EXPECT_EQ(h.outcome(2), pipe_outcome::sql_error);
+  EXPECT_EQ(h.outcome(3), pipe_outcome::skipped);
+  EXPECT_EQ(h.outcome(4), pipe_outcome::skipped);
+  EXPECT_EQ(h.outcome(5), pipe_outcome::skipped);
+  for (pipe_id id = 1; id <= 5; ++id) EXPECT_EQ(h.completions(id), 1u);
+  EXPECT_EQ(h.core.written(), 0u);
+  EXPECT_EQ(h.core.waiting(), 0u);
+  h.write();
+  EXPECT_EQ(h.sent_log.size(), 5u);  // nothing written again
+  // The skipped Parses made no statements: the next use parses again.
+  h.submit(6, lease_req("update b"));
+  h.write();
+  EXPECT_TRUE(h.sent_log.back().parse);
+}
+
+TEST(pipeline_core_chain, the_depth_limit_closes_a_chain_with_a_sync_rather_than_leaving_it_open) {
+  auto p = base_params();
+  p.depth = 3;
+  p.max_prepared = 10;  // no eviction (its DEALLOCATE has a Sync of its own)
+  harness h(p);
+  submit_chain(h, 1);
+  h.write();
+  EXPECT_EQ(syncs_of(h), (std::vector<bool>{false, false, true}));
+  h.reply();
+  h.reply();
+  h.reply();
+  h.write();
+  EXPECT_EQ(syncs_of(h), (std::vector<bool>{false, false, true, false, true}));
+  h.reply();
+  h.reply();
+  for (pipe_id id = 1; id <= 5; ++id) EXPECT_EQ(h.outcome(id), pipe_outcome::ok);
+}
+
+TEST(pipeline_core_chain, a_chained_request_with_nothing_behind_it_gets_its_own_sync) {
+  harness h;
+  h.submit(1, link("begin", true));
+  h.write();
+  EXPECT_EQ(syncs_of(h), (std::vector<bool>{true}));
+  h.reply();
+  EXPECT_EQ(h.outcome(1), pipe_outcome::ok);
+  // Shared requests never chain.
+  auto s = shared_req();
+  s.chained = true;
+  h.submit(2, s);
+  h.submit(3, shared_req());
+  h.write();
+  EXPECT_EQ(syncs_of(h), (std::vector<bool>{true, true, true}));
+}
+
+}  // namespace
