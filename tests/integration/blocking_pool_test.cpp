@@ -372,6 +372,17 @@ TEST(blocking_pool, health_check_replaces_a_connection_that_died_while_idle) {
   EXPECT_NE(pool.exec("select pg_backend_pid()")[0][0].as<int>(), pid);
 }
 
+TEST(blocking_pool, health_check_keeps_a_healthy_idle_connection) {
+  auto p = blocking_params(shared_cluster().conninfo(), 1);
+  p.health_check_interval = 100ms;
+  blocking_pool pool{p};
+  const int pid = pool.exec("select pg_backend_pid()")[0][0].as<int>();
+  // Several check periods pass with the connection idle and alive.
+  std::this_thread::sleep_for(800ms);
+  EXPECT_EQ(pool.stats().disconnects, 0u);
+  EXPECT_EQ(pool.exec("select pg_backend_pid()")[0][0].as<int>(), pid);
+}
+
 TEST(blocking_pool, discarded_lease_is_not_reused) {
   blocking_pool pool{blocking_params(shared_cluster().conninfo(), 1)};
   int pid = 0;

@@ -206,7 +206,7 @@ bool pooled_connection::health_check() noexcept {
   if (!looks_alive()) return false;
   try {
     pqxx::nontransaction tx{pqxx_conn(), "pgpipe_check"};
-    pqxx_exec0(tx, "SELECT 1");
+    tx.exec("SELECT 1");  // one row: exec0 would throw unexpected_rows
   } catch (...) {
     return false;
   }
