@@ -33,7 +33,7 @@ int run(pgpipe::blocking_pool& pool) {
     // A temporary table belongs to the lease's session. The libpqxx
     // transaction object ends before the COPY starts (they share the connection).
     pqxx::nontransaction tx(*lease);
-    tx.exec0("create temporary table items(id int primary key, name text not null)");
+    tx.exec("create temporary table items(id int primary key, name text not null)");
   }
 
   std::string data;
@@ -60,7 +60,7 @@ int run(pgpipe::blocking_pool& pool) {
   std::uint64_t total = 0;
   {
     pqxx::nontransaction tx(*lease);
-    total = tx.exec1("select count(*) from items")[0].as<std::uint64_t>();
+    total = tx.exec("select count(*) from items")[0][0].as<std::uint64_t>();
   }
   std::cout << "rows in the table: " << total << '\n';
   return copied == rows_in && rows_out == rows_in && lines == rows_in && refused && total == rows_in ? 0 : 1;

@@ -27,9 +27,18 @@
 #include <string>
 #include <string_view>
 
+#include <pqxx/version>
+
+// The class every libpqxx transaction takes: connection_base in 6.4;
+// pqxx::connection from 7 on (7 keeps connection_base as an alias of it, which
+// a forward declaration of the class would clash with; 8 drops the alias).
 namespace pqxx {
+#if PQXX_VERSION_MAJOR < 7
 class connection_base;
-}
+#else
+class connection;
+#endif
+}  // namespace pqxx
 
 namespace pgpipe {
 
@@ -67,12 +76,19 @@ std::error_code translate_exception(std::exception_ptr ex, diagnostics* diag) no
 /// thread. It may outlive its blocking_pool: the connection is then closed
 /// when the lease ends.
 ///
-/// The connection type is pqxx::connection_base&, the type every libpqxx 6.4
-/// transaction class takes (pqxx::connection is one of its subclasses; pooled
-/// connections are another, which lets the pool see libpq's transaction
-/// status and honour pool_params::connect_timeout).
+/// The connection type (connection_type) is the one every libpqxx
+/// transaction class takes: pqxx::connection_base with libpqxx 6.4 (pooled
+/// connections are one of its subclasses), pqxx::connection from libpqxx 7 on
+/// (pgpipe opens the libpq connection itself and hands it to a
+/// pqxx::connection). Either way the pool sees libpq's transaction status and
+/// honours pool_params::connect_timeout.
 class blocking_lease {
  public:
+#if PQXX_VERSION_MAJOR < 7
+  using connection_type = pqxx::connection_base;
+#else
+  using connection_type = pqxx::connection;
+#endif
   blocking_lease() noexcept = default;
   /// Moves the connection; `other` is empty afterwards (a move-assignment
   /// first gives back the connection this lease held).
@@ -87,9 +103,9 @@ class blocking_lease {
 
   /// The leased connection. Precondition: the lease is valid (operator bool).
   ///@{
-  pqxx::connection_base& operator*() const noexcept;
-  pqxx::connection_base* operator->() const noexcept;
-  pqxx::connection_base& connection() const noexcept { return **this; }
+  connection_type& operator*() const noexcept;
+  connection_type* operator->() const noexcept;
+  connection_type& connection() const noexcept { return **this; }
   ///@}
 
   /// False for a default-constructed, moved-from or released lease.
@@ -112,9 +128,9 @@ class blocking_lease {
   void mark_broken() noexcept { broken_ = true; }
 
   /// The name of a prepared statement for `sql` on this connection, declared
-  /// with pqxx::connection_base::prepare() the first time this connection
-  /// sees `sql` (libpqxx then prepares it on the server at its first use, in
-  /// the same call). Use with exec_prepared(). The names are the pool's own
+  /// with the connection's prepare() the first time this connection sees
+  /// `sql` (libpqxx 6.4 then prepares it on the server at its first use, in
+  /// the same call; libpqxx 7 prepares it at once). Use with exec_prepared(). The names are the pool's own
   /// ("pgpipe_s1", ...): do not unprepare them. Null once the connection
   /// holds max_prepared_per_connection statements (the async driver's bound):
   /// run other SQL texts unnamed (exec_params), so an application that builds

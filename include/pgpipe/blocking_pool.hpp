@@ -36,6 +36,7 @@
 #include <pgpipe/pool_params.hpp>
 #include <pgpipe/stats.hpp>
 #include <pgpipe/transaction_options.hpp>
+#include <pgpipe/detail/pqxx_compat.hpp>
 
 #include <pqxx/pqxx>
 
@@ -194,7 +195,7 @@ bool text_has_nul(const T& v) {
 /// type" (a migration changed a table it reads). Safe to prepare again and
 /// run once more.
 inline bool is_stale_statement(const pqxx::sql_error& e) {
-  const std::string& state = e.sqlstate();
+  const std::string_view state = e.sqlstate();  // a std::string before libpqxx 8
   return state == "26000" ||
          (state == "0A000" &&
           std::string_view(e.what()).find("cached plan must not change result type") != std::string_view::npos);
@@ -234,7 +235,8 @@ class exec_watch {
 /// tx.commit(), except that a work which caught a server error and returned
 /// normally fails with SQLSTATE 25P02, as in the async helper: libpqxx 6.4
 /// rolled that transaction back when the statement failed, and refuses the
-/// commit with a usage_error that would otherwise read as invalid_argument.
+/// commit with a usage_error that would otherwise read as invalid_argument;
+/// libpqxx 7 would send the COMMIT, which the server turns into a rollback.
 void commit_work(pqxx::work& tx, const blocking_lease& lease);
 
 /// Throws errc::invalid_argument naming the first parameter ($n) holding a NUL byte.
@@ -264,10 +266,16 @@ pqxx::result blocking_pool::exec_converted(std::string_view sql, Args&&... args)
   }
   blocking_lease lease = watch.acquire();
   try {
-    if (const std::string* name = prepared_statements_ ? lease.statement_for(sql) : nullptr) {
+    const std::string* name = nullptr;
+    if (prepared_statements_) {
       try {
-        pqxx::nontransaction tx{*lease};
-        return watch.done(tx.exec_prepared(*name, args...));
+        // libpqxx 7 sends the Parse here, 6.4 with the first exec_prepared:
+        // a server error from either is handled below.
+        name = lease.statement_for(sql);
+        if (name != nullptr) {
+          pqxx::nontransaction tx{*lease};
+          return watch.done(detail::pqxx_exec_prepared(tx, *name, args...));
+        }
       } catch (const pqxx::sql_error& e) {
         // Names are never reused on a connection: one that already exists
         // was made by another client of the same server session.
@@ -275,11 +283,14 @@ pqxx::result blocking_pool::exec_converted(std::string_view sql, Args&&... args)
         // A migration changed a table the cached statement reads, and the
         // server refused it before executing anything: prepare it again and
         // run it once more, so the caller never sees the stale plan.
-        if (!detail::is_stale_statement(e)) throw;
+        if (name == nullptr || !detail::is_stale_statement(e)) throw;
       }
+    }
+    if (name != nullptr) {
       try {
         pqxx::nontransaction tx{*lease};
-        return watch.done(tx.exec_prepared(*lease.renew_statement(sql), std::forward<Args>(args)...));
+        return watch.done(
+            detail::pqxx_exec_prepared(tx, *lease.renew_statement(sql), std::forward<Args>(args)...));
       } catch (const pqxx::sql_error& e) {
         // The statement was just prepared afresh: gone again, or its new name
         // taken, means the server session changes between our calls.
@@ -288,7 +299,7 @@ pqxx::result blocking_pool::exec_converted(std::string_view sql, Args&&... args)
       }
     }
     pqxx::nontransaction tx{*lease};
-    return watch.done(tx.exec_params(std::string{sql}, std::forward<Args>(args)...));
+    return watch.done(detail::pqxx_exec_params(tx, sql, std::forward<Args>(args)...));
   } catch (...) {
     watch.fail(&lease);
   }

@@ -13,8 +13,9 @@
 // Parameters: blocking_pool::exec converts its arguments with pqxx_arg();
 // inside your own pqxx transactions, wrap them yourself:
 //   tx.exec_params("insert into t values ($1, $2)", pgpipe::pqxx_arg(id), pgpipe::pqxx_arg(bytes));
-// bytea goes as a binary parameter (pqxx::binarystring: any byte, NUL
-// included; an std::optional of bytes goes as hex text, which also carries
+// (libpqxx 7.10 and later: tx.exec("...", pqxx::params{pgpipe::pqxx_arg(id), ...})).
+// bytea goes as a binary parameter (pqxx::binarystring with libpqxx 6.4, a
+// view of std::byte from 7 on: any byte, NUL included; an std::optional of bytes goes as hex text, which also carries
 // any byte); every other pgpipe type goes as its text form with no type, for
 // the server to infer, as libpqxx does for its own types. Types libpqxx
 // already converts the same way (numbers, bool, strings) pass through.
@@ -25,7 +26,8 @@
 #include <pgpipe/error.hpp>
 #include <pgpipe/type_traits.hpp>
 
-#include <pqxx/binarystring>
+#include <pgpipe/detail/pqxx_compat.hpp>
+
 #include <pqxx/field>
 #include <pqxx/row>
 
@@ -59,7 +61,7 @@ T get(const pqxx::field& f) {
   T v = get<T>(f, ec);
   if (ec) {
     // std::system_error appends ec.message() to this.
-    throw error(ec, "column " + std::to_string(f.num()) + " (\"" + std::string(f.name()) + "\"), type " +
+    throw error(ec, "column " + std::to_string(detail::pqxx_column_number(f)) + " (\"" + std::string(f.name()) + "\"), type " +
                         type_name_of(static_cast<type_oid>(f.type())) + ", read as " + detail::cpp_type_name<T>());
   }
   return v;
@@ -84,7 +86,7 @@ template <class T>
 decltype(auto) pqxx_arg(T&& v) {
   using D = std::remove_cvref_t<T>;
   if constexpr (detail::is_bytes_v<D>) {
-    return pqxx::binarystring(v.data(), v.size());
+    return detail::pqxx_bytes(v.data(), v.size());
   } else if constexpr (detail::pqxx_native<D>::value || !detail::traits_detect::encodable<D>) {
     return std::forward<T>(v);
   } else {

@@ -192,14 +192,14 @@ TEST(blocking_pool, lease_dropped_mid_transaction_commits_nothing) {
   {
     auto lease = pool.acquire();
     pqxx::nontransaction tx{*lease};
-    tx.exec0("BEGIN");
-    tx.exec0("insert into blocking_mid_tx values (1)");
-    pid = tx.exec1("select pg_backend_pid()")[0].as<int>();
+    tx.exec("BEGIN");
+    tx.exec("insert into blocking_mid_tx values (1)");
+    pid = tx.exec("select pg_backend_pid()")[0][0].as<int>();
   }  // tx, then the lease: the pool must roll back
   {
     auto lease = pool.acquire();
     pqxx::work tx{*lease};
-    tx.exec0("insert into blocking_mid_tx values (2)");
+    tx.exec("insert into blocking_mid_tx values (2)");
   }  // pqxx::work without commit rolls back by itself
   EXPECT_EQ(pg.query_value("select count(*) from blocking_mid_tx"), "0");
   // Rolled back and reused, not thrown away: the same backend serves again,
@@ -217,19 +217,19 @@ TEST(blocking_pool, transaction_commits_on_return_and_rolls_back_on_throw) {
   blocking_pool pool{blocking_params(pg.conninfo(), 2)};
 
   const int n = pool.transaction([](pqxx::work& tx) {
-    tx.exec_params("insert into blocking_tx values ($1)", 1);
-    return tx.exec1("select count(*) from blocking_tx")[0].as<int>();
+    pgpipe::detail::pqxx_exec_params(tx, "insert into blocking_tx values ($1)", 1);
+    return tx.exec("select count(*) from blocking_tx")[0][0].as<int>();
   });
   EXPECT_EQ(n, 1);
   EXPECT_THROW(pool.transaction([](pqxx::work& tx) {
-    tx.exec_params("insert into blocking_tx values ($1)", 2);
+    pgpipe::detail::pqxx_exec_params(tx, "insert into blocking_tx values ($1)", 2);
     throw std::runtime_error("caller's own failure");
   }),
                std::runtime_error);
   const auto ec = code_of([&] {
     pool.transaction([](pqxx::work& tx) {
-      tx.exec_params("insert into blocking_tx values ($1)", 3);
-      tx.exec0("select 1/0");
+      pgpipe::detail::pqxx_exec_params(tx, "insert into blocking_tx values ($1)", 3);
+      tx.exec("select 1/0");
     });
   });
   EXPECT_EQ(ec, pgpipe::make_sqlstate("22012"));
@@ -299,7 +299,7 @@ TEST(blocking_pool, close_fails_new_acquires_and_lets_leases_finish) {
   pool.close();
   EXPECT_EQ(code_of([&] { pool.acquire(1s); }), errc::closed);
   pqxx::nontransaction tx{*lease};
-  EXPECT_EQ(tx.exec1("select 5")[0].as<int>(), 5);
+  EXPECT_EQ(tx.exec("select 5")[0][0].as<int>(), 5);
 }
 
 TEST(blocking_pool, opening_many_connections_takes_few_threads) {
@@ -372,6 +372,17 @@ TEST(blocking_pool, health_check_replaces_a_connection_that_died_while_idle) {
   EXPECT_NE(pool.exec("select pg_backend_pid()")[0][0].as<int>(), pid);
 }
 
+TEST(blocking_pool, health_check_keeps_a_healthy_idle_connection) {
+  auto p = blocking_params(shared_cluster().conninfo(), 1);
+  p.health_check_interval = 100ms;
+  blocking_pool pool{p};
+  const int pid = pool.exec("select pg_backend_pid()")[0][0].as<int>();
+  // Several check periods pass with the connection idle and alive.
+  std::this_thread::sleep_for(800ms);
+  EXPECT_EQ(pool.stats().disconnects, 0u);
+  EXPECT_EQ(pool.exec("select pg_backend_pid()")[0][0].as<int>(), pid);
+}
+
 TEST(blocking_pool, discarded_lease_is_not_reused) {
   blocking_pool pool{blocking_params(shared_cluster().conninfo(), 1)};
   int pid = 0;
@@ -379,8 +390,8 @@ TEST(blocking_pool, discarded_lease_is_not_reused) {
     auto lease = pool.acquire();
     {
       pqxx::nontransaction tx{*lease};
-      pid = tx.exec1("select pg_backend_pid()")[0].as<int>();
-      tx.exec0("set statement_timeout = 1234");  // session state the next borrower must not inherit
+      pid = tx.exec("select pg_backend_pid()")[0][0].as<int>();
+      tx.exec("set statement_timeout = 1234");  // session state the next borrower must not inherit
     }  // the transaction object goes before the connection does
     lease.discard();
     EXPECT_FALSE(lease);

@@ -57,7 +57,7 @@ counter_run run_increments(pgpipe::blocking_pool& pool, const std::string& table
             first_run = false;
             gate.arrive_and_wait();
           }
-          tx.exec_params("update " + table + " set n = $1", seen + 1);
+          pgpipe::detail::pqxx_exec_params(tx, "update " + table + " set n = $1", seen + 1);
         });
         committed.fetch_add(1);
       } catch (const pgpipe::error& e) {

@@ -37,14 +37,14 @@ blocking_lease& blocking_lease::operator=(blocking_lease&& other) noexcept {
 
 blocking_lease::~blocking_lease() { release(); }
 
-pqxx::connection_base& blocking_lease::operator*() const noexcept { return *conn_; }
-pqxx::connection_base* blocking_lease::operator->() const noexcept { return conn_; }
+blocking_lease::connection_type& blocking_lease::operator*() const noexcept { return conn_->pqxx_conn(); }
+blocking_lease::connection_type* blocking_lease::operator->() const noexcept { return &conn_->pqxx_conn(); }
 
 void blocking_lease::release() noexcept {
   if (conn_ == nullptr) return;
   auto pool = std::move(pool_);
   auto* conn = std::exchange(conn_, nullptr);
-  const bool broken = std::exchange(broken_, false) || !conn->is_open();
+  const bool broken = std::exchange(broken_, false) || !conn->pqxx_conn().is_open();
   pool->give_back(slot_, conn, broken);
 }
 

@@ -14,16 +14,23 @@ namespace pgpipe {
 namespace detail {
 
 void commit_work(pqxx::work& tx, const blocking_lease& lease) {
-  try {
-    tx.commit();
-    return;
-  } catch (const pqxx::usage_error&) {
-    // Only when no transaction is open on the server any more (libpqxx
-    // aborted it after the failed statement) is this the swallowed error;
-    // any other misuse keeps libpqxx's own error.
-    PGconn* pg = lease_access::raw(lease);
-    const auto status = pg != nullptr ? PQtransactionStatus(pg) : PQTRANS_UNKNOWN;
-    if (status != PQTRANS_IDLE && status != PQTRANS_INERROR) throw;
+  PGconn* pg = lease_access::raw(lease);
+  if (pg != nullptr && PQtransactionStatus(pg) == PQTRANS_INERROR) {
+    // libpqxx 7 keeps the work open after a failed statement, and the
+    // server answers its COMMIT with a rollback that libpqxx reports as
+    // success: catch the swallowed error before committing.
+    tx.abort();
+  } else {
+    try {
+      tx.commit();
+      return;
+    } catch (const pqxx::usage_error&) {
+      // libpqxx 6.4 aborted the work after the failed statement. Only when no
+      // transaction is open on the server any more is this the swallowed
+      // error; any other misuse keeps libpqxx's own error.
+      const auto status = pg != nullptr ? PQtransactionStatus(pg) : PQTRANS_UNKNOWN;
+      if (status != PQTRANS_IDLE && status != PQTRANS_INERROR) throw;
+    }
   }
   diagnostics d;
   d.sqlstate = "25P02";

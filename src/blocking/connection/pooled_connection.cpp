@@ -4,6 +4,8 @@
 
 #include <pgpipe/blocking_lease.hpp>
 
+#include <pgpipe/detail/pqxx_compat.hpp>
+
 #include <pqxx/nontransaction>
 
 #include <poll.h>
@@ -24,26 +26,31 @@ connect_settings make_connect_settings(const std::string& conninfo, std::chrono:
   return out;
 }
 
-recording_policy::handle recording_policy::do_startconnect(handle orig) {
-  if (orig != nullptr) return orig;
+PGconn* open_libpq(const connect_settings& settings) {
   // Our settings come first so that a value in the user's conninfo (expanded
   // from "dbname" by expand_dbname=1) overrides them.
   const auto seconds = std::max<long long>(
-      1, (settings_->connect_timeout.count() + 999) / 1000);  // libpq counts whole seconds
+      1, (settings.connect_timeout.count() + 999) / 1000);  // libpq counts whole seconds
   const std::string timeout = std::to_string(seconds);
   const char* keys[] = {"connect_timeout", "dbname", nullptr};
-  const char* values[] = {timeout.c_str(), settings_->conninfo.c_str(), nullptr};
+  const char* values[] = {timeout.c_str(), settings.conninfo.c_str(), nullptr};
   PGconn* conn = PQconnectdbParams(keys, values, 1);
   if (conn == nullptr) throw std::bad_alloc();
   if (PQstatus(conn) != CONNECTION_OK) {
     std::string msg = PQerrorMessage(conn);
     const bool needs_password = PQconnectionNeedsPassword(conn) != 0;
     PQfinish(conn);
-    connect_failure f = classify_connect_failure(msg, needs_password, settings_->secrets);
+    connect_failure f = classify_connect_failure(msg, needs_password, settings.secrets);
     throw error(f.ec, std::move(f.diag));
   }
-  handle_ = conn;
   return conn;
+}
+
+#if PQXX_VERSION_MAJOR < 7
+recording_policy::handle recording_policy::do_startconnect(handle orig) {
+  if (orig != nullptr) return orig;
+  handle_ = open_libpq(*settings_);
+  return handle_;
 }
 
 recording_policy::handle recording_policy::do_dropconnect(handle orig) noexcept {
@@ -79,28 +86,56 @@ pooled_connection::pooled_connection(const connect_settings& settings, std::uint
   policy_.configure(nullptr);
   run_on_connect(settings.on_connect);
 }
+#else
+pooled_connection::pooled_connection(const connect_settings& settings, std::uint64_t slot, notice_fn notices)
+    : raw_(open_libpq(settings)), conn_(pqxx::connection::seize_raw_connection(raw_)) {
+  // Our receiver, not libpq's stderr printer (libpqxx 7 sets only a notice
+  // *processor*, and only when an error handler is registered; the receiver
+  // replaces both). libpqxx 7 never reconnects by itself.
+  notices_ = std::make_unique<notice_route>(raw_, slot, std::move(notices));
+  // Verbose errors carry the SQLSTATE in the text: libpqxx turns every
+  // class-08 SQLSTATE into pqxx::broken_connection without keeping the code,
+  // although 08P01 (e.g. a Bind with the wrong parameter count) leaves the
+  // connection healthy; the text is then the only place the code survives.
+  conn_.set_verbosity(pqxx::error_verbosity::verbose);
+  run_on_connect(settings.on_connect);
+}
+#endif
 
 void pooled_connection::run_on_connect(const std::vector<std::string>& statements) {
   for (std::size_t i = 0; i < statements.size(); ++i) {
     try {
-      pqxx::nontransaction tx{*this, "pgpipe_on_connect"};
+      pqxx::nontransaction tx{pqxx_conn(), "pgpipe_on_connect"};
       tx.exec(statements[i]);
     } catch (...) {
       // The connect failure: the server's code and fields, the entry named.
       diagnostics d;
       const std::error_code ec = translate_exception(std::current_exception(), &d);
       d.client_message = on_connect_failure(i, statements[i], d.to_string());
-      close();
+      close_conn();
       throw error(ec, std::move(d));
     }
   }
 }
 
-pooled_connection::~pooled_connection() noexcept { close(); }
+pooled_connection::~pooled_connection() noexcept { close_conn(); }
+
+void pooled_connection::close_conn() noexcept {
+  try {
+#if PQXX_VERSION_MAJOR < 7
+    close();  // protected in 6.4
+#else
+    conn_.close();
+    raw_ = nullptr;
+#endif
+  } catch (...) {
+    // Nothing the pool could act on: the handle is gone either way.
+  }
+}
 
 bool pooled_connection::looks_alive() noexcept {
   PGconn* c = raw();
-  if (c == nullptr || PQstatus(c) != CONNECTION_OK || !is_open()) return false;
+  if (c == nullptr || PQstatus(c) != CONNECTION_OK || !pqxx_conn().is_open()) return false;
   pollfd p{};
   p.fd = PQsocket(c);
   if (p.fd < 0) return false;
@@ -120,7 +155,7 @@ bool pooled_connection::looks_alive() noexcept {
 
 bool pooled_connection::reset_for_reuse() noexcept {
   PGconn* c = raw();
-  if (c == nullptr || !is_open()) return false;
+  if (c == nullptr || !pqxx_conn().is_open()) return false;
   switch (PQtransactionStatus(c)) {
     case PQTRANS_IDLE: return true;
     case PQTRANS_INTRANS:
@@ -130,12 +165,12 @@ bool pooled_connection::reset_for_reuse() noexcept {
   try {
     // Throws usage_error when a pqxx transaction object is still open on this
     // connection: then it is not ours to clean, and the connection goes.
-    pqxx::nontransaction tx{*this, "pgpipe_rollback"};
-    tx.exec0("ROLLBACK");
+    pqxx::nontransaction tx{pqxx_conn(), "pgpipe_rollback"};
+    pqxx_exec0(tx, "ROLLBACK");
   } catch (...) {
     return false;
   }
-  return is_open() && PQtransactionStatus(c) == PQTRANS_IDLE;
+  return pqxx_conn().is_open() && PQtransactionStatus(c) == PQTRANS_IDLE;
 }
 
 const std::string* pooled_connection::statement_for(std::string_view sql, std::size_t max_statements) {
@@ -145,7 +180,11 @@ const std::string* pooled_connection::statement_for(std::string_view sql, std::s
   if (it != statements_.end()) return &it->second;
   if (statements_.size() >= max_statements || !may_prepare_another(statements_.size())) return nullptr;
   std::string name = "pgpipe_s" + std::to_string(++next_statement_);
-  prepare(name, key);  // declared only: libpqxx prepares on first use
+  // libpqxx 6.4 only declares it here (it prepares on first use); 7 sends
+  // the Parse now, so a server error (42P05 in a transaction pooler) is
+  // thrown from here: blocking_pool::exec catches it as it does one from
+  // exec_prepared.
+  pqxx_conn().prepare(name, key);
   return &statements_.emplace(std::move(key), std::move(name)).first->second;
 }
 
@@ -155,23 +194,23 @@ const std::string* pooled_connection::renew_statement(std::string_view sql) {
   try {
     // DEALLOCATE when libpqxx had prepared it; after 26000 the server has no
     // such statement and this throws: nothing left to free then.
-    unprepare(it->second);
+    pqxx_conn().unprepare(it->second);
   } catch (const std::exception&) {
   }
   it->second = "pgpipe_s" + std::to_string(++next_statement_);
-  prepare(it->second, it->first);
+  pqxx_conn().prepare(it->second, it->first);
   return &it->second;
 }
 
 bool pooled_connection::health_check() noexcept {
   if (!looks_alive()) return false;
   try {
-    pqxx::nontransaction tx{*this, "pgpipe_check"};
-    tx.exec0("SELECT 1");
+    pqxx::nontransaction tx{pqxx_conn(), "pgpipe_check"};
+    tx.exec("SELECT 1");  // one row: exec0 would throw unexpected_rows
   } catch (...) {
     return false;
   }
-  return is_open() && PQtransactionStatus(raw()) == PQTRANS_IDLE;
+  return pqxx_conn().is_open() && PQtransactionStatus(raw()) == PQTRANS_IDLE;
 }
 
 }  // namespace pgpipe::detail

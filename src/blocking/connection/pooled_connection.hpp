@@ -1,23 +1,32 @@
-// pooled_connection: a libpqxx 6.4 connection the pool can inspect.
+// pooled_connection: a libpqxx connection the pool can inspect.
 //
-// libpqxx 6.4 keeps its PGconn private, but a pool must know what libpq knows
+// libpqxx keeps its PGconn private, but a pool must know what libpq knows
 // (the transaction status when a lease comes back, whether the socket shows
-// the server has gone) without spending a round trip. 6.4's public extension
-// point for that is the connection policy: connection_base takes a
-// connectionpolicy that creates the PGconn. Ours creates it with
-// PQconnectdbParams (so pool_params::connect_timeout applies and the connect
-// error can be classified before libpqxx flattens it into a string) and
-// remembers the handle. This mirrors pqxx::basic_connection_base, the way
-// libpqxx itself builds pqxx::connection.
+// the server has gone) without spending a round trip. So pgpipe opens the
+// libpq connection itself, with PQconnectdbParams (pool_params::
+// connect_timeout applies, and the connect error is classified before libpqxx
+// flattens it into a string), keeps the handle, and gives libpqxx the rest:
+//  - libpqxx 6.4: through its public extension point, the connection policy
+//    (connection_base takes a connectionpolicy that creates the PGconn), as
+//    pqxx::basic_connection_base does; the pooled connection is a
+//    connection_base;
+//  - libpqxx 7 and 8: pqxx::connection::seize_raw_connection() takes an open
+//    PGconn; the pooled connection holds that pqxx::connection (final in 8).
 #pragma once
 
+#include <pgpipe/blocking_lease.hpp>
 #include <pgpipe/error.hpp>
 
 #include "pq/notice_route.hpp"
 
 #include <libpq-fe.h>
+#include <pqxx/version>
+#if PQXX_VERSION_MAJOR < 7
 #include <pqxx/connection_base>
 #include <pqxx/connectionpolicy>
+#else
+#include <pqxx/connection>
+#endif
 
 #include <chrono>
 #include <cstdint>
@@ -43,6 +52,11 @@ struct connect_settings {
 /// Connect failures are classified by pq/libpq_failure (the async driver's list too).
 connect_settings make_connect_settings(const std::string& conninfo, std::chrono::milliseconds connect_timeout);
 
+/// Opens a libpq connection (blocking, up to settings.connect_timeout).
+/// Throws pgpipe::error with the classified connect error (no password).
+PGconn* open_libpq(const connect_settings& settings);
+
+#if PQXX_VERSION_MAJOR < 7
 class recording_policy final : public pqxx::connectionpolicy {
  public:
   explicit recording_policy(const std::string& opts) : pqxx::connectionpolicy{opts} {}
@@ -58,8 +72,13 @@ class recording_policy final : public pqxx::connectionpolicy {
   const connect_settings* settings_ = nullptr;
   PGconn* handle_ = nullptr;
 };
+#endif
 
+#if PQXX_VERSION_MAJOR < 7
 class pooled_connection final : public pqxx::connection_base {
+#else
+class pooled_connection final {
+#endif
  public:
   /// Opens the connection (blocks up to connect_timeout). Throws
   /// pgpipe::error with the connect error. libpqxx's silent reconnect is
@@ -73,7 +92,15 @@ class pooled_connection final : public pqxx::connection_base {
   pooled_connection(const pooled_connection&) = delete;
   pooled_connection& operator=(const pooled_connection&) = delete;
 
+  /// What libpqxx code runs on (a lease's operator*).
+#if PQXX_VERSION_MAJOR < 7
+  blocking_lease::connection_type& pqxx_conn() noexcept { return *this; }
   PGconn* raw() const noexcept { return policy_.raw(); }
+#else
+  blocking_lease::connection_type& pqxx_conn() noexcept { return conn_; }
+  // Null once libpqxx closed it (a user may call close() through the lease).
+  PGconn* raw() const noexcept { return conn_.is_open() ? raw_ : nullptr; }
+#endif
   /// The server process serving this connection (0 when not connected), for log lines.
   int backend_pid() const noexcept { return raw() ? PQbackendPID(raw()) : 0; }
 
@@ -103,12 +130,19 @@ class pooled_connection final : public pqxx::connection_base {
  private:
   // SQL text -> statement name, for this connection (statements die with it).
   void run_on_connect(const std::vector<std::string>& statements);
+  void close_conn() noexcept;
 
   std::unordered_map<std::string, std::string> statements_;
   // Names are never reused: a renewed statement never meets its old plan.
   std::uint64_t next_statement_ = 0;
   bool pooler_seen_ = false;
+#if PQXX_VERSION_MAJOR < 7
   recording_policy policy_;
+#else
+  // Owned by conn_ (which closes it); null once closed.
+  PGconn* raw_ = nullptr;
+  pqxx::connection conn_;
+#endif
   std::unique_ptr<notice_route> notices_;
 };
 

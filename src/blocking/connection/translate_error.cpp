@@ -6,6 +6,7 @@
 #include "pq/libpq_failure.hpp"
 
 #include <pqxx/except>
+#include <pqxx/version>
 
 #include <string_view>
 
@@ -31,6 +32,11 @@ bool is_sqlstate(std::string_view s) {
 // Split it into the diagnostics fields. The SQLSTATE comes from sql_error
 // itself (PG_DIAG_SQLSTATE), not from the text.
 void parse_server_message(std::string_view text, diagnostics& d) {
+  // libpqxx 7 puts the statement's description (a prepared statement's name)
+  // before the server's text: "Failure during 'pgpipe_s1': ERROR:  ...".
+  if (constexpr std::string_view lead = "Failure during '"; text.starts_with(lead)) {
+    if (auto end = text.find("': ", lead.size()); end != std::string_view::npos) text.remove_prefix(end + 3);
+  }
   std::string* current = nullptr;
   while (!text.empty()) {
     auto nl = text.find('\n');
@@ -116,6 +122,9 @@ std::error_code code_of_current(blocking_lease* lease, diagnostics& d) {
       return make_sqlstate("XX000");
     }
     return make_sqlstate(d.sqlstate);
+#if PQXX_VERSION_MAJOR < 7
+    // From libpqxx 7 on, transaction_rollback is an sql_error (caught above,
+    // SQLSTATE kept); a second handler would be dead code (-Wexceptions).
   } catch (const pqxx::transaction_rollback& e) {
     // libpqxx 6.4 throws these without keeping the SQLSTATE; restore it.
     parse_server_message(e.what(), d);
@@ -127,6 +136,7 @@ std::error_code code_of_current(blocking_lease* lease, diagnostics& d) {
     d.sqlstate = std::string(state);
     if (d.message.empty()) d.message = trim(e.what());
     return make_sqlstate(state);
+#endif
   } catch (const pqxx::conversion_error& e) {
     d.client_message = e.what();
     return errc::conversion_error;
@@ -163,8 +173,25 @@ std::error_code code_of_current(blocking_lease* lease, diagnostics& d) {
 bool is_libpqxx(const std::exception_ptr& ex) {
   try {
     std::rethrow_exception(ex);
+#if PQXX_VERSION_MAJOR < 7
   } catch (const pqxx::pqxx_exception&) {
     return true;
+#else
+    // libpqxx 7 has no common base: each of its exceptions derives from the
+    // standard one it resembles.
+  } catch (const pqxx::failure&) {
+    return true;
+  } catch (const pqxx::internal_error&) {
+    return true;
+  } catch (const pqxx::usage_error&) {
+    return true;
+  } catch (const pqxx::argument_error&) {
+    return true;
+  } catch (const pqxx::conversion_error&) {
+    return true;
+  } catch (const pqxx::range_error&) {
+    return true;
+#endif
   } catch (...) {
     return false;
   }
