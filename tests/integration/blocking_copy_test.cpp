@@ -6,6 +6,7 @@
 #include <pgpipe/blocking_pool.hpp>
 
 #include "support/cluster_fixture.hpp"
+#include "support/big_copy_chunk.hpp"
 #include "support/copy_rows.hpp"
 #include "support/kit.hpp"
 #include "support/rss.hpp"
@@ -172,4 +173,26 @@ TEST(blocking_copy, async_shared_path_refuses_copy_and_points_to_a_lease) {
   EXPECT_EQ(ec, pgpipe::errc::session_state_needs_lease);
   EXPECT_NE(r.diag().client_message.find("lease"), std::string::npos) << r.diag().client_message;
   EXPECT_NE(r.diag().client_message.find("copy_in"), std::string::npos) << r.diag().client_message;
+}
+
+// libpq takes a chunk's length as an int: a chunk past 2 GiB must still
+// reach the server whole (the driver hands it over in pieces).
+TEST(blocking_copy, a_chunk_over_2_gib_reaches_the_server_whole) {
+  using pgpipe::test::big_copy_chunk;
+  auto& pg = shared_cluster();
+  pg.exec("drop table if exists copy_huge; create unlogged table copy_huge(id bigint, pad text)");
+  pgpipe::blocking_pool pool(copy_params("copy_huge"));
+  auto lease = pool.acquire();
+  std::uint64_t rows = 0;
+  {
+    const std::string chunk = big_copy_chunk::make();
+    ASSERT_GT(chunk.size(), std::size_t{1} << 31);
+    pgpipe::copy_in in(lease, "copy copy_huge from stdin where id % 1024 = 0");
+    in.write(chunk);
+    rows = in.finish();
+  }
+  EXPECT_EQ(rows, big_copy_chunk::kept_rows);
+  EXPECT_EQ(pg.query_value("select max(id) from copy_huge"), std::to_string(big_copy_chunk::last_id));
+  EXPECT_EQ(select_one(lease), "42");
+  pg.exec("drop table copy_huge");
 }

@@ -15,6 +15,7 @@
 
 #include "blocking/connection/lease_access.hpp"
 #include "core/sql/shared_statement.hpp"
+#include "pq/copy_pieces.hpp"
 #include "pq/libpq_failure.hpp"
 
 #include <libpq-fe.h>
@@ -160,7 +161,13 @@ void copy_in::fail() {
 void copy_in::write(std::string_view chunk) {
   if (!active_) throw error(make_error_code(errc::closed), "copy_in::write after the COPY ended");
   PGconn* c = conn_of(*lease_);
-  if (PQputCopyData(c, chunk.data(), static_cast<int>(chunk.size())) != 1) fail();
+  // PQputCopyData takes an int: a chunk of any size goes as pieces that fit
+  // it (pq/copy_pieces.hpp), each waiting for the socket in blocking mode.
+  for (std::size_t off = 0; off < chunk.size();) {
+    const detail::copy_piece piece = detail::copy_piece_at(chunk.size(), off);
+    if (PQputCopyData(c, chunk.data() + piece.offset, piece.length) != 1) fail();
+    off += static_cast<std::size_t>(piece.length);
+  }
 }
 
 std::uint64_t copy_in::finish() {
