@@ -309,3 +309,27 @@ TEST(async_copy, a_chunk_over_2_gib_reaches_the_server_whole) {
   expect_serves(l);
   pg.exec("drop table acopy_huge");
 }
+
+// A COPY is one statement: a second one in the text is refused before
+// anything is sent, as in the blocking driver.
+TEST(async_copy, a_second_statement_after_the_copy_is_refused_before_sending) {
+  auto& pg = shared_cluster();
+  pg.exec("drop table if exists acopy_two; create table acopy_two(id int); insert into acopy_two values (1), (2)");
+  pgpipe::async_client client(copy_params("acopy_two"));
+  auto l = acquire(client);
+  auto in = l.copy_in("copy acopy_two from stdin; delete from acopy_two");
+  auto [ec, r] = finish(in);
+  EXPECT_EQ(ec, pgpipe::errc::invalid_argument) << r.diag().to_string();
+  EXPECT_NE(r.diag().to_string().find("one statement"), std::string::npos) << r.diag().to_string();
+  auto out = l.copy_out("copy acopy_two to stdout; delete from acopy_two");
+  EXPECT_EQ(std::get<0>(out.async_next(asio::use_future).get()), pgpipe::errc::invalid_argument);
+  EXPECT_EQ(pg.query_value("select string_agg(id::text, ',' order by id) from acopy_two"), "1,2");
+  {
+    auto one = l.copy_in("copy acopy_two from stdin;");  // a trailing semicolon: one statement
+    ASSERT_FALSE(write(one, "3\n"));
+    auto [fec, fr] = finish(one);
+    ASSERT_FALSE(fec) << fr.diag().to_string();
+    EXPECT_EQ(fr.affected_rows(), 1u);
+  }
+  expect_serves(l);
+}

@@ -196,3 +196,43 @@ TEST(blocking_copy, a_chunk_over_2_gib_reaches_the_server_whole) {
   EXPECT_EQ(select_one(lease), "42");
   pg.exec("drop table copy_huge");
 }
+
+// A COPY is one statement: what follows it in the text must not run after
+// finish() (the simple protocol would run it).
+TEST(blocking_copy, a_second_statement_after_the_copy_is_refused_and_nothing_runs) {
+  auto& pg = shared_cluster();
+  pg.exec("drop table if exists copy_two; create table copy_two(id int); insert into copy_two values (1), (2)");
+  pgpipe::blocking_pool pool(copy_params("copy_two"));
+  auto lease = pool.acquire();
+  for (const char* sql : {"copy copy_two from stdin; delete from copy_two",
+                          "copy copy_two from stdin /* ; */ ;delete from copy_two;"}) {
+    SCOPED_TRACE(sql);
+    try {
+      pgpipe::copy_in in(lease, sql);
+      in.write("3\n");
+      in.finish();
+      ADD_FAILURE() << "a COPY followed by another statement was run";
+    } catch (const pgpipe::error& e) {
+      EXPECT_EQ(e.code(), pgpipe::errc::invalid_argument) << e.what();
+      EXPECT_NE(std::string(e.what()).find("one statement"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(pg.query_value("select string_agg(id::text, ',' order by id) from copy_two"), "1,2");
+  }
+  try {
+    pgpipe::copy_out out(lease, "copy copy_two to stdout; delete from copy_two");
+    std::string chunk;
+    while (out.next(chunk)) {
+    }
+    ADD_FAILURE() << "a COPY followed by another statement was run";
+  } catch (const pgpipe::error& e) {
+    EXPECT_EQ(e.code(), pgpipe::errc::invalid_argument) << e.what();
+  }
+  EXPECT_EQ(pg.query_value("select count(*) from copy_two"), "2");
+  // A trailing semicolon is still one statement.
+  {
+    pgpipe::copy_in in(lease, "copy copy_two from stdin;");
+    in.write("3\n");
+    EXPECT_EQ(in.finish(), 1u);
+  }
+  EXPECT_EQ(select_one(lease), "42");
+}

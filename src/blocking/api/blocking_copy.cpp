@@ -14,7 +14,7 @@
 #include <pgpipe/blocking_copy.hpp>
 
 #include "blocking/connection/lease_access.hpp"
-#include "core/sql/shared_statement.hpp"
+#include "core/sql/copy_statement.hpp"
 #include "pq/copy_pieces.hpp"
 #include "pq/libpq_failure.hpp"
 
@@ -87,12 +87,11 @@ copy_verdict drain_results(PGconn* c) {
   return v;
 }
 
-// Refuses anything but a COPY before it is sent: a DELETE handed to copy_in
-// by mistake must not run.
+// Refuses anything but one COPY before it is sent (core/sql/copy_statement.hpp):
+// the simple protocol below would run every statement of the text.
 void require_copy(std::string_view sql) {
-  auto r = detail::check_shared_statement(sql);
-  if (!r || r->statement != "COPY") {
-    throw error(make_error_code(errc::invalid_argument), "copy_in/copy_out take a COPY statement; nothing was sent");
+  if (std::string why = detail::copy_statement_refusal(sql); !why.empty()) {
+    throw error(make_error_code(errc::invalid_argument), why);
   }
 }
 
