@@ -109,7 +109,9 @@ class blocking_pool {
   /// the statement's SQLSTATE and the server's diagnostics, or
   /// errc::connection_lost when the connection died during the statement (it
   /// may have executed), or errc::invalid_argument (before anything is sent)
-  /// when a `std::string`/`std::string_view` argument contains a NUL byte.
+  /// when a `std::string`/`std::string_view` argument contains a NUL byte,
+  /// or a string or bytes argument is over 1 GiB - 1 bytes (or all of them
+  /// over 1 GiB), the server's limits.
   /// Unlike async_client::async_query, exec() refuses no statement: the
   /// connection serves only this call meanwhile, and a transaction it leaves
   /// open is rolled back when the connection returns to the pool. A plain
@@ -253,7 +255,9 @@ class exec_watch {
 /// commit with a usage_error that would otherwise read as invalid_argument.
 void commit_work(pqxx::work& tx, const blocking_lease& lease);
 
-/// Throws errc::invalid_argument naming the first parameter ($n) holding a NUL byte.
+/// Throws errc::invalid_argument naming the first parameter ($n) over the
+/// server's size limit (param_limits.hpp), or the total, or else the first
+/// holding a NUL byte.
 template <typename... Args>
 void check_text_params(const Args&... args) {
   const std::size_t sizes[] = {param_bytes(args)..., 0};

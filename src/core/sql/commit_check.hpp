@@ -3,10 +3,11 @@
 // PostgreSQL answers COMMIT (END, COMMIT AND CHAIN, PREPARE TRANSACTION) of a
 // transaction that had failed with the command tag ROLLBACK and no error:
 // everything in it is gone. Passed on as it comes, that reads as success, so
-// every path that runs a caller's commit asks here and reports an error
-// instead: the async driver's queries (lease and shared, request_outcome),
-// blocking_pool::exec (exec_watch), and the transaction helpers of both
-// drivers (whose work swallowed an error) use its diagnostics.
+// the async driver's queries (lease and shared, request_outcome) ask here and
+// report an error instead, which the async transaction helper passes on; the
+// blocking helper reports the same diagnostics (libpqxx refuses that commit
+// itself). blocking_pool::exec never meets such a COMMIT: each call has its
+// own lease, whose open transaction is rolled back when it returns.
 //
 // The error is SQLSTATE 25P02 (in_failed_sql_transaction): the code the
 // server gives every other statement of such a transaction. The server's
