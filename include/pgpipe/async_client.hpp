@@ -123,7 +123,9 @@ class async_client {
   /// unnamed statement is used.
   /// Errors (the result's diag() has the details):
   ///   SQLSTATE codes (sqlstate_category) for errors the server reported;
-  ///   errc::invalid_argument (a text parameter with a NUL byte; nothing sent);
+  ///   errc::invalid_argument (a text parameter with a NUL byte, a parameter
+  ///   over 1 GiB - 1 bytes or parameters over 1 GiB in all, the server's
+  ///   limits; nothing sent);
   ///   errc::queue_full (max_queued already waiting), errc::pool_timeout (no
   ///   capacity within acquire_timeout), or the connect error when no
   ///   connection could be opened; errc::query_timeout (query_timeout or

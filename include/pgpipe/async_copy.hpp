@@ -96,7 +96,8 @@ class async_copy_in {
   /// affected_rows() is the number of rows copied (command tag "COPY n").
   /// On failure nothing of the COPY stays: the server's SQLSTATE (22P02 for
   /// a malformed value, 23505...) with its diagnostics in the result, or
-  /// errc::invalid_argument when the statement was not a COPY ... FROM STDIN,
+  /// errc::invalid_argument when the statement was not one COPY ... FROM STDIN
+  /// (a second statement in the text is refused before anything is sent),
   /// errc::query_timeout, errc::connection_lost (for a loss during finish: the
   /// rows may or may not have been committed). Asking again gives the same.
   template <class CompletionToken>

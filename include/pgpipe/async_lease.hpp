@@ -74,6 +74,11 @@ class lease {
   /// idle, which ignores it. If PQcancel does not return within the bound,
   /// the connection is closed (held-back queries fail with errc::not_sent).
   /// Queries on an empty or released lease fail with errc::closed.
+  /// A COMMIT (END, COMMIT AND CHAIN, PREPARE TRANSACTION) of a transaction
+  /// that had failed, which the server answers with the tag ROLLBACK and no
+  /// error, fails with SQLSTATE 25P02 saying the transaction was rolled back
+  /// (the result, tag ROLLBACK, comes with it); after AND CHAIN the new
+  /// transaction the server opened is still the caller's to end.
   template <class... ArgsAndToken>
   auto async_query(std::string_view sql, ArgsAndToken&&... args_and_token) {
     return detail::initiate_query_args(target(), query_options{}, sql,

@@ -13,6 +13,10 @@
 // more (the lease's connection is in blocking mode: a full socket blocks the
 // caller, it never buffers without bound); next() holds one row at a time.
 //
+// copy_sql is one statement, a COPY: a text holding another (`copy t from
+// stdin; delete from t`) is refused with errc::invalid_argument before
+// anything is sent, as in the async driver.
+//
 // A COPY is one statement: unless the caller opened a transaction block on
 // the lease, a COPY that fails or is aborted leaves nothing in the table.
 // The lease serves the next query afterwards (a connection that broke is
@@ -41,7 +45,7 @@ namespace pgpipe {
 class copy_in {
  public:
   /// Sends `copy_sql` (must be a COPY ... FROM STDIN). Throws pgpipe::error:
-  /// errc::invalid_argument when `copy_sql` is not a COPY (nothing sent) or
+  /// errc::invalid_argument when `copy_sql` is not one COPY statement (nothing sent) or
   /// is a COPY TO (stopped at once), the server's SQLSTATE (e.g. 42P01 no
   /// such table), errc::connection_lost, errc::closed for an empty lease.
   copy_in(blocking_lease& lease, std::string_view copy_sql);

@@ -10,6 +10,11 @@
 //    a query still running), it is discarded and the pool opens a replacement.
 // A pqxx::work destroyed without commit() already rolls itself back: declare
 // transaction objects *after* the lease so that they die first.
+// A raw `commit` through a pqxx::nontransaction is libpqxx's own call: when
+// the transaction had failed, the server answers it with the tag ROLLBACK
+// and no error, and libpqxx 6.4 returns that as a success (it keeps the tag
+// to itself). Use blocking_pool::transaction, which reports 25P02, or a
+// pqxx::work, whose commit() refuses a transaction that had failed.
 //
 // Precondition of release(), discard(), move-assignment and the destructor:
 // no libpqxx transaction object (work, nontransaction, pipeline, stream) is

@@ -31,6 +31,7 @@
 
 #include <pgpipe/blocking_lease.hpp>
 #include <pgpipe/blocking_types.hpp>
+#include <pgpipe/detail/param_limits.hpp>
 #include <pgpipe/error.hpp>
 #include <pgpipe/logger.hpp>
 #include <pgpipe/pool_params.hpp>
@@ -109,7 +110,9 @@ class blocking_pool {
   /// the statement's SQLSTATE and the server's diagnostics, or
   /// errc::connection_lost when the connection died during the statement (it
   /// may have executed), or errc::invalid_argument (before anything is sent)
-  /// when a `std::string`/`std::string_view` argument contains a NUL byte.
+  /// when a `std::string`/`std::string_view` argument contains a NUL byte,
+  /// or a string or bytes argument is over 1 GiB - 1 bytes (or all of them
+  /// over 1 GiB), the server's limits.
   /// Unlike async_client::async_query, exec() refuses no statement: the
   /// connection serves only this call meanwhile, and a transaction it leaves
   /// open is rolled back when the connection returns to the pool. A plain
@@ -187,6 +190,21 @@ bool text_has_nul(const T& v) {
   }
 }
 
+// The bytes a converted argument puts on the wire, where it can be large
+// (strings and bytes); 0 for the rest, whose text forms are short.
+template <typename T>
+std::size_t param_bytes(const T& v) {
+  using D = std::remove_cvref_t<T>;
+  if constexpr (std::is_same_v<D, std::string> || std::is_same_v<D, std::string_view> ||
+                std::is_same_v<D, pqxx::binarystring>) {
+    return v.size();
+  } else if constexpr (is_optional_param<D>::value) {
+    return v.has_value() ? param_bytes(*v) : 0;
+  } else {
+    return 0;
+  }
+}
+
 /// Throws errc::invalid_argument for parameter $n (the message both drivers use).
 [[noreturn]] void throw_nul_param(std::size_t one_based_index);
 
@@ -239,9 +257,14 @@ class exec_watch {
 /// libpqxx 7 would send the COMMIT, which the server turns into a rollback.
 void commit_work(pqxx::work& tx, const blocking_lease& lease);
 
-/// Throws errc::invalid_argument naming the first parameter ($n) holding a NUL byte.
+/// Throws errc::invalid_argument naming the first parameter ($n) over the
+/// server's size limit (param_limits.hpp), or the total, or else the first
+/// holding a NUL byte.
 template <typename... Args>
 void check_text_params(const Args&... args) {
+  const std::size_t sizes[] = {param_bytes(args)..., 0};
+  std::string too_large = param_size_refusal(sizeof...(Args), [&](std::size_t i) { return sizes[i]; });
+  if (!too_large.empty()) throw error(make_error_code(errc::invalid_argument), std::move(too_large));
   std::size_t n = 0;
   std::size_t bad = 0;
   ((++n, bad = (bad == 0 && text_has_nul(args)) ? n : bad), ...);

@@ -185,7 +185,10 @@ bool is_connection_lost(const std::error_code& ec) noexcept {
 
 std::string diagnostics::to_string() const {
   if (!has_server_error()) return client_message;
-  std::string out = (severity.empty() ? std::string("ERROR") : severity) + " " + sqlstate + ": " + message;
+  // A SQLSTATE pgpipe assigned itself (25P02 for a COMMIT answered with
+  // ROLLBACK) comes with no server message.
+  std::string out = (severity.empty() ? std::string("ERROR") : severity) + " " + sqlstate;
+  if (!message.empty()) out += ": " + message;
   if (!detail.empty()) out += " (detail: " + detail + ")";
   if (!hint.empty()) out += " (hint: " + hint + ")";
   if (!client_message.empty()) out = client_message + ": " + out;

@@ -6,6 +6,7 @@
 
 #include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
+#include "support/big_copy_chunk.hpp"
 #include "support/copy_rows.hpp"
 #include "support/kit.hpp"
 #include "support/rss.hpp"
@@ -284,4 +285,51 @@ TEST(async_copy, a_backend_killed_mid_copy_fails_it_once_as_lost) {
   l.release();
   auto l2 = acquire(client);
   expect_serves(l2);  // the pool replaced the connection
+}
+
+// libpq takes a chunk's length as an int: a chunk past 2 GiB must still
+// reach the server whole (copy_core hands it over in pieces).
+TEST(async_copy, a_chunk_over_2_gib_reaches_the_server_whole) {
+  auto& pg = shared_cluster();
+  pg.exec("drop table if exists acopy_huge; create unlogged table acopy_huge(id bigint, pad text)");
+  pgpipe::async_client client(copy_params("acopy_huge"));
+  auto l = acquire(client);
+  {
+    auto in = l.copy_in("copy acopy_huge from stdin where id % 1024 = 0");
+    std::string chunk = big_copy_chunk::make();
+    ASSERT_GT(chunk.size(), std::size_t{1} << 31);
+    auto ec = write(in, chunk);
+    chunk = std::string();
+    ASSERT_FALSE(ec) << ec.message();
+    auto [fec, r] = finish(in);
+    ASSERT_FALSE(fec) << r.diag().to_string();
+    EXPECT_EQ(r.affected_rows(), big_copy_chunk::kept_rows);
+  }
+  EXPECT_EQ(pg.query_value("select max(id) from acopy_huge"), std::to_string(big_copy_chunk::last_id));
+  expect_serves(l);
+  pg.exec("drop table acopy_huge");
+}
+
+// A COPY is one statement: a second one in the text is refused before
+// anything is sent, as in the blocking driver.
+TEST(async_copy, a_second_statement_after_the_copy_is_refused_before_sending) {
+  auto& pg = shared_cluster();
+  pg.exec("drop table if exists acopy_two; create table acopy_two(id int); insert into acopy_two values (1), (2)");
+  pgpipe::async_client client(copy_params("acopy_two"));
+  auto l = acquire(client);
+  auto in = l.copy_in("copy acopy_two from stdin; delete from acopy_two");
+  auto [ec, r] = finish(in);
+  EXPECT_EQ(ec, pgpipe::errc::invalid_argument) << r.diag().to_string();
+  EXPECT_NE(r.diag().to_string().find("one statement"), std::string::npos) << r.diag().to_string();
+  auto out = l.copy_out("copy acopy_two to stdout; delete from acopy_two");
+  EXPECT_EQ(std::get<0>(out.async_next(asio::use_future).get()), pgpipe::errc::invalid_argument);
+  EXPECT_EQ(pg.query_value("select string_agg(id::text, ',' order by id) from acopy_two"), "1,2");
+  {
+    auto one = l.copy_in("copy acopy_two from stdin;");  // a trailing semicolon: one statement
+    ASSERT_FALSE(write(one, "3\n"));
+    auto [fec, fr] = finish(one);
+    ASSERT_FALSE(fec) << fr.diag().to_string();
+    EXPECT_EQ(fr.affected_rows(), 1u);
+  }
+  expect_serves(l);
 }

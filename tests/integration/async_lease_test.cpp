@@ -240,3 +240,46 @@ TEST(async_lease, waiting_acquire_can_be_cancelled_and_times_out_with_pool_timeo
   auto [qec, r] = q(again, "select 1");
   EXPECT_FALSE(qec);
 }
+
+// The server answers COMMIT of a transaction that had failed with the tag
+// ROLLBACK and no error: the caller must not be told it committed.
+TEST(async_lease, a_commit_the_server_turned_into_a_rollback_fails_with_25P02) {
+  auto& pg = shared_cluster();
+  pg.exec("drop table if exists lease_commit; create table lease_commit(v int)");
+  pgpipe::async_client client(params_for(app_conninfo("async_lease_commit"), 1));
+  auto l = acquire(client);
+  auto expect_rolled_back = [&](std::string_view commit) {
+    SCOPED_TRACE(std::string(commit));
+    ASSERT_FALSE(std::get<0>(q(l, "begin")));
+    ASSERT_FALSE(std::get<0>(q(l, "insert into lease_commit values (1)")));
+    EXPECT_EQ(pgpipe::sqlstate_of(std::get<0>(q(l, "select 1/0"))), "22012");
+    auto [ec, r] = q(l, commit);
+    EXPECT_EQ(pgpipe::sqlstate_of(ec), "25P02") << r.diag().to_string();
+    EXPECT_NE(r.diag().to_string().find("had failed"), std::string::npos) << r.diag().to_string();
+    EXPECT_NE(r.diag().to_string().find("rolled back"), std::string::npos) << r.diag().to_string();
+    EXPECT_EQ(pg.query_value("select count(*) from lease_commit"), "0");
+  };
+  expect_rolled_back("commit");
+  expect_rolled_back("  /* the end */ CoMmIt WORK ;");
+  expect_rolled_back("end");  // END is COMMIT
+  // AND CHAIN: rolled back too, and the chain opened a fresh transaction,
+  // which the caller still owns: its insert goes with the rollback.
+  expect_rolled_back("commit and chain");
+  ASSERT_FALSE(std::get<0>(q(l, "insert into lease_commit values (3)")));
+  ASSERT_FALSE(std::get<0>(q(l, "rollback")));
+  EXPECT_EQ(pg.query_value("select count(*) from lease_commit"), "0");
+
+  // A ROLLBACK asked for is no error; a healthy COMMIT commits.
+  ASSERT_FALSE(std::get<0>(q(l, "begin")));
+  EXPECT_EQ(pgpipe::sqlstate_of(std::get<0>(q(l, "select 1/0"))), "22012");
+  EXPECT_FALSE(std::get<0>(q(l, "rollback")));
+  ASSERT_FALSE(std::get<0>(q(l, "begin")));
+  ASSERT_FALSE(std::get<0>(q(l, "insert into lease_commit values (2)")));
+  auto [ec, r] = q(l, "commit");
+  EXPECT_FALSE(ec) << r.diag().to_string();
+  EXPECT_EQ(r.command_tag(), "COMMIT");
+  EXPECT_EQ(pg.query_value("select count(*) from lease_commit"), "1");
+  auto [sec, sr] = q(l, "select 2");
+  ASSERT_FALSE(sec) << sr.diag().to_string();
+  EXPECT_EQ(sr.value<int>(), 2);
+}

@@ -192,4 +192,29 @@ TYPED_TEST(badinput, sql_errors_and_bad_parameters_are_named_and_the_pool_stays_
   EXPECT_LE(h.stats().connects, 2u);
 }
 
+// The server takes a value of at most 1 GiB - 1 bytes (and its Bind message
+// under 1 GiB): a larger parameter is refused before anything is sent,
+// naming the parameter and its size, and the sessions stay in place.
+TYPED_TEST(badinput, a_parameter_over_1_gib_is_refused_before_sending_naming_it) {
+  typename TestFixture::harness_t h(TestFixture::conninfo(TestFixture::role(), good_password));
+  h.expect_usable();
+  const std::size_t big = (std::size_t{1} << 30) + 1;
+  {
+    auto o = h.run("select length($1::text), length($2::text)", std::string("ok"), std::string(big, 'x'));
+    EXPECT_EQ(o.ec, errc::invalid_argument) << o.text;
+    EXPECT_MENTIONS(o, "$2");
+    EXPECT_MENTIONS(o, std::to_string(big));
+    h.expect_usable();
+  }
+  {
+    // Each value fits, together they exceed what one message carries.
+    const std::string half((std::size_t{1} << 29) + 1, 'y');
+    auto o = h.run("select length($1::text) + length($2::text)", half, half);
+    EXPECT_EQ(o.ec, errc::invalid_argument) << o.text;
+    EXPECT_MENTIONS(o, "total");
+    h.expect_usable();
+  }
+  EXPECT_LE(h.stats().connects, 2u);
+}
+
 }  // namespace

@@ -6,6 +6,7 @@
 #include <pgpipe/blocking_pool.hpp>
 
 #include "support/cluster_fixture.hpp"
+#include "support/big_copy_chunk.hpp"
 #include "support/copy_rows.hpp"
 #include "support/kit.hpp"
 #include "support/rss.hpp"
@@ -172,4 +173,66 @@ TEST(blocking_copy, async_shared_path_refuses_copy_and_points_to_a_lease) {
   EXPECT_EQ(ec, pgpipe::errc::session_state_needs_lease);
   EXPECT_NE(r.diag().client_message.find("lease"), std::string::npos) << r.diag().client_message;
   EXPECT_NE(r.diag().client_message.find("copy_in"), std::string::npos) << r.diag().client_message;
+}
+
+// libpq takes a chunk's length as an int: a chunk past 2 GiB must still
+// reach the server whole (the driver hands it over in pieces).
+TEST(blocking_copy, a_chunk_over_2_gib_reaches_the_server_whole) {
+  using pgpipe::test::big_copy_chunk;
+  auto& pg = shared_cluster();
+  pg.exec("drop table if exists copy_huge; create unlogged table copy_huge(id bigint, pad text)");
+  pgpipe::blocking_pool pool(copy_params("copy_huge"));
+  auto lease = pool.acquire();
+  std::uint64_t rows = 0;
+  {
+    const std::string chunk = big_copy_chunk::make();
+    ASSERT_GT(chunk.size(), std::size_t{1} << 31);
+    pgpipe::copy_in in(lease, "copy copy_huge from stdin where id % 1024 = 0");
+    in.write(chunk);
+    rows = in.finish();
+  }
+  EXPECT_EQ(rows, big_copy_chunk::kept_rows);
+  EXPECT_EQ(pg.query_value("select max(id) from copy_huge"), std::to_string(big_copy_chunk::last_id));
+  EXPECT_EQ(select_one(lease), "42");
+  pg.exec("drop table copy_huge");
+}
+
+// A COPY is one statement: what follows it in the text must not run after
+// finish() (the simple protocol would run it).
+TEST(blocking_copy, a_second_statement_after_the_copy_is_refused_and_nothing_runs) {
+  auto& pg = shared_cluster();
+  pg.exec("drop table if exists copy_two; create table copy_two(id int); insert into copy_two values (1), (2)");
+  pgpipe::blocking_pool pool(copy_params("copy_two"));
+  auto lease = pool.acquire();
+  for (const char* sql : {"copy copy_two from stdin; delete from copy_two",
+                          "copy copy_two from stdin /* ; */ ;delete from copy_two;"}) {
+    SCOPED_TRACE(sql);
+    try {
+      pgpipe::copy_in in(lease, sql);
+      in.write("3\n");
+      in.finish();
+      ADD_FAILURE() << "a COPY followed by another statement was run";
+    } catch (const pgpipe::error& e) {
+      EXPECT_EQ(e.code(), pgpipe::errc::invalid_argument) << e.what();
+      EXPECT_NE(std::string(e.what()).find("one statement"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(pg.query_value("select string_agg(id::text, ',' order by id) from copy_two"), "1,2");
+  }
+  try {
+    pgpipe::copy_out out(lease, "copy copy_two to stdout; delete from copy_two");
+    std::string chunk;
+    while (out.next(chunk)) {
+    }
+    ADD_FAILURE() << "a COPY followed by another statement was run";
+  } catch (const pgpipe::error& e) {
+    EXPECT_EQ(e.code(), pgpipe::errc::invalid_argument) << e.what();
+  }
+  EXPECT_EQ(pg.query_value("select count(*) from copy_two"), "2");
+  // A trailing semicolon is still one statement.
+  {
+    pgpipe::copy_in in(lease, "copy copy_two from stdin;");
+    in.write("3\n");
+    EXPECT_EQ(in.finish(), 1u);
+  }
+  EXPECT_EQ(select_one(lease), "42");
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <pgpipe/detail/builtin_traits_containers.hpp>
+#include <pgpipe/detail/param_limits.hpp>
 #include <pgpipe/error.hpp>
 
 #include <cstddef>
@@ -74,6 +75,16 @@ encoded_param encode_param_for_wire(const T& v, std::error_code& ec) {
 }
 
 inline void check_params(encoded_params& p) {
+  // Sizes first: they are known without reading a byte, and libpq takes each
+  // length as an int.
+  std::string too_large = param_size_refusal(p.values.size(), [&](std::size_t i) -> std::size_t {
+    return p.values[i] ? p.values[i]->size() : 0;
+  });
+  if (!too_large.empty()) {
+    p.ec = make_error_code(errc::invalid_argument);
+    p.error_message = std::move(too_large);
+    return;
+  }
   for (std::size_t i = 0; i < p.values.size(); ++i) {
     const auto& v = p.values[i];
     if (p.formats[i] == 0 && v && v->find('\0') != std::string::npos) {

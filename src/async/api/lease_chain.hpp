@@ -37,11 +37,4 @@ std::shared_ptr<chain_state> start_chain(lease_impl& l, std::vector<query_spec> 
 /// statement of the chain has its outcome.
 boost::asio::awaitable<void> wait_chain(std::shared_ptr<chain_state> st);
 
-/// Shared by the transaction helpers (defined in transaction.cpp): the server answers COMMIT of a failed
-/// transaction with ROLLBACK and no error. True (with `ec` = 25P02 and
-/// `diag` saying so, naming `failed_first` when known) when `commit` is that
-/// answer: never report it as committed.
-bool commit_rolled_back(const result& commit, const std::string& failed_first, std::error_code& ec,
-                        diagnostics& diag);
-
 }  // namespace pgpipe::detail

@@ -61,12 +61,9 @@ asio::awaitable<std::error_code> run_once(lease& l, const std::string& begin, co
   }
   std::error_code ec;
   if (first == out.size()) {
-    if (!commit_rolled_back(out.back().second, {}, ec, report.diag)) {
-      report.results.reserve(n);
-      for (std::size_t i = 1; i <= n; ++i) report.results.push_back(std::move(out[i].second));
-      co_return std::error_code{};
-    }
-    co_return ec;  // COMMIT ended the transaction
+    report.results.reserve(n);
+    for (std::size_t i = 1; i <= n; ++i) report.results.push_back(std::move(out[i].second));
+    co_return std::error_code{};
   }
   ec = out[first].first;
   report.diag = out[first].second.diag();

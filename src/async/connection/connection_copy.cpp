@@ -14,6 +14,7 @@
 #include "async/connection/pipelined_connection.hpp"
 
 #include "async/connection/copy_state.hpp"
+#include "pq/copy_pieces.hpp"
 #include "pq/libpq_failure.hpp"
 
 #include <string_view>
@@ -209,7 +210,12 @@ void pipelined_connection::copy_carry_out(copy_state& st, copy_action& a) {
   switch (a.what) {
     case kind::put_data:
       if (!wire) return;
-      // The size is a std::size_t up to here; libpq takes an int.
+      // copy_core hands libpq at most copy_piece_max bytes at a time, which
+      // fits its int; anything larger would be cut, so it is refused.
+      if (a.data.size() > copy_piece_max) {
+        break_connection("internal error: a COPY piece larger than libpq takes");
+        return;
+      }
       st.core.on_put_data(put_answer(PQputCopyData(pg_, a.data.data(), static_cast<int>(a.data.size()))));
       copy_apply(st);
       return;

@@ -7,6 +7,8 @@
 #include "async/sansio/sync_coalescing.hpp"
 #include "pq/libpq_failure.hpp"
 
+#include <pgpipe/detail/param_limits.hpp>
+
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
@@ -232,6 +234,7 @@ bool pipelined_connection::send(const pipe_action& a) {
   // leave types/formats empty: all text, types inferred.
   const auto& prm = req->spec.params;
   const auto& vals = prm.values;
+  // pipeline_core writes no request with more than max_params (65535) values.
   const int n = static_cast<int>(vals.size());
   const bool typed = prm.types.size() == vals.size() && prm.formats.size() == vals.size() && !prm.all_text_untyped();
   // Per-connection buffers: libpq copies the values into its output buffer
@@ -239,8 +242,12 @@ bool pipelined_connection::send(const pipe_action& a) {
   send_values_.resize(vals.size());
   send_lengths_.resize(vals.size());
   for (std::size_t i = 0; i < vals.size(); ++i) {
+    const std::size_t len = vals[i] ? vals[i]->size() : 0;
+    // check_params refused a value over max_param_bytes before the request
+    // was queued; a length past it here would be cut by the int.
+    if (len > max_param_bytes) return false;
     send_values_[i] = vals[i] ? vals[i]->data() : nullptr;
-    send_lengths_[i] = vals[i] ? static_cast<int>(vals[i]->size()) : 0;
+    send_lengths_[i] = static_cast<int>(len);
   }
   static_assert(std::is_same_v<type_oid, Oid>, "parameter types are passed to libpq as they are");
   const char* const* p = send_values_.empty() ? nullptr : send_values_.data();

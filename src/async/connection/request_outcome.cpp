@@ -1,7 +1,10 @@
 // request_outcome: see request_outcome.hpp.
 #include "async/connection/request_outcome.hpp"
 
+#include "core/sql/commit_check.hpp"
 #include "pq/libpq_failure.hpp"
+
+#include <libpq-fe.h>
 
 #include <optional>
 
@@ -20,6 +23,11 @@ std::pair<std::error_code, result> outcome_result(pipe_outcome o, query_request&
   };
   switch (o) {
     case pipe_outcome::ok:
+      if (req.ok && commit_rolled_back(req.spec.sql, PQcmdStatus(req.ok.get()))) {
+        // The server's result (tag ROLLBACK) stays with the error.
+        return out{make_sqlstate("25P02"),
+                   result(req.ok.release(), rolled_back_commit_diagnostics(commit_statement_name(req.spec.sql)))};
+      }
       if (req.ok) return out{std::error_code{}, result(req.ok.release())};
       return fail(errc::protocol_error, "the server sent no result for the query");
     case pipe_outcome::sql_error:

@@ -6,6 +6,7 @@
 #include "async/connection/pipelined_connection.hpp"
 #include "async/pool/client_impl.hpp"
 #include "async/pool/request_hooks.hpp"
+#include "core/sql/copy_statement.hpp"
 #include "core/sql/shared_statement.hpp"
 
 #include <boost/asio/post.hpp>
@@ -168,10 +169,11 @@ std::shared_ptr<copy_state> lease_impl::start_copy(std::string sql, std::optiona
   std::error_code ec;
   std::string why;
   if (!refused_as_released(ec, why)) {
-    if (auto r = check_shared_statement(sql); !r || r->statement != "COPY") {
-      // A DELETE handed to copy_in by mistake must not run.
+    // One COPY only (core/sql/copy_statement.hpp), refused before sending
+    // as in the blocking driver.
+    if (std::string refusal = copy_statement_refusal(sql); !refusal.empty()) {
       ec = make_error_code(errc::invalid_argument);
-      why = "copy_in/copy_out take a COPY statement; nothing was sent";
+      why = std::move(refusal);
     }
   }
   // No timeout unless asked: the caller paces a COPY.

@@ -19,6 +19,8 @@
 //    leave a COPY FROM waiting for data that never comes.
 #include "async/sansio/copy_core.hpp"
 
+#include "pq/copy_pieces.hpp"
+
 #include <pgpipe/error.hpp>
 
 #include <utility>
@@ -244,7 +246,9 @@ void copy_core::on_put_data(copy_put r) {
       flush_pending_ = true;
       return;
     case copy_put::sent:
-      drop_pending();  // the client holds no copy once libpq has it
+      pending_sent_ += piece_in_flight_;
+      // The client holds no copy once libpq has the last piece.
+      if (pending_sent_ >= pending_.size()) drop_pending();
       push(copy_action::kind::flush);
       return;
   }
@@ -357,8 +361,12 @@ void copy_core::push_put_end(std::string text, bool wrong_direction) {
 void copy_core::feed() {
   if (phase_ != copy_phase::in_data || flush_pending_) return;
   if (has_pending_) {
+    // One piece at a time (pq/copy_pieces.hpp: libpq's int), the next once
+    // this one is on the socket, as for whole chunks.
+    const copy_piece piece = copy_piece_at(pending_.size(), pending_sent_);
     copy_action a(copy_action::kind::put_data);
-    a.data = pending_;
+    a.data = std::string_view(pending_).substr(piece.offset, static_cast<std::size_t>(piece.length));
+    piece_in_flight_ = static_cast<std::size_t>(piece.length);
     push(std::move(a));
     return;
   }

@@ -73,8 +73,10 @@
 //  - A stop (abort, cancel, a destroyed handle, which aborts copy_in and
 //    cancels copy_out) of a COPY still queued asks pipeline_core to remove it
 //    (stop_request): nothing is sent.
-//  - Sizes: a chunk's size is a std::size_t from write() to put_data's view;
-//    the shell is the only place it meets libpq's int.
+//  - Sizes: a chunk's size is a std::size_t from write() on; put_data hands
+//    it to libpq in pieces of at most copy_piece_max bytes (pq/copy_pieces.hpp:
+//    PQputCopyData takes an int, the server a CopyData under 1 GiB), each
+//    once the one before is on the socket; the write completes after the last.
 #pragma once
 
 #include <pgpipe/result.hpp>
@@ -232,6 +234,8 @@ class copy_core {
   void drop_pending() {
     has_pending_ = false;
     pending_ = std::string();  // the client holds no copy once it is not needed
+    pending_sent_ = 0;
+    piece_in_flight_ = 0;
   }
 
   const bool out_;
@@ -249,8 +253,10 @@ class copy_core {
   bool flush_after_end_ = false;      ///< the flush in flight follows the end: read the verdict next
 
   // copy_in
-  std::string pending_;  ///< a chunk not yet handed to libpq
+  std::string pending_;  ///< a chunk not yet handed to libpq whole
   bool has_pending_ = false;
+  std::size_t pending_sent_ = 0;     ///< bytes of pending_ libpq has taken
+  std::size_t piece_in_flight_ = 0;  ///< the length of the put_data in flight
   bool end_requested_ = false;  ///< finish, abort or a stop asked; the end goes once the chunk is out
   bool end_sent_ = false;
   bool caller_ended_ = false;   ///< finish or abort was called

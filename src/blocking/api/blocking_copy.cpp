@@ -14,7 +14,8 @@
 #include <pgpipe/blocking_copy.hpp>
 
 #include "blocking/connection/lease_access.hpp"
-#include "core/sql/shared_statement.hpp"
+#include "core/sql/copy_statement.hpp"
+#include "pq/copy_pieces.hpp"
 #include "pq/libpq_failure.hpp"
 
 #include <libpq-fe.h>
@@ -86,12 +87,11 @@ copy_verdict drain_results(PGconn* c) {
   return v;
 }
 
-// Refuses anything but a COPY before it is sent: a DELETE handed to copy_in
-// by mistake must not run.
+// Refuses anything but one COPY before it is sent (core/sql/copy_statement.hpp):
+// the simple protocol below would run every statement of the text.
 void require_copy(std::string_view sql) {
-  auto r = detail::check_shared_statement(sql);
-  if (!r || r->statement != "COPY") {
-    throw error(make_error_code(errc::invalid_argument), "copy_in/copy_out take a COPY statement; nothing was sent");
+  if (std::string why = detail::copy_statement_refusal(sql); !why.empty()) {
+    throw error(make_error_code(errc::invalid_argument), why);
   }
 }
 
@@ -160,7 +160,13 @@ void copy_in::fail() {
 void copy_in::write(std::string_view chunk) {
   if (!active_) throw error(make_error_code(errc::closed), "copy_in::write after the COPY ended");
   PGconn* c = conn_of(*lease_);
-  if (PQputCopyData(c, chunk.data(), static_cast<int>(chunk.size())) != 1) fail();
+  // PQputCopyData takes an int: a chunk of any size goes as pieces that fit
+  // it (pq/copy_pieces.hpp), each waiting for the socket in blocking mode.
+  for (std::size_t off = 0; off < chunk.size();) {
+    const detail::copy_piece piece = detail::copy_piece_at(chunk.size(), off);
+    if (PQputCopyData(c, chunk.data() + piece.offset, piece.length) != 1) fail();
+    off += static_cast<std::size_t>(piece.length);
+  }
 }
 
 std::uint64_t copy_in::finish() {

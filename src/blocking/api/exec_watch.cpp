@@ -6,6 +6,7 @@
 
 #include "blocking/connection/lease_access.hpp"
 #include "blocking/pool/blocking_pool_impl.hpp"
+#include "core/sql/commit_check.hpp"
 
 #include <libpq-fe.h>
 
@@ -32,10 +33,7 @@ void commit_work(pqxx::work& tx, const blocking_lease& lease) {
       if (status != PQTRANS_IDLE && status != PQTRANS_INERROR) throw;
     }
   }
-  diagnostics d;
-  d.sqlstate = "25P02";
-  d.client_message = "the transaction had failed (an error inside the work was not passed on): it was rolled back";
-  throw error(make_sqlstate("25P02"), std::move(d));
+  throw error(make_sqlstate("25P02"), rolled_back_commit_diagnostics());
 }
 
 exec_watch::exec_watch(blocking_pool_impl& pool, std::string_view sql) noexcept

@@ -11,6 +11,8 @@
 // temp, found by a case-insensitive substring search.
 #include "core/sql/shared_statement.hpp"
 
+#include "core/sql/sql_lexer.hpp"
+
 #include <array>
 #include <cctype>
 #include <vector>
@@ -18,152 +20,11 @@
 namespace pgpipe::detail {
 namespace {
 
-enum class tok { word, quoted_ident, string, param, number, punct, end };
+using tok = sql_tok;
+using token = sql_token;
+using lexer = sql_lexer;
 
-struct token {
-  tok kind = tok::end;
-  std::string text;  ///< words lower-cased; a string's content; a punct's char
-};
-
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-// ASCII only, as PostgreSQL's scanner folds keywords: the <cctype> versions
-// consult the process locale on every character (the lexer's top cost in a
-// profile) and could fold high-bit bytes that are part of a UTF-8 name.
-bool ascii_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool ascii_digit(char c) { return c >= '0' && c <= '9'; }
-bool ident_start(char c) { return ascii_alpha(c) || c == '_' || static_cast<unsigned char>(c) >= 0x80; }
-bool ident_char(char c) { return ident_start(c) || ascii_digit(c) || c == '$'; }
-char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-class lexer {
- public:
-  explicit lexer(std::string_view s) : s_(s) {}
-
-  token next() {
-    skip_blanks_and_comments();
-    token t;
-    if (i_ >= s_.size()) return t;
-    const char c = s_[i_];
-    if ((c == 'e' || c == 'E') && i_ + 1 < s_.size() && s_[i_ + 1] == '\'') {
-      ++i_;
-      return string_literal(true);
-    }
-    if (ident_start(c)) {
-      t.kind = tok::word;
-      while (i_ < s_.size() && ident_char(s_[i_])) t.text.push_back(lower(s_[i_++]));
-      return t;
-    }
-    if (c == '\'') return string_literal(false);
-    if (c == '"') {
-      t.kind = tok::quoted_ident;
-      for (++i_; i_ < s_.size(); ++i_) {
-        if (s_[i_] == '"') {
-          if (i_ + 1 < s_.size() && s_[i_ + 1] == '"') {
-            t.text.push_back('"');
-            ++i_;
-            continue;
-          }
-          ++i_;
-          break;
-        }
-        t.text.push_back(s_[i_]);
-      }
-      return t;
-    }
-    if (c == '$') return dollar();
-    if (ascii_digit(c)) {
-      t.kind = tok::number;
-      while (i_ < s_.size() && (ascii_alpha(s_[i_]) || ascii_digit(s_[i_]) || s_[i_] == '.'))
-        t.text.push_back(s_[i_++]);
-      return t;
-    }
-    t.kind = tok::punct;
-    t.text.push_back(c);
-    ++i_;
-    return t;
-  }
-
- private:
-  void skip_blanks_and_comments() {
-    while (i_ < s_.size()) {
-      if (is_space(s_[i_])) {
-        ++i_;
-      } else if (s_.compare(i_, 2, "--") == 0) {
-        while (i_ < s_.size() && s_[i_] != '\n') ++i_;
-      } else if (s_.compare(i_, 2, "/*") == 0) {
-        // PostgreSQL block comments nest.
-        int depth = 0;
-        while (i_ < s_.size()) {
-          if (s_.compare(i_, 2, "/*") == 0) {
-            ++depth;
-            i_ += 2;
-          } else if (s_.compare(i_, 2, "*/") == 0) {
-            i_ += 2;
-            if (--depth == 0) break;
-          } else {
-            ++i_;
-          }
-        }
-      } else {
-        return;
-      }
-    }
-  }
-
-  // At the opening quote. '' is a quote in any string; \' also in E'...'.
-  token string_literal(bool escapes) {
-    token t;
-    t.kind = tok::string;
-    for (++i_; i_ < s_.size(); ++i_) {
-      const char c = s_[i_];
-      if (escapes && c == '\\' && i_ + 1 < s_.size()) {
-        t.text.push_back(s_[++i_]);
-        continue;
-      }
-      if (c == '\'') {
-        if (i_ + 1 < s_.size() && s_[i_ + 1] == '\'') {
-          t.text.push_back('\'');
-          ++i_;
-          continue;
-        }
-        ++i_;
-        break;
-      }
-      t.text.push_back(c);
-    }
-    return t;
-  }
-
-  // $1 (a parameter) or $tag$ ... $tag$ (a dollar-quoted string).
-  token dollar() {
-    token t;
-    std::size_t j = i_ + 1;
-    if (j < s_.size() && ascii_digit(s_[j])) {
-      t.kind = tok::param;
-      while (j < s_.size() && ascii_digit(s_[j])) ++j;
-      t.text = std::string(s_.substr(i_, j - i_));
-      i_ = j;
-      return t;
-    }
-    while (j < s_.size() && s_[j] != '$' && ident_char(s_[j])) ++j;
-    if (j >= s_.size() || s_[j] != '$') {
-      t.kind = tok::punct;
-      t.text = "$";
-      ++i_;
-      return t;
-    }
-    const std::string_view tag = s_.substr(i_, j - i_ + 1);
-    const std::size_t body = j + 1;
-    const std::size_t close = s_.find(tag, body);
-    t.kind = tok::string;
-    t.text = std::string(s_.substr(body, (close == std::string_view::npos ? s_.size() : close) - body));
-    i_ = close == std::string_view::npos ? s_.size() : close + tag.size();
-    return t;
-  }
-
-  std::string_view s_;
-  std::size_t i_ = 0;
-};
+char lower(char c) { return sql_lower(c); }
 
 bool icontains(std::string_view hay, std::string_view needle) {
   if (needle.size() > hay.size()) return false;
@@ -180,8 +41,8 @@ std::string upper(std::string s) {
   return s;
 }
 
-bool is_word(const token& t, std::string_view w) { return t.kind == tok::word && t.text == w; }
-bool is_punct(const token& t, char c) { return t.kind == tok::punct && t.text.size() == 1 && t.text[0] == c; }
+bool is_word(const token& t, std::string_view w) { return is_sql_word(t, w); }
+bool is_punct(const token& t, char c) { return is_sql_punct(t, c); }
 
 shared_refusal transaction_refusal(std::string statement) {
   std::string m = statement +

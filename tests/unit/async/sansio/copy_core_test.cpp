@@ -8,6 +8,7 @@
 //   PGPIPE_COPY_MODEL_SEED=n    run only seed n (the failure message names it)
 //   PGPIPE_COPY_MODEL_SEEDS=k   run seeds 1..k (default 300)
 #include "async/sansio/copy_core.hpp"
+#include "pq/copy_pieces.hpp"
 
 #include <pgpipe/error.hpp>
 
@@ -280,6 +281,45 @@ TEST(copy_core, a_write_completes_only_once_its_chunk_is_on_the_socket) {
   c.on_flush(copy_flushed::done);
   EXPECT_EQ(kinds(take(c)), "complete_write");
   EXPECT_FALSE(c.flush_pending());
+}
+
+// libpq takes an int length: a chunk larger than one piece goes to libpq
+// piece after piece (each once the one before is on the socket), whole and
+// in order, and its write completes after the last piece.
+TEST(copy_core, a_chunk_larger_than_a_piece_goes_out_whole_in_pieces) {
+  using pgpipe::detail::copy_piece_max;
+  copy_core c = open_copy_in();
+  std::string chunk(2 * copy_piece_max + 3, 'a');
+  for (std::size_t i = 0; i < chunk.size(); i += 4099) chunk[i] = static_cast<char>('b' + i % 23);
+  const std::string expected = chunk;
+  EXPECT_FALSE(c.write(std::move(chunk)).answered);
+  std::string sent;
+  std::vector<std::size_t> sizes;
+  for (int round = 0; round < 5; ++round) {
+    auto a = take(c);
+    if (kinds(a) == "complete_write") break;
+    ASSERT_EQ(kinds(a), "put_data") << "round " << round;
+    sizes.push_back(a[0].data.size());
+    if (round == 1) {  // a full buffer: the same piece again after the flush
+      c.on_put_data(copy_put::full);
+      EXPECT_EQ(kinds(take(c)), "");
+      c.on_flush(copy_flushed::done);
+      a = take(c);
+      ASSERT_EQ(kinds(a), "put_data");
+      EXPECT_EQ(a[0].data.size(), sizes.back());
+    }
+    sent.append(a[0].data);
+    c.on_put_data(copy_put::sent);
+    ASSERT_EQ(kinds(take(c)), "flush");
+    c.on_flush(copy_flushed::done);
+  }
+  EXPECT_EQ(sizes, (std::vector<std::size_t>{copy_piece_max, copy_piece_max, 3}));
+  EXPECT_TRUE(sent == expected) << "the pieces, joined, are not the chunk";
+  EXPECT_EQ(kinds(take(c)), "");
+  EXPECT_FALSE(c.write("next").answered);  // the next chunk is accepted
+  auto a = take(c);
+  ASSERT_EQ(kinds(a), "put_data");
+  EXPECT_EQ(a[0].data, "next");
 }
 
 TEST(copy_core, finish_sends_copydone_after_the_chunk_and_gives_the_verdict_again_when_asked) {
