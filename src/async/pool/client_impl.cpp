@@ -18,7 +18,10 @@ namespace asio = boost::asio;
 
 namespace {
 
-std::uint64_t rows_of(const result& r) noexcept { return r.size() != 0 ? r.size() : r.affected_rows(); }
+std::uint64_t rows_of(const result& r) {
+  if (r.failed()) return 0;  // a failed result throws when read
+  return r.size() != 0 ? r.size() : r.affected_rows();
+}
 
 observed_query observed_of(const query_request& req) noexcept {
   return {req.spec.sql, req.on_lease, req.submitted, req.waited};
