@@ -36,6 +36,8 @@ class lease {
   using executor_type = boost::asio::any_io_executor;
 
   lease() noexcept = default;
+  /// An empty lease carrying why async_acquire failed (see diag()).
+  explicit lease(diagnostics failure) noexcept : failure_(std::move(failure)) {}
   /// Moves the lease; a move-assignment first releases the connection this one held.
   ///@{
   lease(lease&&) noexcept = default;
@@ -50,6 +52,11 @@ class lease {
   bool valid() const noexcept { return impl_ != nullptr; }
   explicit operator bool() const noexcept { return valid(); }
   ///@}
+
+  /// Why async_acquire failed: the connect failure's server text and
+  /// SQLSTATE (28P01, 3D000...) or pgpipe's message; empty for a lease
+  /// that was granted.
+  [[nodiscard]] const diagnostics& diag() const noexcept { return failure_; }
 
   /// Same contract as async_client::async_query, on this lease's connection,
   /// with one difference for cancellation (terminal or partial) of a written
@@ -124,6 +131,7 @@ class lease {
   std::shared_ptr<detail::query_target> target() const noexcept;
   row_stream start_stream(detail::query_spec spec);
   std::shared_ptr<detail::lease_impl> impl_;
+  diagnostics failure_;
 };
 
 }  // namespace pgpipe

@@ -272,7 +272,8 @@ TEST(blocking_pool, wrong_password_is_auth_failed_without_the_password) {
     pool.exec("select 1");
     FAIL() << "no error";
   } catch (const pgpipe::error& e) {
-    EXPECT_EQ(e.code(), errc::auth_failed) << e.what();
+    EXPECT_EQ(e.code(), pgpipe::errc_condition::auth_error) << e.what();
+    EXPECT_EQ(pgpipe::sqlstate_of(e.code()), "28P01") << e.what();
     EXPECT_EQ(std::string(e.what()).find(secret), std::string::npos) << e.what();
     EXPECT_EQ(e.diag().to_string().find(secret), std::string::npos);
     EXPECT_NE(e.diag().message.find("password authentication failed"), std::string::npos) << e.what();
