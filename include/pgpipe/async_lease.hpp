@@ -98,7 +98,7 @@ class lease {
   /// with row_stream::cancel(). Queries started after it on this lease run
   /// once it has been read to the end or cancelled.
   template <class... Args>
-  row_stream stream(std::string_view sql, const Args&... args) {
+  [[nodiscard]] row_stream stream(std::string_view sql, const Args&... args) {
     return start_stream(detail::query_spec{std::string(sql), detail::encode_params(args...), std::nullopt});
   }
 
@@ -112,10 +112,10 @@ class lease {
   /// `opts.timeout` bounds the whole COPY (errc::query_timeout, nothing
   /// stays); unlike a query, a COPY has no timeout by default: the caller
   /// paces it. opts.read_only does not apply.
-  async_copy_in copy_in(std::string_view copy_sql, const query_options& opts = {});
+  [[nodiscard]] async_copy_in copy_in(std::string_view copy_sql, const query_options& opts = {});
   /// Starts `copy_sql` (a COPY ... TO STDOUT) and returns the handle that
   /// reads it (see async_copy_out). Errors and order as copy_in.
-  async_copy_out copy_out(std::string_view copy_sql, const query_options& opts = {});
+  [[nodiscard]] async_copy_out copy_out(std::string_view copy_sql, const query_options& opts = {});
 
   /// Returns the connection to the pool now (what the destructor does):
   /// queries still in flight complete normally, then ROLLBACK is sent if a

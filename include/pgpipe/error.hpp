@@ -65,20 +65,20 @@ const std::error_category& client_category() noexcept;
 const std::error_category& sqlstate_category() noexcept;
 const std::error_category& condition_category() noexcept;
 
-std::error_code make_error_code(errc e) noexcept;
-std::error_condition make_error_condition(errc_condition e) noexcept;
+[[nodiscard]] std::error_code make_error_code(errc e) noexcept;
+[[nodiscard]] std::error_condition make_error_condition(errc_condition e) noexcept;
 
 /// An error_code in sqlstate_category() for a five-character SQLSTATE. Anything
 /// that is not five characters of [0-9A-Z] maps to "XX000" (internal_error).
-std::error_code make_sqlstate(std::string_view sqlstate) noexcept;
+[[nodiscard]] std::error_code make_sqlstate(std::string_view sqlstate) noexcept;
 /// The SQLSTATE of `ec`, or "" when ec is not in sqlstate_category().
-std::string sqlstate_of(const std::error_code& ec);
+[[nodiscard]] std::string sqlstate_of(const std::error_code& ec);
 
 /// True when the request may have reached the server: a caller must not
 /// blindly retry a non-idempotent statement after such an error.
-bool may_have_executed(const std::error_code& ec) noexcept;
+[[nodiscard]] bool may_have_executed(const std::error_code& ec) noexcept;
 /// True for both connection-loss codes.
-bool is_connection_lost(const std::error_code& ec) noexcept;
+[[nodiscard]] bool is_connection_lost(const std::error_code& ec) noexcept;
 
 /// What the server said, kept apart from what the client says.
 struct diagnostics {
@@ -132,11 +132,11 @@ class error : public std::system_error {
 /// The conninfo with every password replaced by "********". Handles both
 /// key=value strings (quoted or not) and postgresql:// URIs (userinfo and
 /// ?password= query parameters).
-std::string redact_conninfo(std::string_view conninfo);
+[[nodiscard]] std::string redact_conninfo(std::string_view conninfo);
 
 /// Replaces every occurrence of `secret` in `text` (used to scrub messages
 /// that libpq or the server produced before they reach the caller).
-std::string redact_secret(std::string text, std::string_view secret);
+[[nodiscard]] std::string redact_secret(std::string text, std::string_view secret);
 
 }  // namespace pgpipe
 

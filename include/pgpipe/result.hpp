@@ -73,7 +73,7 @@ class field {
   /// Converts the value; throws pgpipe::error (type_mismatch,
   /// conversion_error, out_of_range, null_value).
   template <class T>
-  T get() const {
+  [[nodiscard]] T get() const {
     std::error_code ec;
     T v = get<T>(ec);
     if (ec) throw error(ec, describe(ec, detail::cpp_type_name<T>()));
@@ -81,7 +81,7 @@ class field {
   }
   /// Converts the value; on failure sets ec and returns T{}.
   template <class T>
-  T get(std::error_code& ec) const {
+  [[nodiscard]] T get(std::error_code& ec) const {
     T v{};
     ec = detail::decode_field(value(), v);
     if (ec) return T{};
@@ -133,11 +133,11 @@ class row {
   /// Shorthand for at(col).get<T>(): converts one column (see field::get).
   ///@{
   template <class T>
-  T get(std::size_t col) const {
+  [[nodiscard]] T get(std::size_t col) const {
     return at(col).template get<T>();
   }
   template <class T>
-  T get(std::string_view name) const {
+  [[nodiscard]] T get(std::string_view name) const {
     return at(name).template get<T>();
   }
   ///@}
@@ -157,7 +157,7 @@ struct pgresult_deleter {
 
 /// The outcome of one query: rows for a SELECT, a command tag and affected
 /// row count for a command, or (failed()) the error code and diagnostics.
-class result {
+class [[nodiscard]] result {
  public:
   result() = default;
   /// Takes ownership of `res` (and of its diagnostics, when given); with
