@@ -24,7 +24,7 @@ int run(const pgpipe::pool_params& params) {
 
   // Another session notifies.
   pgpipe::blocking_pool pool(params);
-  for (int i = 1; i <= sent; ++i) pool.exec("select pg_notify('orders', $1)", "order " + std::to_string(i));
+  for (int i = 1; i <= sent; ++i) (void)pool.exec("select pg_notify('orders', $1)", "order " + std::to_string(i));
 
   int received = 0;
   for (;;) {

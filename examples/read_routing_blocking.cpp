@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
     // The marker promises the statement writes nothing; one that writes is refused.
     bool refused = false;
     try {
-      router.exec(pgpipe::read_only, "create table pgpipe_example_refused(n int)");
+      (void)router.exec(pgpipe::read_only, "create table pgpipe_example_refused(n int)");
       std::cout << "marked write: ran\n";
     } catch (const pgpipe::error& e) {
       refused = pgpipe::sqlstate_of(e.code()) == "25006";

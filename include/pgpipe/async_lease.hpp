@@ -37,6 +37,8 @@ class lease {
   using executor_type = boost::asio::any_io_executor;
 
   lease() noexcept = default;
+  /// An empty lease carrying why async_acquire failed (see diag()).
+  explicit lease(diagnostics failure) noexcept : failure_(std::move(failure)) {}
   /// Moves the lease; a move-assignment first releases the connection this one held.
   ///@{
   lease(lease&&) noexcept = default;
@@ -51,6 +53,11 @@ class lease {
   bool valid() const noexcept { return impl_ != nullptr; }
   explicit operator bool() const noexcept { return valid(); }
   ///@}
+
+  /// Why async_acquire failed: the connect failure's server text and
+  /// SQLSTATE (28P01, 3D000...) or pgpipe's message; empty for a lease
+  /// that was granted.
+  [[nodiscard]] const diagnostics& diag() const noexcept { return failure_; }
 
   /// Same contract as async_client::async_query, on this lease's connection,
   /// with one difference for cancellation (terminal or partial) of a written
@@ -97,7 +104,7 @@ class lease {
   /// with row_stream::cancel(). Queries started after it on this lease run
   /// once it has been read to the end or cancelled.
   template <class... Args>
-  row_stream stream(std::string_view sql, const Args&... args) {
+  [[nodiscard]] row_stream stream(std::string_view sql, const Args&... args) {
     return start_stream(detail::query_spec{std::string(sql), detail::encode_params(args...), std::nullopt});
   }
 
@@ -111,10 +118,10 @@ class lease {
   /// `opts.timeout` bounds the whole COPY (errc::query_timeout, nothing
   /// stays); unlike a query, a COPY has no timeout by default: the caller
   /// paces it. opts.read_only does not apply.
-  async_copy_in copy_in(std::string_view copy_sql, const query_options& opts = {});
+  [[nodiscard]] async_copy_in copy_in(std::string_view copy_sql, const query_options& opts = {});
   /// Starts `copy_sql` (a COPY ... TO STDOUT) and returns the handle that
   /// reads it (see async_copy_out). Errors and order as copy_in.
-  async_copy_out copy_out(std::string_view copy_sql, const query_options& opts = {});
+  [[nodiscard]] async_copy_out copy_out(std::string_view copy_sql, const query_options& opts = {});
 
   /// Returns the connection to the pool now (what the destructor does):
   /// queries still in flight complete normally, then ROLLBACK is sent if a
@@ -131,6 +138,7 @@ class lease {
   std::shared_ptr<detail::query_target> target() const noexcept;
   row_stream start_stream(detail::query_spec spec);
   std::shared_ptr<detail::lease_impl> impl_;
+  diagnostics failure_;
 };
 
 }  // namespace pgpipe

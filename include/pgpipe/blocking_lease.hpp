@@ -71,7 +71,7 @@ class exec_watch;
 /// The same translation, as a value: the code and diagnostics of `ex`
 /// (a pqxx, pgpipe or std::system_error exception). Any other exception maps
 /// to std::errc::state_not_recoverable with its what() as client_message.
-std::error_code translate_exception(std::exception_ptr ex, diagnostics* diag) noexcept;
+[[nodiscard]] std::error_code translate_exception(std::exception_ptr ex, diagnostics* diag) noexcept;
 }  // namespace detail
 
 /// Move-only handle on one connection of a blocking_pool.

@@ -119,7 +119,7 @@ class blocking_pool {
   /// SET does stay on that connection for later callers: put session
   /// settings in pool_params::on_connect (or use SET LOCAL in transaction()).
   template <typename... Args>
-  pqxx::result exec(std::string_view sql, Args&&... args);
+  [[nodiscard]] pqxx::result exec(std::string_view sql, Args&&... args);
 
   /// Runs fn(pqxx::work&) in a transaction on a borrowed connection: commits
   /// when fn returns, rolls back when it throws, and returns fn's result.

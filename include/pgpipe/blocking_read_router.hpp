@@ -60,7 +60,7 @@ class blocking_read_router {
 
   /// An unmarked statement: always the primary (blocking_pool::exec).
   template <typename... Args>
-  pqxx::result exec(std::string_view sql, Args&&... args) {
+  [[nodiscard]] pqxx::result exec(std::string_view sql, Args&&... args) {
     return primary().exec(sql, std::forward<Args>(args)...);
   }
   /// A read-only statement: a healthy replica within max_lag, else the
@@ -78,7 +78,7 @@ class blocking_read_router {
   /// caller's error, refused with SQLSTATE 25006 wherever it runs (a standby
   /// refuses it; the primary's read-only pool has read-only sessions).
   template <typename... Args>
-  pqxx::result exec(read_only_t, std::string_view sql, Args&&... args) {
+  [[nodiscard]] pqxx::result exec(read_only_t, std::string_view sql, Args&&... args) {
     detail::read_route where = route_read();
     detail::read_failures failed;
     for (;;) {

@@ -55,27 +55,30 @@ enum class errc_condition {
   connection_lost = 1,  ///< errc::not_sent or errc::connection_lost
   timeout,              ///< errc::pool_timeout or errc::query_timeout
   server_error,         ///< any SQLSTATE error
-  connect_error,        ///< errc::server_unreachable, auth_failed, bad_conninfo, connect_failed
+  connect_error,        ///< errc::server_unreachable, auth_failed, bad_conninfo, connect_failed, and the
+                        ///< SQLSTATEs a server refuses a connection with (class 28, 3D000)
+  auth_error,           ///< the credentials were refused: errc::auth_failed (libpq gave up before
+                        ///< the server said) or SQLSTATE class 28 (28P01 wrong password, 28000)
 };
 
 const std::error_category& client_category() noexcept;
 const std::error_category& sqlstate_category() noexcept;
 const std::error_category& condition_category() noexcept;
 
-std::error_code make_error_code(errc e) noexcept;
-std::error_condition make_error_condition(errc_condition e) noexcept;
+[[nodiscard]] std::error_code make_error_code(errc e) noexcept;
+[[nodiscard]] std::error_condition make_error_condition(errc_condition e) noexcept;
 
 /// An error_code in sqlstate_category() for a five-character SQLSTATE. Anything
 /// that is not five characters of [0-9A-Z] maps to "XX000" (internal_error).
-std::error_code make_sqlstate(std::string_view sqlstate) noexcept;
+[[nodiscard]] std::error_code make_sqlstate(std::string_view sqlstate) noexcept;
 /// The SQLSTATE of `ec`, or "" when ec is not in sqlstate_category().
-std::string sqlstate_of(const std::error_code& ec);
+[[nodiscard]] std::string sqlstate_of(const std::error_code& ec);
 
 /// True when the request may have reached the server: a caller must not
 /// blindly retry a non-idempotent statement after such an error.
-bool may_have_executed(const std::error_code& ec) noexcept;
+[[nodiscard]] bool may_have_executed(const std::error_code& ec) noexcept;
 /// True for both connection-loss codes.
-bool is_connection_lost(const std::error_code& ec) noexcept;
+[[nodiscard]] bool is_connection_lost(const std::error_code& ec) noexcept;
 
 /// What the server said, kept apart from what the client says.
 struct diagnostics {
@@ -85,6 +88,20 @@ struct diagnostics {
   std::string detail;          ///< the server's DETAIL, if any
   std::string hint;            ///< the server's HINT, if any
   std::string context;         ///< the server's CONTEXT (where in a function), if any
+  /// The object the error is about, when the server names one (constraint
+  /// violations, a domain's check, an undefined column...): its schema,
+  /// table, column, data type and constraint names.
+  ///@{
+  std::string schema;
+  std::string table;
+  std::string column;
+  std::string datatype;
+  std::string constraint;
+  ///@}
+  /// Where in the statement the error is: a 1-based character index, 0 when
+  /// the server gives none (async driver; the blocking driver's libpqxx
+  /// does not pass it on).
+  int position = 0;
   std::string client_message;  ///< pgpipe's own explanation (never contains a password)
 
   /// True when the server reported the error (a SQLSTATE is set).
@@ -103,19 +120,23 @@ class error : public std::system_error {
   error(std::error_code ec, const std::string& client_message);
   /// The fields behind code().
   const diagnostics& diag() const noexcept { return diag_; }
+  /// diag().to_string(), which names a server error's SQLSTATE; for a
+  /// client-side error, its message and code().message().
+  const char* what() const noexcept override { return what_.c_str(); }
 
  private:
   diagnostics diag_;
+  std::string what_;
 };
 
 /// The conninfo with every password replaced by "********". Handles both
 /// key=value strings (quoted or not) and postgresql:// URIs (userinfo and
 /// ?password= query parameters).
-std::string redact_conninfo(std::string_view conninfo);
+[[nodiscard]] std::string redact_conninfo(std::string_view conninfo);
 
 /// Replaces every occurrence of `secret` in `text` (used to scrub messages
 /// that libpq or the server produced before they reach the caller).
-std::string redact_secret(std::string text, std::string_view secret);
+[[nodiscard]] std::string redact_secret(std::string text, std::string_view secret);
 
 }  // namespace pgpipe
 

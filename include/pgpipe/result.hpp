@@ -13,6 +13,13 @@
 // errc::null_value (NULL into a non-optional type). get<T>() throws
 // pgpipe::error; the overloads taking std::error_code& report instead.
 //
+// A failed query's result remembers its error (code() and diag()): reading
+// what the query produced from it (size(), empty(), rows, iteration,
+// value<T>(), affected_rows(), command_tag()...) throws that pgpipe::error,
+// with the server's SQLSTATE and message, rather than reading as zero rows.
+// Only code(), failed(), has_value(), diag(), native_handle() and release()
+// answer without throwing.
+//
 // Thread-safety: a result is a value; distinct results may be used from
 // distinct threads, a single one is safe to read concurrently (const only).
 #pragma once
@@ -66,7 +73,7 @@ class field {
   /// Converts the value; throws pgpipe::error (type_mismatch,
   /// conversion_error, out_of_range, null_value).
   template <class T>
-  T get() const {
+  [[nodiscard]] T get() const {
     std::error_code ec;
     T v = get<T>(ec);
     if (ec) throw error(ec, describe(ec, detail::cpp_type_name<T>()));
@@ -74,7 +81,7 @@ class field {
   }
   /// Converts the value; on failure sets ec and returns T{}.
   template <class T>
-  T get(std::error_code& ec) const {
+  [[nodiscard]] T get(std::error_code& ec) const {
     T v{};
     ec = detail::decode_field(value(), v);
     if (ec) return T{};
@@ -126,11 +133,11 @@ class row {
   /// Shorthand for at(col).get<T>(): converts one column (see field::get).
   ///@{
   template <class T>
-  T get(std::size_t col) const {
+  [[nodiscard]] T get(std::size_t col) const {
     return at(col).template get<T>();
   }
   template <class T>
-  T get(std::string_view name) const {
+  [[nodiscard]] T get(std::string_view name) const {
     return at(name).template get<T>();
   }
   ///@}
@@ -149,8 +156,8 @@ struct pgresult_deleter {
 }  // namespace detail
 
 /// The outcome of one query: rows for a SELECT, a command tag and affected
-/// row count for a command, or (with an error code) diagnostics.
-class result {
+/// row count for a command, or (failed()) the error code and diagnostics.
+class [[nodiscard]] result {
  public:
   result() = default;
   /// Takes ownership of `res` (and of its diagnostics, when given); with
@@ -160,6 +167,10 @@ class result {
   result(PGresult* res, diagnostics diag) noexcept : res_(res), diag_(std::move(diag)) {}
   explicit result(diagnostics diag) noexcept : diag_(std::move(diag)) {}
   ///@}
+  /// A failed query's result: `ec` (non-zero) with its diagnostics, and the
+  /// server's error PGresult when there is one (taken over).
+  result(std::error_code ec, diagnostics diag, PGresult* res = nullptr) noexcept
+      : res_(res), diag_(std::move(diag)), ec_(ec) {}
   /// Move-only: a result owns its PGresult.
   ///@{
   result(result&&) noexcept = default;
@@ -168,27 +179,49 @@ class result {
   result(const result&) = delete;
   result& operator=(const result&) = delete;
 
-  /// False for the empty result handed out with most errors.
+  /// The error the query failed with (the same code its operation
+  /// reported); empty for a result that holds rows or a command's outcome.
+  [[nodiscard]] std::error_code code() const noexcept { return ec_; }
+  /// True when the query failed: reading rows from this result throws.
+  [[nodiscard]] bool failed() const noexcept { return static_cast<bool>(ec_); }
+  /// Throws pgpipe::error(code(), diag()) when the query failed.
+  void throw_if_failed() const {
+    if (ec_) throw error(ec_, diag_);
+  }
+
+  /// True when there is something to read: a PGresult and no error.
   ///@{
-  bool has_value() const noexcept { return res_ != nullptr; }
+  [[nodiscard]] bool has_value() const noexcept { return res_ != nullptr && !ec_; }
   explicit operator bool() const noexcept { return has_value(); }
   ///@}
 
-  /// Rows and columns (0 when there is no PGresult), and column names by position.
+  /// Rows and columns (0 when there is no PGresult), and column names by
+  /// position. Throw pgpipe::error when the query failed.
   ///@{
-  std::size_t size() const noexcept { return res_ ? static_cast<std::size_t>(PQntuples(res_.get())) : 0; }
-  bool empty() const noexcept { return size() == 0; }
-  std::size_t columns() const noexcept { return res_ ? static_cast<std::size_t>(PQnfields(res_.get())) : 0; }
-  std::string_view column_name(std::size_t col) const noexcept {
+  [[nodiscard]] std::size_t size() const {
+    throw_if_failed();
+    return res_ ? static_cast<std::size_t>(PQntuples(res_.get())) : 0;
+  }
+  [[nodiscard]] bool empty() const { return size() == 0; }
+  [[nodiscard]] std::size_t columns() const {
+    throw_if_failed();
+    return res_ ? static_cast<std::size_t>(PQnfields(res_.get())) : 0;
+  }
+  [[nodiscard]] std::string_view column_name(std::size_t col) const {
+    throw_if_failed();
     const char* n = res_ ? PQfname(res_.get(), static_cast<int>(col)) : nullptr;
     return n ? std::string_view(n) : std::string_view();
   }
   ///@}
 
-  /// Row by position; operator[] is unchecked, at() throws errc::out_of_range.
+  /// Row by position; operator[] does not check the index, at() throws
+  /// errc::out_of_range. Both throw the query's error when it failed.
   ///@{
-  pgpipe::row operator[](std::size_t r) const noexcept { return pgpipe::row(res_.get(), static_cast<int>(r)); }
-  pgpipe::row at(std::size_t r) const {
+  [[nodiscard]] pgpipe::row operator[](std::size_t r) const {
+    throw_if_failed();
+    return pgpipe::row(res_.get(), static_cast<int>(r));
+  }
+  [[nodiscard]] pgpipe::row at(std::size_t r) const {
     if (r >= size()) throw error(errc::out_of_range, "row " + std::to_string(r) + " out of range");
     return (*this)[r];
   }
@@ -197,32 +230,38 @@ class result {
   /// Shorthand for at(r).at(col).get<T>(): `r.value<std::int64_t>()` reads a
   /// single-value result.
   template <class T>
-  T value(std::size_t r = 0, std::size_t col = 0) const {
+  [[nodiscard]] T value(std::size_t r = 0, std::size_t col = 0) const {
     return at(r).at(col).template get<T>();
   }
 
   /// Rows a command affected (INSERT/UPDATE/DELETE/SELECT/MOVE/FETCH/COPY),
-  /// from PQcmdTuples; 0 when the command reports none.
-  std::uint64_t affected_rows() const noexcept {
+  /// from PQcmdTuples; 0 when the command reports none. Throws the query's
+  /// error when it failed (a failed UPDATE did not affect "0 rows").
+  [[nodiscard]] std::uint64_t affected_rows() const {
+    throw_if_failed();
     if (!res_) return 0;
     std::string_view s = PQcmdTuples(res_.get());
     std::uint64_t n = 0;
     auto r = std::from_chars(s.data(), s.data() + s.size(), n);
     return r.ec == std::errc{} ? n : 0;
   }
-  /// The command tag, e.g. "INSERT 0 1", "SELECT 3", "BEGIN".
-  std::string_view command_tag() const noexcept { return res_ ? PQcmdStatus(res_.get()) : ""; }
+  /// The command tag, e.g. "INSERT 0 1", "SELECT 3", "BEGIN". Throws the
+  /// query's error when it failed.
+  [[nodiscard]] std::string_view command_tag() const {
+    throw_if_failed();
+    return res_ ? PQcmdStatus(res_.get()) : "";
+  }
 
   /// The server's error fields and pgpipe's message when the query failed.
   ///@{
-  const diagnostics& diag() const noexcept { return diag_; }
-  diagnostics& diag() noexcept { return diag_; }
+  [[nodiscard]] const diagnostics& diag() const noexcept { return diag_; }
+  [[nodiscard]] diagnostics& diag() noexcept { return diag_; }
   ///@}
 
   /// The underlying libpq result (still owned by this object).
-  const PGresult* native_handle() const noexcept { return res_.get(); }
+  [[nodiscard]] const PGresult* native_handle() const noexcept { return res_.get(); }
   /// Gives up ownership of the PGresult (the caller must PQclear it).
-  PGresult* release() noexcept { return res_.release(); }
+  [[nodiscard]] PGresult* release() noexcept { return res_.release(); }
 
   /// A random-access iterator over the rows (each dereference makes a row view).
   class iterator {
@@ -258,13 +297,18 @@ class result {
   };
   /// The rows, for range-for: `for (pgpipe::row r : res)`.
   ///@{
-  iterator begin() const noexcept { return iterator(res_.get(), 0); }
-  iterator end() const noexcept { return iterator(res_.get(), static_cast<int>(size())); }
+  /// begin() and end() throw the query's error when it failed.
+  [[nodiscard]] iterator begin() const {
+    throw_if_failed();
+    return iterator(res_.get(), 0);
+  }
+  [[nodiscard]] iterator end() const { return iterator(res_.get(), static_cast<int>(size())); }
   ///@}
 
  private:
   std::unique_ptr<PGresult, detail::pgresult_deleter> res_;
   diagnostics diag_;
+  std::error_code ec_;
 };
 
 }  // namespace pgpipe

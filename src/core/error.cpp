@@ -1,6 +1,8 @@
 // Error categories, diagnostics and password redaction.
 #include <pgpipe/error.hpp>
 
+#include "core/sqlstate_names.hpp"
+
 #include <array>
 #include <cctype>
 #include <cstdint>
@@ -39,6 +41,10 @@ class client_category_impl final : public std::error_category {
     }
     return "unknown pgpipe error " + std::to_string(ev);
   }
+  bool equivalent(int ev, const std::error_condition& cond) const noexcept override {
+    if (cond == errc_condition::auth_error) return static_cast<errc>(ev) == errc::auth_failed;
+    return default_error_condition(ev) == cond;
+  }
   std::error_condition default_error_condition(int ev) const noexcept override {
     switch (static_cast<errc>(ev)) {
       case errc::not_sent:
@@ -71,57 +77,31 @@ std::string decode_sqlstate(int ev) {
   return s;
 }
 
-struct sqlstate_name {
-  const char* code;
-  const char* name;
-};
-// The conditions a client meets most; the rest print as their code alone.
-constexpr std::array<sqlstate_name, 31> known_sqlstates{{
-    {"08000", "connection_exception"},
-    {"08001", "sqlclient_unable_to_establish_sqlconnection"},
-    {"08006", "connection_failure"},
-    {"08P01", "protocol_violation"},
-    {"0A000", "feature_not_supported"},
-    {"21000", "cardinality_violation"},
-    {"22001", "string_data_right_truncation"},
-    {"22003", "numeric_value_out_of_range"},
-    {"22012", "division_by_zero"},
-    {"22021", "character_not_in_repertoire"},
-    {"22P02", "invalid_text_representation"},
-    {"23502", "not_null_violation"},
-    {"23503", "foreign_key_violation"},
-    {"23505", "unique_violation"},
-    {"25P02", "in_failed_sql_transaction"},
-    {"28000", "invalid_authorization_specification"},
-    {"28P01", "invalid_password"},
-    {"3D000", "invalid_catalog_name"},
-    {"40001", "serialization_failure"},
-    {"40P01", "deadlock_detected"},
-    {"42601", "syntax_error"},
-    {"42703", "undefined_column"},
-    {"42P01", "undefined_table"},
-    {"42883", "undefined_function"},
-    {"53300", "too_many_connections"},
-    {"55P03", "lock_not_available"},
-    {"57014", "query_canceled"},
-    {"57P01", "admin_shutdown"},
-    {"57P02", "crash_shutdown"},
-    {"57P03", "cannot_connect_now"},
-    {"XX000", "internal_error"},
-}};
-
 class sqlstate_category_impl final : public std::error_category {
  public:
   const char* name() const noexcept override { return "sqlstate"; }
   std::string message(int ev) const override {
     std::string code = decode_sqlstate(ev);
-    for (const auto& k : known_sqlstates)
-      if (code == k.code) return "SQLSTATE " + code + " (" + k.name + ")";
+    if (auto name = detail::sqlstate_name(code); !name.empty()) return "SQLSTATE " + code + " (" + std::string(name) + ")";
+    if (auto cls = detail::sqlstate_class_name(code); !cls.empty())
+      return "SQLSTATE " + code + " (class " + code.substr(0, 2) + ": " + std::string(cls) + ")";
     return "SQLSTATE " + code;
   }
   std::error_condition default_error_condition(int ev) const noexcept override {
     (void)ev;
     return errc_condition::server_error;
+  }
+  // Every SQLSTATE is a server error; those a server refuses a connection
+  // with are connect errors too, and class 28 is refused credentials.
+  bool equivalent(int ev, const std::error_condition& cond) const noexcept override {
+    if (cond.category() != condition_category()) return false;
+    const bool auth = ev / (36 * 36 * 36) == (2 * 36 + 8);  // class "28"
+    switch (static_cast<errc_condition>(cond.value())) {
+      case errc_condition::server_error: return true;
+      case errc_condition::auth_error: return auth;
+      case errc_condition::connect_error: return auth || ev == make_sqlstate("3D000").value();
+      default: return false;
+    }
   }
 };
 
@@ -134,6 +114,7 @@ class condition_category_impl final : public std::error_category {
       case errc_condition::timeout: return "timeout";
       case errc_condition::server_error: return "server error";
       case errc_condition::connect_error: return "could not connect";
+      case errc_condition::auth_error: return "the credentials were refused";
     }
     return "unknown condition";
   }
@@ -185,29 +166,41 @@ bool is_connection_lost(const std::error_code& ec) noexcept {
 
 std::string diagnostics::to_string() const {
   if (!has_server_error()) return client_message;
+  const std::string sev = severity.empty() ? std::string("ERROR") : severity;
+  // pgpipe's message may already quote the server's (a connect failure
+  // quotes libpq, which quotes the server): then say it once, with the code.
   // A SQLSTATE pgpipe assigned itself (25P02 for a COMMIT answered with
   // ROLLBACK) comes with no server message.
-  std::string out = (severity.empty() ? std::string("ERROR") : severity) + " " + sqlstate;
-  if (!message.empty()) out += ": " + message;
-  if (!detail.empty()) out += " (detail: " + detail + ")";
-  if (!hint.empty()) out += " (hint: " + hint + ")";
-  if (!client_message.empty()) out = client_message + ": " + out;
+  const bool quoted = !client_message.empty() && !message.empty() && client_message.find(message) != std::string::npos;
+  std::string out = quoted ? client_message + " (" + sev + " " + sqlstate + ")" : sev + " " + sqlstate;
+  if (!quoted && !message.empty()) out += ": " + message;
+  if (!detail.empty() && out.find(detail) == std::string::npos) out += " (detail: " + detail + ")";
+  if (!hint.empty() && out.find(hint) == std::string::npos) out += " (hint: " + hint + ")";
+  if (!client_message.empty() && !quoted) out = client_message + ": " + out;
   return out;
 }
 
 namespace {
+// A server error's text names its SQLSTATE already; a client-side one gets
+// the code's explanation after pgpipe's message.
 std::string what_for(const std::error_code& ec, const diagnostics& d) {
   std::string text = d.to_string();
-  return text.empty() ? ec.message() : text;
+  if (d.has_server_error()) return text;
+  if (text.empty()) return ec.message();
+  const std::string m = ec.message();
+  return text.find(m) == std::string::npos ? text + ": " + m : text;
 }
 }  // namespace
 
 error::error(std::error_code ec, diagnostics diag)
-    : std::system_error(ec, what_for(ec, diag)), diag_(std::move(diag)) {}
+    : std::system_error(ec), diag_(std::move(diag)), what_(what_for(ec, diag_)) {}
 
 error::error(std::error_code ec, const std::string& client_message)
-    : error(ec, diagnostics{.severity = {}, .sqlstate = {}, .message = {}, .detail = {}, .hint = {},
-                            .context = {}, .client_message = client_message}) {}
+    : error(ec, [&] {
+        diagnostics d;
+        d.client_message = client_message;
+        return d;
+      }()) {}
 
 namespace {
 

@@ -3,6 +3,7 @@
 #include "core/pool/connect_error.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <memory>
 
 namespace pgpipe::detail {
@@ -25,6 +26,16 @@ diagnostics diagnostics_of(const PGresult* res) {
   d.detail = field_of(res, PG_DIAG_MESSAGE_DETAIL);
   d.hint = field_of(res, PG_DIAG_MESSAGE_HINT);
   d.context = field_of(res, PG_DIAG_CONTEXT);
+  d.schema = field_of(res, PG_DIAG_SCHEMA_NAME);
+  d.table = field_of(res, PG_DIAG_TABLE_NAME);
+  d.column = field_of(res, PG_DIAG_COLUMN_NAME);
+  d.datatype = field_of(res, PG_DIAG_DATATYPE_NAME);
+  d.constraint = field_of(res, PG_DIAG_CONSTRAINT_NAME);
+  const std::string pos = field_of(res, PG_DIAG_STATEMENT_POSITION);
+  int p = 0;
+  // A position that does not parse (or does not fit) is left out, never guessed.
+  if (auto [end, ec] = std::from_chars(pos.data(), pos.data() + pos.size(), p); ec == std::errc{} && p > 0)
+    d.position = p;
   if (d.message.empty()) {
     // Errors libpq made up itself carry only the whole message.
     std::string m = PQresultErrorMessage(res);
@@ -128,8 +139,14 @@ connect_failure classify_connect_failure(std::string_view libpq_message, bool ne
   const std::string_view m = raw;
 
   if (contains_any(m, auth_texts) || needs_password) {
+    // When the server refused the credentials, its SQLSTATE is the code
+    // (sqlstate_of() gives it; errc_condition::auth_error matches both);
+    // errc::auth_failed is for libpq giving up before the server said.
     f.ec = errc::auth_failed;
-    if (!f.diag.message.empty()) f.diag.sqlstate = contains(m, "password authentication failed") ? "28P01" : "28000";
+    if (!f.diag.message.empty()) {
+      f.diag.sqlstate = contains(m, "password authentication failed") ? "28P01" : "28000";
+      f.ec = make_sqlstate(f.diag.sqlstate);
+    }
   } else if (contains_any(m, conninfo_texts)) {
     f.ec = errc::bad_conninfo;
   } else {

@@ -248,7 +248,7 @@ TEST(async_failure, wrong_password_is_auth_failed_and_never_echoed) {
   };
   pgpipe::async_client client(params, opts);
   auto [ec, r] = client.async_query("select 1", asio::use_future).get();
-  EXPECT_EQ(ec, pgpipe::errc::auth_failed) << ec.message();
+  EXPECT_EQ(ec, pgpipe::errc_condition::auth_error) << ec.message();
   EXPECT_EQ(ec, pgpipe::errc_condition::connect_error);
   EXPECT_EQ(r.diag().to_string().find(secret), std::string::npos);
   EXPECT_NE(r.diag().client_message.find("password authentication failed"), std::string::npos)

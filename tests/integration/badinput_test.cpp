@@ -139,7 +139,7 @@ TYPED_TEST(badinput, wrong_password_is_auth_failed_and_the_pool_recovers_once_it
   {
     typename TestFixture::harness_t h(TestFixture::conninfo(user, wrong_password));
     auto o = h.run("select 1");
-    EXPECT_EQ(o.ec, errc::auth_failed) << o.text;
+    EXPECT_EQ(o.ec, pgpipe::errc_condition::auth_error) << o.text;
     EXPECT_MENTIONS(o, "password authentication failed");
     EXPECT_MENTIONS(o, user);
     // The administrator fixes the password: the same pool works.

@@ -154,7 +154,7 @@ TEST(blocking_pool, server_down_is_server_unreachable_not_pool_timeout) {
   pgpipe::diagnostics diag;
   std::string what;
   try {
-    pool.exec("select 1");
+    (void)pool.exec("select 1");
   } catch (const pgpipe::error& e) {
     ec = e.code();
     diag = e.diag();
@@ -239,7 +239,7 @@ TEST(blocking_pool, transaction_commits_on_return_and_rolls_back_on_throw) {
 TEST(blocking_pool, sql_error_carries_sqlstate_and_server_fields) {
   blocking_pool pool{blocking_params(shared_cluster().conninfo(), 1)};
   try {
-    pool.exec("select 1/0");
+    (void)pool.exec("select 1/0");
     FAIL() << "no error";
   } catch (const pgpipe::error& e) {
     EXPECT_EQ(e.code(), pgpipe::make_sqlstate("22012"));
@@ -249,7 +249,7 @@ TEST(blocking_pool, sql_error_carries_sqlstate_and_server_fields) {
     EXPECT_EQ(e.diag().message, "division by zero");
   }
   try {
-    pool.exec("select * from no_such_table_here");
+    (void)pool.exec("select * from no_such_table_here");
     FAIL() << "no error";
   } catch (const pgpipe::error& e) {
     EXPECT_EQ(pgpipe::sqlstate_of(e.code()), "42P01");
@@ -269,10 +269,11 @@ TEST(blocking_pool, wrong_password_is_auth_failed_without_the_password) {
   blocking_pool pool{p};
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    pool.exec("select 1");
+    (void)pool.exec("select 1");
     FAIL() << "no error";
   } catch (const pgpipe::error& e) {
-    EXPECT_EQ(e.code(), errc::auth_failed) << e.what();
+    EXPECT_EQ(e.code(), pgpipe::errc_condition::auth_error) << e.what();
+    EXPECT_EQ(pgpipe::sqlstate_of(e.code()), "28P01") << e.what();
     EXPECT_EQ(std::string(e.what()).find(secret), std::string::npos) << e.what();
     EXPECT_EQ(e.diag().to_string().find(secret), std::string::npos);
     EXPECT_NE(e.diag().message.find("password authentication failed"), std::string::npos) << e.what();
@@ -403,7 +404,7 @@ TEST(blocking_pool, discarded_lease_is_not_reused) {
 
 TEST(blocking_pool, stats_count_work_and_the_pools_own_threads) {
   blocking_pool pool{blocking_params(shared_cluster().conninfo(), 2)};
-  for (int i = 0; i < 5; ++i) pool.exec("select 1");
+  for (int i = 0; i < 5; ++i) (void)pool.exec("select 1");
   const auto s = pool.stats();
   EXPECT_EQ(s.completed, 5u);
   EXPECT_EQ(s.idle + s.busy, 1u);
@@ -444,7 +445,7 @@ TEST(blocking_pool, generated_sql_texts_stop_being_prepared_at_the_per_connectio
 TEST(blocking_pool, a_statement_that_fails_to_prepare_reports_its_error_every_time) {
   blocking_pool pool{blocking_params(shared_cluster().conninfo(), 1)};
   for (int i = 0; i < 2; ++i) {
-    const auto ec = code_of([&] { pool.exec("selec $1::int", i); });
+    const auto ec = code_of([&] { (void)pool.exec("selec $1::int", i); });
     EXPECT_EQ(pgpipe::sqlstate_of(ec), "42601");
   }
   EXPECT_EQ(pool.exec("select 1")[0][0].as<int>(), 1);

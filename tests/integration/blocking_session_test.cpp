@@ -58,7 +58,7 @@ TEST(blocking_session, a_failing_on_connect_statement_fails_the_connect_clearly)
   p.acquire_timeout = 1500ms;
   pgpipe::blocking_pool pool(p);
   try {
-    pool.exec("select 1");
+    (void)pool.exec("select 1");
     FAIL() << "the connect succeeded despite a bad on_connect entry";
   } catch (const pgpipe::error& e) {
     EXPECT_EQ(e.code(), pgpipe::make_sqlstate("42704")) << e.what();
@@ -79,7 +79,7 @@ TEST(blocking_session, notices_and_warnings_go_to_the_logger_never_stderr) {
   std::string printed;
   {
     pgpipe::test::stderr_capture cap;
-    pool.exec("do $$ begin raise notice 'pgpipe-notice-1'; raise warning 'pgpipe-warning-2'; end $$");
+    (void)pool.exec("do $$ begin raise notice 'pgpipe-notice-1'; raise warning 'pgpipe-warning-2'; end $$");
     printed = cap.text();
   }
   EXPECT_EQ(printed, "");
@@ -102,9 +102,9 @@ TEST(blocking_session, notices_and_warnings_go_to_the_logger_never_stderr) {
 
 TEST(blocking_session, a_transaction_left_open_by_exec_is_rolled_back_on_return) {
   pgpipe::blocking_pool pool(params_for(1));
-  pool.exec("begin");
+  (void)pool.exec("begin");
   try {
-    pool.exec("savepoint pgpipe_probe");
+    (void)pool.exec("savepoint pgpipe_probe");
     FAIL() << "the next caller ran inside the previous caller's transaction";
   } catch (const pgpipe::error& e) {
     EXPECT_EQ(e.code(), pgpipe::make_sqlstate("25P01")) << e.what();  // no transaction block

@@ -151,7 +151,7 @@ TEST_F(blocking_vs_async, same_error_codes_for_the_same_failures) {
     std::error_code blocking_ec;
     std::string blocking_sqlstate;
     try {
-      blocking_.exec(sql);
+      (void)blocking_.exec(sql);
     } catch (const pgpipe::error& e) {
       blocking_ec = e.code();
       blocking_sqlstate = e.diag().sqlstate;

@@ -166,7 +166,7 @@ TEST(fault_blocking, connection_limit_2_with_a_pool_of_10_backs_off_and_serves_o
     ts.emplace_back([&] {
       while (!stop) {
         try {
-          pool.exec("select pg_sleep(0.01)");
+          (void)pool.exec("select pg_sleep(0.01)");
           ++ok;
         } catch (const std::exception& e) {
           ++failed;

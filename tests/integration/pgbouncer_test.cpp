@@ -217,7 +217,7 @@ TYPED_TEST(pgbouncer, scram_with_an_auth_file_verifier_made_by_pgpipe_scram) {
   wrong.acquire_timeout = 3s;
   TypeParam bad(wrong);
   outcome o = bad.run("select 1");
-  EXPECT_EQ(o.ec, pgpipe::make_error_code(pgpipe::errc::auth_failed)) << o.text;
+  EXPECT_EQ(o.ec, pgpipe::errc_condition::auth_error) << o.text;
   pgpipe::test::expect_no_secret(o.text + bad.log(), {password, "not-" + password}, "refused login");
 }
 #endif  // PGPIPE_SCRAM_BIN (PGPIPE_BUILD_TOOLS=OFF: the CLI is not built; said at configure time)

@@ -99,7 +99,7 @@ TYPED_TEST(scaleout_multihost_timeout, a_server_refusing_the_login_ends_the_walk
   p.acquire_timeout = 6s;
   TypeParam d(p);
   outcome o = d.run("select 1");
-  EXPECT_EQ(o.ec, pgpipe::make_error_code(pgpipe::errc::auth_failed)) << o.text;
+  EXPECT_EQ(o.ec, pgpipe::errc_condition::auth_error) << o.text;
   EXPECT_EQ(o.text.find(std::to_string(silent.port())), std::string::npos) << o.text;
   pgpipe::test::expect_no_secret(o.text + d.log(), {"wrong-walk-password"}, "error and log");
 }

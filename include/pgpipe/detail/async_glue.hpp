@@ -34,6 +34,20 @@ namespace pgpipe {
 
 namespace detail {
 
+/// Every result handed to a caller with an error carries that error, so
+/// that reading rows from an unchecked failed result throws it (with the
+/// server's SQLSTATE and message) instead of reading as zero rows. Done
+/// here, where every operation completes, rather than at each place a
+/// failed result is made.
+inline void remember_error(const std::error_code& ec, result& r) {
+  if (ec && r.code() != ec) {
+    PGresult* res = r.release();
+    r = result(ec, std::move(r.diag()), res);
+  }
+}
+template <class T>
+void remember_error(const std::error_code&, T&) noexcept {}
+
 /// A type-erased completion handler taking (std::error_code, T). For
 /// T = std::monostate the handler takes only the error_code.
 template <class T>
@@ -73,6 +87,7 @@ class completion_impl final : public completion<T> {
     assert(!done_ && "pgpipe: an operation completed twice");
     done_ = true;
 #endif
+    remember_error(ec, value);
     // Read the executor before the handler moves into the function object.
     auto ex = pick_executor(fallback);
     auto fn = [h = std::move(h_), work = std::move(work_), ec, v = std::move(value)]() mutable {

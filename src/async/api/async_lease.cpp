@@ -9,6 +9,7 @@ lease& lease::operator=(lease&& other) noexcept {
   if (this != &other) {
     release();
     impl_ = std::move(other.impl_);
+    failure_ = std::move(other.failure_);
   }
   return *this;
 }

@@ -3,6 +3,8 @@
 // goes to pool_core, whose answers collect_locked turns into work.
 #include "async/pool/client_impl.hpp"
 
+#include "pq/libpq_failure.hpp"
+
 #include <mutex>
 
 namespace pgpipe::detail {
@@ -22,6 +24,9 @@ void client_impl::conn_connect_failed(slot_id slot, std::error_code ec, const st
   {
     std::lock_guard lk(mu_);
     last_connect_message_ = message;
+    // The server's part (severity, text, SQLSTATE) for every request this
+    // failure fails; `message` is already scrubbed of secrets.
+    last_connect_diag_ = classify_connect_failure(message, false, {}).diag;
     conns_.erase(slot);
     if (live_conns_ > 0) --live_conns_;
     core_.on_open_failed(pool_clock::now(), slot, ec);

@@ -18,7 +18,10 @@ namespace asio = boost::asio;
 
 namespace {
 
-std::uint64_t rows_of(const result& r) noexcept { return r.size() != 0 ? r.size() : r.affected_rows(); }
+std::uint64_t rows_of(const result& r) {
+  if (r.failed()) return 0;  // a failed result throws when read
+  return r.size() != 0 ? r.size() : r.affected_rows();
+}
 
 observed_query observed_of(const query_request& req) noexcept {
   return {req.spec.sql, req.on_lease, req.submitted, req.waited};
@@ -91,10 +94,17 @@ client_impl::client_impl(pool_params params, async_client_options options, asio:
 
 void client_impl::complete_query_failure(const std::shared_ptr<query_request>& req, std::error_code ec,
                                          std::string message) {
+  diagnostics d;
+  d.client_message = std::move(message);
+  complete_query_failure(req, ec, std::move(d));
+}
+
+void client_impl::complete_query_failure(const std::shared_ptr<query_request>& req, std::error_code ec,
+                                         diagnostics diag) {
   if (req->completed.load(std::memory_order_acquire)) return;
   metrics_.count_unstarted_failure(ec);
   const auto now = pool_clock::now();
-  auto r = client_error_result(std::move(message));
+  result r(std::move(diag));
   end_query(metrics_, *req, ec, r, now);
   req->try_complete(loops_->first(), true, ec, std::move(r));
 }
@@ -129,9 +139,15 @@ void client_impl::post_enqueue_chain(const std::shared_ptr<pipelined_connection>
 
 void client_impl::complete_acquire_failure(const std::shared_ptr<acquire_request>& req, std::error_code ec,
                                            std::string message) {
-  (void)message;
+  diagnostics d;
+  d.client_message = std::move(message);
+  complete_acquire_failure(req, ec, std::move(d));
+}
+
+void client_impl::complete_acquire_failure(const std::shared_ptr<acquire_request>& req, std::error_code ec,
+                                           diagnostics diag) {
   if (ec == errc::cancelled) metrics_.count_error(ec);
-  req->try_complete(loops_->first(), ec, lease());
+  req->try_complete(loops_->first(), ec, lease(std::move(diag)));
 }
 
 void client_impl::count_outcome(const query_request& req, const std::error_code& ec, const result& r) {

@@ -133,11 +133,15 @@ class client_impl final : public query_target,
   void rearm_tick_locked(todo& out);
   void run(todo& t);
   void complete_query_failure(const std::shared_ptr<query_request>& req, std::error_code ec, std::string message);
+  void complete_query_failure(const std::shared_ptr<query_request>& req, std::error_code ec, diagnostics diag);
   void complete_acquire_failure(const std::shared_ptr<acquire_request>& req, std::error_code ec, std::string message);
+  void complete_acquire_failure(const std::shared_ptr<acquire_request>& req, std::error_code ec, diagnostics diag);
   void maybe_closed_locked(todo& out);
   void arm_tick(time_point at, std::uint64_t gen);
   void on_tick();
-  std::string connect_error_message_locked(const std::error_code& ec) const;
+  /// The last connect failure's diagnostics (server text and SQLSTATE) for a
+  /// connect error, else `ec`'s message.
+  diagnostics connect_error_diag_locked(const std::error_code& ec) const;
 
   pool_params params_;
   async_client_options options_;
@@ -157,6 +161,7 @@ class client_impl final : public query_target,
   std::uint64_t tick_gen_ = 0;
   bool tick_stopped_ = false;
   std::string last_connect_message_;
+  diagnostics last_connect_diag_;
   std::vector<std::unique_ptr<completion<std::monostate>>> close_waiters_;
   std::condition_variable drained_cv_;
   bool shut_down_ = false;

@@ -117,7 +117,7 @@ void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<resul
         timing = true;
         break;
       case request_outcome::kind::rejected: {
-        std::string msg = connect_error_message_locked(out.ec);
+        diagnostics msg = connect_error_diag_locked(out.ec);
         t.push_back([this, req, ec = out.ec, msg] { complete_query_failure(req, ec, msg); });
         break;
       }
@@ -153,7 +153,7 @@ void client_impl::submit_acquire(std::unique_ptr<completion<lease>> done, asio::
         timing = true;
         break;
       case request_outcome::kind::rejected: {
-        std::string msg = connect_error_message_locked(out.ec);
+        diagnostics msg = connect_error_diag_locked(out.ec);
         t.push_back([this, req, ec = out.ec, msg] { complete_acquire_failure(req, ec, msg); });
         break;
       }

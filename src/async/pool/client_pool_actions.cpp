@@ -119,7 +119,7 @@ void client_impl::grant_locked(todo& out, const pool_action& a, lazy_now& now) {
 }
 
 void client_impl::fail_locked(todo& out, const pool_action& a, lazy_now& now) {
-  std::string msg = connect_error_message_locked(a.ec);
+  diagnostics msg = connect_error_diag_locked(a.ec);
   if (auto req = take_query_waiter_locked(a.waiter)) {
     req->waited = now() - req->submitted;
     metrics_.record_wait(req->waited);
@@ -148,9 +148,11 @@ void client_impl::rearm_tick_locked(todo& out) {
   });
 }
 
-std::string client_impl::connect_error_message_locked(const std::error_code& ec) const {
-  if (is_connect_error(ec) && !last_connect_message_.empty()) return connect_error_text(last_connect_message_);
-  return ec.message();
+diagnostics client_impl::connect_error_diag_locked(const std::error_code& ec) const {
+  if (is_connect_error(ec) && !last_connect_message_.empty()) return last_connect_diag_;
+  diagnostics d;
+  d.client_message = ec.message();
+  return d;
 }
 
 void client_impl::run(todo& t) {

@@ -49,6 +49,12 @@ void parse_server_message(std::string_view text, diagnostics& d) {
       return true;
     };
     if (field("DETAIL:", d.detail) || field("HINT:", d.hint) || field("CONTEXT:", d.context)) continue;
+    // Verbose mode names the object the error is about, one line each.
+    if (field("SCHEMA NAME:", d.schema) || field("TABLE NAME:", d.table) || field("COLUMN NAME:", d.column) ||
+        field("DATATYPE NAME:", d.datatype) || field("CONSTRAINT NAME:", d.constraint)) {
+      current = nullptr;  // single-line fields
+      continue;
+    }
     if (line.starts_with("LOCATION:") || line.starts_with("QUERY:") || line.starts_with("STATEMENT:")) {
       current = nullptr;  // verbose-mode lines the diagnostics do not keep
       continue;

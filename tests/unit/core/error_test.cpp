@@ -41,6 +41,40 @@ TEST(error, conditions_classify_codes) {
   EXPECT_NE(std::error_code(errc::pool_timeout), errc_condition::connect_error);
 }
 
+TEST(error, every_sqlstate_postgresql_defines_is_named_and_others_by_class) {
+  EXPECT_EQ(pgpipe::make_sqlstate("23514").message(), "SQLSTATE 23514 (check_violation)");
+  EXPECT_EQ(pgpipe::make_sqlstate("2BP01").message(), "SQLSTATE 2BP01 (dependent_objects_still_exist)");
+  EXPECT_EQ(pgpipe::make_sqlstate("P0001").message(), "SQLSTATE P0001 (raise_exception)");
+  // A code the server may add later: its class still says what kind it is.
+  EXPECT_EQ(pgpipe::make_sqlstate("23Z99").message(), "SQLSTATE 23Z99 (class 23: Integrity Constraint Violation)");
+}
+
+TEST(error, authorization_sqlstates_are_auth_and_connect_errors) {
+  for (const char* s : {"28P01", "28000"}) {
+    const auto ec = pgpipe::make_sqlstate(s);
+    EXPECT_EQ(ec, errc_condition::auth_error) << s;
+    EXPECT_EQ(ec, errc_condition::connect_error) << s;
+    EXPECT_EQ(ec, errc_condition::server_error) << s;
+  }
+  EXPECT_EQ(std::error_code(errc::auth_failed), errc_condition::auth_error);
+  EXPECT_EQ(pgpipe::make_sqlstate("3D000"), errc_condition::connect_error);
+  EXPECT_NE(pgpipe::make_sqlstate("3D000"), errc_condition::auth_error);
+  EXPECT_NE(pgpipe::make_sqlstate("23505"), errc_condition::connect_error);
+  EXPECT_NE(std::error_code(errc::server_unreachable), errc_condition::auth_error);
+}
+
+TEST(error, what_says_the_message_and_the_code_once) {
+  pgpipe::diagnostics d;
+  d.severity = "ERROR";
+  d.sqlstate = "23505";
+  d.message = "duplicate key value violates unique constraint \"t_pkey\"";
+  d.detail = "Key (id)=(1) already exists.";
+  const pgpipe::error e(pgpipe::make_sqlstate("23505"), d);
+  const std::string w = e.what();
+  EXPECT_EQ(w, "ERROR 23505: duplicate key value violates unique constraint \"t_pkey\" "
+               "(detail: Key (id)=(1) already exists.)");
+}
+
 TEST(error, may_have_executed_distinguishes_written_from_not_sent) {
   EXPECT_TRUE(pgpipe::may_have_executed(errc::connection_lost));
   EXPECT_TRUE(pgpipe::may_have_executed(errc::query_timeout));

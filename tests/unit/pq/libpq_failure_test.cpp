@@ -55,19 +55,19 @@ const std::vector<known_message>& table() {
       // Credentials.
       {"connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  password authentication failed for user "
        "\"app\"\n",
-       c(errc::auth_failed), "28P01"},
+       make_sqlstate("28P01"), "28P01"},
       {"connection to server at \"127.0.0.1\", port 5432 failed: fe_sendauth: no password supplied\n",
        c(errc::auth_failed), ""},
       {"connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  no pg_hba.conf entry for host "
        "\"127.0.0.1\", user \"app\", database \"app\", no encryption\n",
-       c(errc::auth_failed), "28000"},
+       make_sqlstate("28000"), "28000"},
       {"connection to server at \"127.0.0.1\", port 5432 failed: channel binding required, but server authenticated "
        "client without channel binding\n",
        c(errc::auth_failed), ""},
       {"connection to server at \"127.0.0.1\", port 5432 failed: server requested a cleartext password\n",
        c(errc::auth_failed), ""},
       {"connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  SCRAM authentication failed\n",
-       c(errc::auth_failed), "28000"},
+       make_sqlstate("28000"), "28000"},
       // The server named a condition the pool treats specially.
       {"connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  sorry, too many clients already\n",
        make_sqlstate("53300"), "53300"},
@@ -155,7 +155,8 @@ TEST(libpq_failure, password_never_survives_classification) {
   const auto f = classify_connect_failure(
       "connection to server failed: FATAL:  password authentication failed for user \"s@cret\" (s%40cret)\n", false,
       secrets);
-  EXPECT_EQ(f.ec, errc::auth_failed);
+  EXPECT_EQ(f.ec, make_sqlstate("28P01"));
+  EXPECT_EQ(f.ec, pgpipe::errc_condition::auth_error);
   for (const std::string* text : {&f.message, &f.diag.message, &f.diag.client_message}) {
     EXPECT_EQ(text->find("s@cret"), std::string::npos) << *text;
     EXPECT_EQ(text->find("s%40cret"), std::string::npos) << *text;
