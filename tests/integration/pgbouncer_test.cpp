@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <mutex>
@@ -135,6 +136,12 @@ TYPED_TEST(pgbouncer, named_statements_behind_a_transaction_pool_fail_with_a_cle
   p.min_size = 2;
   p.pipeline_depth = 1;  // the async driver uses both connections
   TypeParam d(p);
+  // Both client connections open before the load: with only one, nothing
+  // collides (the 100 queries can finish before min_size's second connect).
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       d.stats().connects < 2 && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_GE(d.stats().connects, 2u) << "min_size = 2 did not open two connections in 10 s";
   std::atomic<int> failed{0};
   std::atomic<int> opaque{0};
   std::mutex mu;
