@@ -40,6 +40,7 @@ class scaleout_routing_faults : public ::testing::Test {
     setenv("PGPASSFILE", "/nonexistent/pgpipe-test-pgpass", 1);
   }
   void SetUp() override {
+    PGPIPE_SKIP_WITHOUT_STANDBY();
     primary_ = pgpipe::test::fresh_cluster();
     primary_->exec("create table routed (v int)");
     standby_ = std::make_unique<pgpipe::test::standby_instance>(*primary_);
