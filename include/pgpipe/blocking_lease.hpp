@@ -90,8 +90,10 @@ class exec_watch;
 class blocking_lease {
  public:
 #if PQXX_VERSION_MAJOR < 7
+  /// What every libpqxx transaction class takes (libpqxx 6.4: the base of the pooled connection).
   using connection_type = pqxx::connection_base;
 #else
+  /// What every libpqxx transaction class takes (libpqxx 7 on: holds the libpq connection pgpipe opened).
   using connection_type = pqxx::connection;
 #endif
   blocking_lease() noexcept = default;
