@@ -12,6 +12,8 @@
 // latter) matches REGEX (ECMAScript, searched in each line): an example that
 // fails, or that ends without doing what it shows, fails its test. The conninfo holds the server's generated
 // password: the examples never print it, and neither does this runner.
+// With --standby on a server that can have none (no pg_basebackup of its
+// version) it exits 77, which ctest reports as skipped, with the reason.
 #include "devcluster/devcluster.hpp"
 #include "support/standby.hpp"
 #include "support/subprocess.hpp"
@@ -72,6 +74,13 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  if (standby) {
+    // 77: ctest's SKIP_RETURN_CODE for these tests, shown as skipped with the reason.
+    if (const auto why = pgpipe::devcluster::cluster::standby_unsupported()) {
+      std::cout << "skipped: " << *why << '\n';
+      return 77;
+    }
+  }
   try {
     pgpipe::devcluster::cluster primary;
     std::unique_ptr<pgpipe::test::standby_instance> replica;
