@@ -290,6 +290,11 @@ TEST(async_copy, a_backend_killed_mid_copy_fails_it_once_as_lost) {
 // libpq takes a chunk's length as an int: a chunk past 2 GiB must still
 // reach the server whole (copy_core hands it over in pieces).
 TEST(async_copy, a_chunk_over_2_gib_reaches_the_server_whole) {
+#if defined(__SANITIZE_THREAD__)
+  // TSan's shadow of a 2 GiB buffer outgrows the machine (the test was killed);
+  // the splitting it checks is the same in every build and ASan runs it.
+  GTEST_SKIP() << "a 2 GiB chunk is too large under ThreadSanitizer";
+#endif
   auto& pg = shared_cluster();
   pg.exec("drop table if exists acopy_huge; create unlogged table acopy_huge(id bigint, pad text)");
   pgpipe::async_client client(copy_params("acopy_huge"));

@@ -178,6 +178,11 @@ TEST(blocking_copy, async_shared_path_refuses_copy_and_points_to_a_lease) {
 // libpq takes a chunk's length as an int: a chunk past 2 GiB must still
 // reach the server whole (the driver hands it over in pieces).
 TEST(blocking_copy, a_chunk_over_2_gib_reaches_the_server_whole) {
+#if defined(__SANITIZE_THREAD__)
+  // TSan's shadow of a 2 GiB buffer outgrows the machine (the test was killed);
+  // the splitting it checks is the same in every build and ASan runs it.
+  GTEST_SKIP() << "a 2 GiB chunk is too large under ThreadSanitizer";
+#endif
   using pgpipe::test::big_copy_chunk;
   auto& pg = shared_cluster();
   pg.exec("drop table if exists copy_huge; create unlogged table copy_huge(id bigint, pad text)");
