@@ -40,6 +40,7 @@ std::error_code code_of(F&& f) {
 // The scenarios' adapter: a subscribe error fails the test; receive waits 60 s at most.
 struct blocking_listener_adapter {
   explicit blocking_listener_adapter(const std::string& app) : l(params_for(app_conninfo(app), 1)) {}
+  explicit blocking_listener_adapter(pgpipe::pool_params p) : l(std::move(p)) {}
 
   void subscribe(const std::string& channel) {
     try {
@@ -50,6 +51,9 @@ struct blocking_listener_adapter {
   }
   std::error_code try_subscribe(const std::string& channel) {
     return code_of([&] { l.subscribe(channel); });
+  }
+  std::future<std::error_code> subscribe_later(const std::string& channel) {
+    return std::async(std::launch::async, [this, channel] { return try_subscribe(channel); });
   }
   void unsubscribe(const std::string& channel) {
     try {
@@ -145,6 +149,19 @@ TEST(blocking_listener, receive_returns_on_time_while_the_server_is_unreachable)
 TEST(blocking_listener, a_refused_listen_names_its_sqlstate_and_is_not_kept) {
   blocking_listener_adapter a("blisten_refused");
   pgpipe::test::refused_listen_is_not_kept(a, "blisten_refused");
+}
+
+TEST(blocking_listener, a_silent_first_host_costs_one_connect_timeout_per_attempt) {
+  pgpipe::test::a_silent_first_host_costs_one_connect_timeout<blocking_listener_adapter>("blisten_silent_first");
+}
+
+TEST(blocking_listener, a_refused_listen_while_disconnected_blocks_nothing) {
+  pgpipe::test::refused_listen_while_disconnected_blocks_nothing<blocking_listener_adapter>("blisten_refused_offline");
+}
+
+TEST(blocking_listener, a_listener_that_cannot_connect_fails_subscribe_with_the_connect_error) {
+  pgpipe::test::a_listener_that_cannot_connect_fails_subscribe_with_the_connect_error<blocking_listener_adapter>(
+      "blisten_wrong_password");
 }
 
 TEST(blocking_listener, bad_params_are_refused_at_construction) {
