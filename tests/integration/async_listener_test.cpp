@@ -10,11 +10,17 @@
 #include "support/kit.hpp"
 #include "support/listener_scenarios.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 
 #include <gtest/gtest.h>
@@ -145,4 +151,34 @@ TEST(listener, a_receive_cancelled_through_its_slot_completes_at_once_and_loses_
   EXPECT_FALSE(n.gap);
   EXPECT_EQ(n.channel, "lt_cancel");
   EXPECT_EQ(n.payload, "after");
+}
+
+// The use the slot is for: a receive raced with a timer in a coroutine. The
+// race ends only once both sides completed, so a receive that ignored its
+// cancellation would keep it from ending; the notification that comes later
+// reaches the next receive.
+TEST(listener, a_receive_raced_with_a_timer_ends_with_the_timer_and_the_next_receive_gets_the_notification) {
+  async_listener_adapter a("listener_race");
+  a.subscribe("lt_race");
+  asio::io_context caller;
+  std::optional<std::size_t> winner;
+  asio::co_spawn(
+      caller,
+      [&]() -> asio::awaitable<void> {
+        using namespace asio::experimental::awaitable_operators;
+        asio::steady_timer timer(caller, 50ms);
+        auto r = co_await (a.l.async_receive(asio::as_tuple(asio::use_awaitable)) ||
+                           timer.async_wait(asio::as_tuple(asio::use_awaitable)));
+        winner = r.index();
+      },
+      asio::detached);
+  caller.run_for(30s);
+  ASSERT_TRUE(winner.has_value()) << "the race never ended: the losing receive was not cancelled";
+  EXPECT_EQ(*winner, 1u) << "nothing was notified, so the timer wins";
+
+  pgpipe::test::notify_sender s;
+  s.exec("notify lt_race, 'later'");
+  const pgpipe::notification n = a.receive();
+  EXPECT_EQ(n.channel, "lt_race");
+  EXPECT_EQ(n.payload, "later");
 }
