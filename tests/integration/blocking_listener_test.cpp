@@ -164,6 +164,31 @@ TEST(blocking_listener, a_listener_that_cannot_connect_fails_subscribe_with_the_
       "blisten_wrong_password");
 }
 
+// The connect error a waiting subscribe is answered with names the cause
+// (the server's words, the bound that ran out) and never the password.
+TEST(blocking_listener, the_connect_error_a_subscriber_gets_names_the_cause_and_never_the_password) {
+  pgpipe::pool_params p = pgpipe::test::fault_params(
+      pgpipe::test::with_options(pgpipe::test::shared_cluster().conninfo(),
+                                 "password=s3cret-expiry application_name=blisten_expiry_secret"),
+      1);
+  p.acquire_timeout = 500ms;
+  p.query_timeout = 20s;
+  log_sink logs;
+  pgpipe::blocking_listener l(p, logs.fn());
+  try {
+    l.subscribe("lt_never");
+    ADD_FAILURE() << "subscribed with a wrong password";
+  } catch (const pgpipe::error& e) {
+    EXPECT_EQ(e.code(), pgpipe::errc_condition::auth_error) << e.what();
+    const std::string what = e.what();
+    EXPECT_NE(what.find("acquire_timeout"), std::string::npos) << what;
+    EXPECT_NE(what.find("password authentication failed"), std::string::npos) << what;
+    pgpipe::test::expect_no_secret(what, {"s3cret-expiry"}, "what()");
+  }
+  l.close();
+  pgpipe::test::expect_no_secret(logs.all(), {"s3cret-expiry"}, "the listener's log");
+}
+
 TEST(blocking_listener, bad_params_are_refused_at_construction) {
   pgpipe::pool_params p = params_for(app_conninfo("blisten_params"), 1);
   p.connect_backoff_initial = 0ms;
