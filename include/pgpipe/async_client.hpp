@@ -233,6 +233,7 @@ class async_client {
   // The read router hands encoded queries to its clients' targets directly
   // (re-running a failed replica read on the primary needs the encoded query).
   friend class read_router;
+  friend class listener;  // its connects run on the client's connector thread
   static void submit_acquire(const std::shared_ptr<detail::client_impl>& impl,
                              std::unique_ptr<detail::completion<lease>> done, boost::asio::cancellation_slot slot);
   static void submit_close(const std::shared_ptr<detail::client_impl>& impl,

@@ -58,8 +58,10 @@ class blocking_listener {
   static constexpr std::size_t max_buffered = 65536;
 
   /// Starts the listener's thread, which connects in the background. Uses
-  /// params.conninfo, connect_timeout, connect_backoff_initial/max, and
-  /// query_timeout as the bound on subscribe()/unsubscribe(). Throws
+  /// params.conninfo (a multi-host string walked host by host),
+  /// connect_timeout (per host), connect_backoff_initial/max, acquire_timeout
+  /// (the wait of a command for a connection) and query_timeout as the bound
+  /// on subscribe()/unsubscribe(). Throws
   /// pgpipe::error with errc::bad_params when validate(params) fails (a
   /// conninfo libpq cannot parse is errc::bad_conninfo). `logger` gets
   /// connection losses, failed connects and server notices (never a password);
@@ -78,11 +80,15 @@ class blocking_listener {
   /// LISTEN `channel` (any name: it is quoted as an identifier, so case and
   /// Unicode are kept as given); returns once the server acknowledged.
   /// Subscribing twice is harmless. While disconnected the subscription is
-  /// recorded and made on the next connection. Throws pgpipe::error with:
-  /// the server's SQLSTATE; errc::closed (before or during the wait);
-  /// errc::query_timeout when no acknowledgement came within
-  /// params.query_timeout (the subscription stays recorded and is made as
-  /// soon as the connection allows).
+  /// made on the next connection, after the re-LISTEN of the channels the
+  /// server accepted before. Throws pgpipe::error with: the server's SQLSTATE
+  /// (the channel is dropped and blocks no other); errc::closed (before or
+  /// during the wait); the last connect error (errc::pool_timeout when no
+  /// attempt failed yet) when no connection was ready within
+  /// params.acquire_timeout (the command is dropped); errc::query_timeout
+  /// when no acknowledgement came within params.query_timeout (the command
+  /// stays queued and is made as soon as the connection allows, unless
+  /// acquire_timeout drops it first).
   void subscribe(std::string_view channel);
   /// UNLISTEN `channel`; the same contract. Notifications of that channel
   /// already buffered are still delivered.

@@ -5,12 +5,6 @@
 
 namespace pgpipe::detail {
 
-PGconn* start_listener_connect(const std::string& conninfo, const char* application_name) {
-  const char* keys[] = {"dbname", "fallback_application_name", nullptr};
-  const char* vals[] = {conninfo.c_str(), application_name, nullptr};
-  return PQconnectStartParams(keys, vals, 1);
-}
-
 bool read_command_results(PGconn* pg, listen_outcome& out) {
   while (!PQisBusy(pg)) {
     PGresult* res = PQgetResult(pg);

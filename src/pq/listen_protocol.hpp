@@ -27,12 +27,6 @@ struct listen_outcome {
   diagnostics diag;
 };
 
-/// Starts a nonblocking connect for a listener (PQconnectStartParams with
-/// `conninfo` and fallback_application_name `application_name`). Null, or a
-/// connection already CONNECTION_BAD, when it could not even start: then
-/// connect_failed_text(pg, "", ...) says why; the caller PQfinishes it.
-PGconn* start_listener_connect(const std::string& conninfo, const char* application_name);
-
 /// Reads the results libpq holds complete, never blocking. Returns true once
 /// the command's last result was read; `out` then holds its outcome (kept
 /// across calls until then, so an error read early is not lost).

@@ -40,6 +40,7 @@ std::error_code code_of(F&& f) {
 // The scenarios' adapter: a subscribe error fails the test; receive waits 60 s at most.
 struct blocking_listener_adapter {
   explicit blocking_listener_adapter(const std::string& app) : l(params_for(app_conninfo(app), 1)) {}
+  explicit blocking_listener_adapter(pgpipe::pool_params p) : l(std::move(p)) {}
 
   void subscribe(const std::string& channel) {
     try {
@@ -50,6 +51,9 @@ struct blocking_listener_adapter {
   }
   std::error_code try_subscribe(const std::string& channel) {
     return code_of([&] { l.subscribe(channel); });
+  }
+  std::future<std::error_code> subscribe_later(const std::string& channel) {
+    return std::async(std::launch::async, [this, channel] { return try_subscribe(channel); });
   }
   void unsubscribe(const std::string& channel) {
     try {
@@ -145,6 +149,44 @@ TEST(blocking_listener, receive_returns_on_time_while_the_server_is_unreachable)
 TEST(blocking_listener, a_refused_listen_names_its_sqlstate_and_is_not_kept) {
   blocking_listener_adapter a("blisten_refused");
   pgpipe::test::refused_listen_is_not_kept(a, "blisten_refused");
+}
+
+TEST(blocking_listener, a_silent_first_host_costs_one_connect_timeout_per_attempt) {
+  pgpipe::test::a_silent_first_host_costs_one_connect_timeout<blocking_listener_adapter>("blisten_silent_first");
+}
+
+TEST(blocking_listener, a_refused_listen_while_disconnected_blocks_nothing) {
+  pgpipe::test::refused_listen_while_disconnected_blocks_nothing<blocking_listener_adapter>("blisten_refused_offline");
+}
+
+TEST(blocking_listener, a_listener_that_cannot_connect_fails_subscribe_with_the_connect_error) {
+  pgpipe::test::a_listener_that_cannot_connect_fails_subscribe_with_the_connect_error<blocking_listener_adapter>(
+      "blisten_wrong_password");
+}
+
+// The connect error a waiting subscribe is answered with names the cause
+// (the server's words, the bound that ran out) and never the password.
+TEST(blocking_listener, the_connect_error_a_subscriber_gets_names_the_cause_and_never_the_password) {
+  pgpipe::pool_params p = pgpipe::test::fault_params(
+      pgpipe::test::with_options(pgpipe::test::shared_cluster().conninfo(),
+                                 "password=s3cret-expiry application_name=blisten_expiry_secret"),
+      1);
+  p.acquire_timeout = 500ms;
+  p.query_timeout = 20s;
+  log_sink logs;
+  pgpipe::blocking_listener l(p, logs.fn());
+  try {
+    l.subscribe("lt_never");
+    ADD_FAILURE() << "subscribed with a wrong password";
+  } catch (const pgpipe::error& e) {
+    EXPECT_EQ(e.code(), pgpipe::errc_condition::auth_error) << e.what();
+    const std::string what = e.what();
+    EXPECT_NE(what.find("acquire_timeout"), std::string::npos) << what;
+    EXPECT_NE(what.find("password authentication failed"), std::string::npos) << what;
+    pgpipe::test::expect_no_secret(what, {"s3cret-expiry"}, "what()");
+  }
+  l.close();
+  pgpipe::test::expect_no_secret(logs.all(), {"s3cret-expiry"}, "the listener's log");
 }
 
 TEST(blocking_listener, bad_params_are_refused_at_construction) {

@@ -2,8 +2,10 @@
 // pgpipe::blocking_listener), written once and run by each driver's suite
 // (tests/integration/async_listener_test.cpp, blocking_listener_test.cpp)
 // through a small adapter L:
+//   L(pgpipe::pool_params);                  a listener with these parameters
 //   void subscribe(const std::string&);      waited for; fails the test on error
 //   std::error_code try_subscribe(const std::string&);  waited for; the error, if any
+//   std::future<std::error_code> subscribe_later(const std::string&);  not waited for
 //   void unsubscribe(const std::string&);    the same
 //   pgpipe::notification receive();          the next one; throws after 60 s
 #pragma once
@@ -12,11 +14,14 @@
 #include <pgpipe/notification.hpp>
 
 #include "support/cluster_fixture.hpp"
+#include "support/fake_listeners.hpp"
+#include "support/kit.hpp"
 
 #include <gtest/gtest.h>
 
 #include <libpq-fe.h>
 
+#include <chrono>
 #include <future>
 #include <string>
 #include <system_error>
@@ -48,6 +53,28 @@ class notify_sender {
   PGconn* c_;
 };
 
+/// Terminates the backend of the listener tagged application_name `app`
+/// (`and_where`: more of the condition); exactly one must match.
+inline void terminate_listener_backend(const std::string& app, const std::string& and_where = "") {
+  EXPECT_EQ(shared_cluster().query_value(
+                "select count(pg_terminate_backend(pid)) from pg_stat_activity where application_name = '" + app +
+                "'" + and_where),
+            "1");
+}
+
+/// After a loss of a listener subscribed to "lt_ch1": the gap, then a
+/// notification sent now on that channel.
+template <class L>
+void expect_gap_then_delivery_on_lt_ch1(L& l) {
+  EXPECT_TRUE(l.receive().gap);
+  notify_sender s;
+  s.notify_range(1, 1);
+  notification n = l.receive();
+  EXPECT_FALSE(n.gap);
+  EXPECT_EQ(n.channel, "lt_ch1");
+  EXPECT_EQ(n.payload, "1");
+}
+
 /// 10,000 notifications over 3 channels from another session arrive in order.
 template <class L>
 void ten_thousand_in_order(L& l) {
@@ -71,7 +98,6 @@ void ten_thousand_in_order(L& l) {
 /// notifications read before come in order, then one gap, then delivery resumes.
 template <class L>
 void gap_then_resume(L& l, const std::string& app) {
-  auto& pg = shared_cluster();
   l.subscribe("lt_ch0");
   l.subscribe("lt_ch1");
   l.subscribe("lt_ch2");
@@ -84,9 +110,7 @@ void gap_then_resume(L& l, const std::string& app) {
     for (int t = 0; t < 20; ++t) s.notify_range(100 + t * 10, 109 + t * 10);
   });
   // The listener's backend is the one whose last statement was its LISTEN.
-  EXPECT_EQ(pg.query_value("select count(pg_terminate_backend(pid)) from pg_stat_activity where application_name = '" +
-                           app + "' and query like 'LISTEN%'"),
-            "1");
+  terminate_listener_backend(app, " and query like 'LISTEN%'");
   sending.get();
   // Whatever arrived before the loss comes first, in order; then the gap.
   int last = 99;
@@ -152,17 +176,77 @@ void refused_listen_is_not_kept(L& l, const std::string& app) {
   const std::error_code ec = l.try_subscribe("");
   EXPECT_EQ(sqlstate_of(ec), "42601") << ec.message();
   l.subscribe("lt_ch1");
-  EXPECT_EQ(shared_cluster().query_value(
-                "select count(pg_terminate_backend(pid)) from pg_stat_activity where application_name = '" + app +
-                "' and query like 'LISTEN%'"),
-            "1");
-  EXPECT_TRUE(l.receive().gap);
+  terminate_listener_backend(app, " and query like 'LISTEN%'");
+  expect_gap_then_delivery_on_lt_ch1(l);
+}
+
+/// A LISTEN the server refuses (an empty name), asked while the listener is
+/// disconnected (its role may not log in for a moment), is answered with the
+/// server's error once a connection is back, and blocks nothing: the channel
+/// subscribed before is listened again, the gap comes and delivery resumes.
+template <class L>
+void refused_listen_while_disconnected_blocks_nothing(const std::string& app) {
+  using namespace std::chrono_literals;
+  auto& pg = shared_cluster();
+  limited_role role(pg, "lt_refused_offline", "lt-refused-pw");
+  L l(params_for(role.conninfo(app), 1));
+  l.subscribe("lt_ch1");
+  pg.exec("alter role lt_refused_offline nologin");
+  terminate_listener_backend(app);
+  std::future<std::error_code> refused = l.subscribe_later("");
+  pg.exec("alter role lt_refused_offline login");
+  ASSERT_EQ(refused.wait_for(30s), std::future_status::ready)
+      << "the refused LISTEN was never answered (every re-LISTEN refused?)";
+  const std::error_code ec = refused.get();
+  EXPECT_EQ(sqlstate_of(ec), "42601") << ec.message();
+  expect_gap_then_delivery_on_lt_ch1(l);
+}
+
+/// A listener that can never connect (a wrong password) answers a
+/// subscription with the connect error once acquire_timeout has passed,
+/// instead of keeping it waiting forever.
+template <class L>
+void a_listener_that_cannot_connect_fails_subscribe_with_the_connect_error(const std::string& app) {
+  using namespace std::chrono_literals;
+  pool_params p =
+      fault_params(with_options(shared_cluster().conninfo(), "password=s3cret-wrong application_name=" + app), 1);
+  p.acquire_timeout = 1s;
+  p.query_timeout = 20s;  // the blocking listener's own bound: far beyond acquire_timeout
+  L l(p);
+  std::future<std::error_code> f = l.subscribe_later("lt_never");
+  ASSERT_EQ(f.wait_for(20s), std::future_status::ready) << "subscribe still pending long after acquire_timeout";
+  const std::error_code ec = f.get();
+  EXPECT_EQ(ec, errc_condition::auth_error) << ec.message();  // 28P01, as the server said
+}
+
+/// `host=<silent>,<the fixture>`: the first host completes TCP and never
+/// answers. Each host gets its own connect_timeout, so the listener passes
+/// the silent one after one timeout and connects to the next, every attempt;
+/// with one deadline for the whole string it would never get past it.
+template <class L>
+void a_silent_first_host_costs_one_connect_timeout(const std::string& app) {
+  using namespace std::chrono_literals;
+  auto& pg = shared_cluster();
+  silent_listener silent;
+  pool_params p = fault_params(with_options(pg.conninfo(), "host=127.0.0.1,127.0.0.1 port=" +
+                                                               std::to_string(silent.port()) + "," +
+                                                               std::to_string(pg.port()) + " application_name=" + app),
+                               1);  // connect_timeout 2 s, acquire_timeout 10 s
+  L l(p);
+  std::future<std::error_code> f = l.subscribe_later("lt_walk");
+  ASSERT_EQ(f.wait_for(30s), std::future_status::ready) << "never connected past the silent host";
+  const std::error_code ec = f.get();
+  ASSERT_FALSE(ec) << ec.message();
   notify_sender s;
-  s.notify_range(1, 1);
+  s.exec("notify lt_walk, 'walked'");
   notification n = l.receive();
-  EXPECT_FALSE(n.gap);
-  EXPECT_EQ(n.channel, "lt_ch1");
-  EXPECT_EQ(n.payload, "1");
+  EXPECT_EQ(n.channel, "lt_walk");
+  EXPECT_EQ(n.payload, "walked");
+  // A loss makes it walk again: past the silent host, listening again, gap.
+  terminate_listener_backend(app);
+  EXPECT_TRUE(l.receive().gap);
+  s.exec("notify lt_walk, 'again'");
+  EXPECT_EQ(l.receive().payload, "again");
 }
 
 }  // namespace pgpipe::test

@@ -7,18 +7,27 @@
 //
 // What to send, when to reconnect, where the gap goes and what a refused
 // LISTEN means is listener_core's (src/core/listen/listener_core.hpp, its
-// contract and reasons); this file is the I/O around it: the nonblocking
-// connect, the socket watched through Asio, the connect timeout and the
-// back-off timer. Commands go one at a time with PQsendQuery (the simple
-// protocol: the re-LISTEN holds several statements).
+// contract and reasons); this file is the I/O around it: the connect, the
+// socket watched through Asio, the back-off timer and the timer that fails
+// commands waiting too long for a connection. Commands go one at a time with
+// PQsendQuery (the simple protocol: the re-LISTEN holds several statements).
+//
+// Why the connect is the pool's connect_job: it walks a multi-host string
+// host by host, each attempt with its own connect_timeout (a silent first
+// host costs one timeout, not every attempt), and on a client's loops it
+// runs on the client's connector thread, so the listener's DNS lookups and
+// SCRAM rounds never take the time of the queries on the client's loops.
 #include <pgpipe/listener.hpp>
 
+#include "async/connection/connect_job.hpp"
 #include "async/connection/libpq_socket.hpp"
+#include "async/pool/client_impl.hpp"
 #include "core/listen/listener_core.hpp"
 #include "pq/libpq_failure.hpp"
 #include "pq/listen_protocol.hpp"
 #include "pq/notice_route.hpp"
 
+#include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -26,6 +35,7 @@
 
 #include <libpq-fe.h>
 
+#include <atomic>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -40,10 +50,15 @@ using std::chrono::milliseconds;
 
 class listener_impl : public std::enable_shared_from_this<listener_impl> {
  public:
-  listener_impl(asio::any_io_executor ex, pool_params params, logger_fn logger)
-      : strand_(asio::make_strand(ex)), params_(std::move(params)), logger_(std::move(logger)),
-        secrets_(passwords_of(params_.conninfo)), timer_(strand_),
-        core_({params_.connect_backoff_initial, params_.connect_backoff_max, listener::max_buffered},
+  /// `connect_ex`: where connect handshakes run (the client's connector, or
+  /// the listener's strand when there is none).
+  listener_impl(asio::any_io_executor ex, std::optional<asio::any_io_executor> connect_ex, pool_params params,
+                logger_fn logger)
+      : strand_(asio::make_strand(ex)), connect_ex_(connect_ex ? *connect_ex : asio::any_io_executor(strand_)),
+        params_(std::move(params)), logger_(std::move(logger)), secrets_(passwords_of(params_.conninfo)),
+        timer_(strand_), expiry_(strand_),
+        core_({params_.connect_backoff_initial, params_.connect_backoff_max, listener::max_buffered,
+               params_.acquire_timeout},
               listen_clock::now()) {}
 
   ~listener_impl() { drop_connection(); }
@@ -55,15 +70,22 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
   void command(std::string channel, bool listen, std::unique_ptr<completion<std::monostate>> done) {
     asio::post(strand_, [self = shared_from_this(), channel = std::move(channel), listen,
                          done = std::move(done)]() mutable {
-      const command_id id = listen ? self->core_.subscribe(channel) : self->core_.unsubscribe(channel);
+      const auto now = listen_clock::now();
+      const command_id id = listen ? self->core_.subscribe(channel, now) : self->core_.unsubscribe(channel, now);
       self->pending_.emplace(id, std::move(done));
       self->answer();
+      self->arm_expiry();
       self->send_next();
     });
   }
 
-  void receive(std::unique_ptr<completion<notification>> done) {
-    asio::post(strand_, [self = shared_from_this(), done = std::move(done)]() mutable {
+  // Called in the initiating function: the hook goes into the caller's slot
+  // there (where the caller emits, Asio's rule), and its post reaches the
+  // strand after the receive's own.
+  void receive(std::unique_ptr<completion<notification>> done, asio::cancellation_slot slot) {
+    const std::uint64_t id = ++receive_ids_;
+    if (slot.is_connected()) slot.template emplace<receive_cancel_hook>(receive_cancel_hook{weak_from_this(), id});
+    asio::post(strand_, [self = shared_from_this(), done = std::move(done), id]() mutable {
       if (self->core_.closed()) {
         done->complete(self->strand_, false, make_error_code(errc::closed), {});
         return;
@@ -73,6 +95,7 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
         return;
       }
       self->receiver_ = std::move(done);
+      self->receiver_id_ = id;
       self->deliver();
       self->arm_read();  // reading may have paused on a full buffer
     });
@@ -83,6 +106,24 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
   }
 
  private:
+  // Every type of cancellation is honoured: a receive waiting has taken
+  // nothing from the buffer, so ending it loses nothing.
+  struct receive_cancel_hook {
+    std::weak_ptr<listener_impl> owner;
+    std::uint64_t id;
+    void operator()(asio::cancellation_type_t) const {
+      if (auto s = owner.lock()) asio::post(s->strand_, [s, id = id] { s->cancel_receive(id); });
+    }
+  };
+
+  void cancel_receive(std::uint64_t id) {
+    // The receive it was for may have completed (a notification came first)
+    // and another may wait now: that one is not the caller's to cancel.
+    if (!receiver_ || receiver_id_ != id) return;
+    auto done = std::move(receiver_);
+    done->complete(strand_, false, make_error_code(errc::cancelled), {});
+  }
+
   void log(log_level level, const std::string& line) const {
     if (logger_) logger_(level, "listener: " + line);
   }
@@ -92,25 +133,33 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
   void connect() {
     if (core_.phase() != listener_phase::waiting) return;
     core_.on_connect_started();
-    pg_ = start_listener_connect(params_.conninfo, "pgpipe-listener");
-    if (pg_ == nullptr || PQstatus(pg_) == CONNECTION_BAD) {
-      connect_failed("");
+    const std::uint64_t attempt = ++attempt_;
+    auto job = std::make_shared<connect_job>(
+        connect_ex_, params_.conninfo, secrets_, params_.connect_timeout,
+        [self = shared_from_this(), attempt](pgconn_ptr conn, std::error_code ec, std::string message) {
+          asio::post(self->strand_,
+                     [self, attempt, conn = std::move(conn), ec, message = std::move(message)]() mutable {
+                       self->connect_done(attempt, std::move(conn), ec, std::move(message));
+                     });
+        });
+    connect_job::run(std::move(job));
+  }
+
+  void connect_done(std::uint64_t attempt, pgconn_ptr conn, std::error_code ec, std::string message) {
+    if (attempt != attempt_ || core_.phase() != listener_phase::connecting) return;  // closed meanwhile
+    if (ec) {
+      connect_failed(ec, std::move(message));
       return;
     }
-    // Routed from the start: a notice during the handshake must reach the
-    // logger too, never libpq's default printer on stderr.
+    pg_ = conn.release();
     notices_.emplace(pg_, 0, [self = weak_from_this()](bool warning, const std::string& line) {
       if (auto s = self.lock()) s->log(warning ? log_level::warning : log_level::info, line);
     });
-    ++attempt_;
-    if (params_.connect_timeout.count() > 0) {
-      timer_.expires_after(params_.connect_timeout);
-      timer_.async_wait([self = shared_from_this(), attempt = attempt_](const boost::system::error_code& ec) {
-        if (ec || attempt != self->attempt_ || self->core_.phase() != listener_phase::connecting) return;
-        self->connect_failed(connect_timeout_text(self->params_.connect_timeout));
-      });
+    if (PQsetnonblocking(pg_, 1) != 0 || !reassign_socket()) {
+      connect_failed(make_error_code(errc::connect_failed), connect_failed_text(pg_, "", secrets_));
+      return;
     }
-    connect_wait(PGRES_POLLING_WRITING);
+    connected();
   }
 
   bool reassign_socket() {
@@ -132,34 +181,32 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
     read_armed_ = write_armed_ = false;
   }
 
-  void connect_wait(PostgresPollingStatusType want) {
-    if (!reassign_socket()) {
-      connect_failed("");
-      return;
-    }
-    auto w = want == PGRES_POLLING_READING ? asio::posix::stream_descriptor::wait_read
-                                           : asio::posix::stream_descriptor::wait_write;
-    sd_->async_wait(w, [self = shared_from_this(), gen = gen_](const boost::system::error_code& ec) {
-      if (gen != self->gen_ || self->core_.phase() != listener_phase::connecting) return;
-      if (ec) {
-        self->connect_failed("");
-        return;
-      }
-      switch (PQconnectPoll(self->pg_)) {
-        case PGRES_POLLING_OK: self->connected(); return;
-        case PGRES_POLLING_READING: self->connect_wait(PGRES_POLLING_READING); return;
-        case PGRES_POLLING_WRITING: self->connect_wait(PGRES_POLLING_WRITING); return;
-        default: self->connect_failed(""); return;
-      }
-    });
+  // `message`: why, secrets scrubbed (connect_job's words).
+  void connect_failed(std::error_code ec, std::string message) {
+    log(log_level::warning, message.rfind("connect failed", 0) == 0 ? message : "connect failed: " + message);
+    drop_connection();
+    diagnostics d;
+    d.client_message = std::move(message);
+    core_.on_connect_failed(listen_clock::now(), ec, std::move(d));
+    retry_at_connect_time();
+    arm_expiry();
   }
 
-  // `reason` empty: libpq's message says why.
-  void connect_failed(const std::string& reason) {
-    log(log_level::warning, connect_failed_text(pg_, reason, secrets_));
-    drop_connection();
-    core_.on_connect_failed(listen_clock::now());
-    retry_at_connect_time();
+  // Fails the callers' commands that waited acquire_timeout for a connection.
+  void arm_expiry() {
+    const auto at = core_.next_deadline();
+    if (at == expiry_at_) return;
+    expiry_at_ = at;
+    expiry_.cancel();
+    if (at == listen_clock::time_point::max()) return;
+    expiry_.expires_at(at);
+    expiry_.async_wait([self = shared_from_this(), at](const boost::system::error_code& ec) {
+      if (ec || self->expiry_at_ != at) return;
+      self->expiry_at_ = listen_clock::time_point::max();
+      self->core_.expire(listen_clock::now());
+      self->answer();
+      self->arm_expiry();
+    });
   }
 
   void retry_at_connect_time() {
@@ -172,9 +219,8 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
   }
 
   void connected() {
-    timer_.cancel();
-    PQsetnonblocking(pg_, 1);
     core_.on_connected();
+    arm_expiry();
     arm_read();
     send_next();
   }
@@ -254,6 +300,7 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
       log(log_level::warning, connect_failed_text(pg_, relisten_failed_text(why), secrets_));
       drop_connection();
       retry_at_connect_time();
+      arm_expiry();
     }
   }
 
@@ -281,6 +328,7 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
     drop_connection();
     deliver();
     retry_at_connect_time();
+    arm_expiry();
   }
 
   void drop_connection() {
@@ -296,6 +344,7 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
     if (core_.closed()) return;
     core_.close();
     timer_.cancel();
+    expiry_.cancel();
     drop_connection();
     answer();
     if (receiver_) {
@@ -305,16 +354,19 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
   }
 
   asio::strand<asio::any_io_executor> strand_;
+  const asio::any_io_executor connect_ex_;
   const pool_params params_;
   const logger_fn logger_;
   const std::vector<std::string> secrets_;
-  asio::steady_timer timer_;
+  asio::steady_timer timer_;   // the next connect attempt (back-off)
+  asio::steady_timer expiry_;  // core_.next_deadline()
+  listen_clock::time_point expiry_at_ = listen_clock::time_point::max();  // what expiry_ is armed for
 
   PGconn* pg_ = nullptr;
   std::optional<asio::posix::stream_descriptor> sd_;
   std::optional<notice_route> notices_;
   std::uint64_t gen_ = 0;      // socket registrations: a stale wait's handler ignores itself
-  std::uint64_t attempt_ = 0;  // connect attempts: a stale connect timeout ignores itself
+  std::uint64_t attempt_ = 0;  // connect attempts: a late connect_job of a closed listener ignores itself
   bool read_armed_ = false;
   bool write_armed_ = false;
 
@@ -322,18 +374,24 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
   listen_outcome outcome_;  // of the command in flight, read so far
   std::unordered_map<command_id, std::unique_ptr<completion<std::monostate>>> pending_;  // callers' commands not yet answered
   std::unique_ptr<completion<notification>> receiver_;
+  std::uint64_t receiver_id_ = 0;             // receive_ids_ of receiver_
+  std::atomic<std::uint64_t> receive_ids_{0};  // taken in callers' threads
 };
 
 }  // namespace detail
 
 listener::listener(executor_type ex, pool_params params, logger_fn logger) : ex_(ex) {
   validate(params);
-  impl_ = std::make_shared<detail::listener_impl>(std::move(ex), std::move(params), std::move(logger));
+  impl_ = std::make_shared<detail::listener_impl>(std::move(ex), std::nullopt, std::move(params), std::move(logger));
   impl_->start();
 }
 
-listener::listener(async_client& client, pool_params params, logger_fn logger)
-    : listener(client.get_executor(), std::move(params), std::move(logger)) {}
+listener::listener(async_client& client, pool_params params, logger_fn logger) : ex_(client.get_executor()) {
+  validate(params);
+  impl_ = std::make_shared<detail::listener_impl>(ex_, client.impl_->connector_executor(), std::move(params),
+                                                  std::move(logger));
+  impl_->start();
+}
 
 listener::~listener() { close(); }
 
@@ -360,12 +418,13 @@ void listener::submit_command(const std::shared_ptr<detail::listener_impl>& impl
 }
 
 void listener::submit_receive(const std::shared_ptr<detail::listener_impl>& impl,
-                              std::unique_ptr<detail::completion<notification>> done) {
+                              std::unique_ptr<detail::completion<notification>> done,
+                              boost::asio::cancellation_slot slot) {
   if (!impl) {
     done->complete(boost::asio::system_executor(), true, make_error_code(errc::closed), {});
     return;
   }
-  impl->receive(std::move(done));
+  impl->receive(std::move(done), slot);
 }
 
 }  // namespace pgpipe

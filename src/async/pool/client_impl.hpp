@@ -68,6 +68,9 @@ class client_impl final : public query_target,
   boost::asio::any_io_executor get_executor() const noexcept;
   boost::asio::any_io_executor get_executor(std::size_t loop) const noexcept { return loops_->at(loop % loops_->size()); }
   std::size_t loop_count() const noexcept { return loops_->size(); }
+  /// Where connect handshakes run: the connector thread (or, on a caller's
+  /// io_context, the first loop's strand). For a listener's connect_job.
+  boost::asio::any_io_executor connector_executor() const { return loops_->connector_for(loops_->first()); }
 
   void cancel_query(const std::shared_ptr<query_request>& req, boost::asio::cancellation_type_t type);
   void cancel_acquire(const std::shared_ptr<acquire_request>& req);

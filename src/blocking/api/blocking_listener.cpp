@@ -21,11 +21,18 @@
 // goes, refused channels, the buffer's bound) is listener_core's
 // (src/core/listen/listener_core.hpp), shared with the async listener and
 // kept under mu_; this file is the I/O around it.
+//
+// Why the connect walks the hosts itself (pq/host_walk.hpp, as the async
+// driver's connect_job): libpq's nonblocking connect has no per-host
+// timeout, so with one deadline for a multi-host string a first host that
+// accepts TCP and never answers would use up connect_timeout on every
+// attempt and the next host would never be tried.
 #include <pgpipe/blocking_listener.hpp>
 
 #include <pgpipe/error.hpp>
 
 #include "core/listen/listener_core.hpp"
+#include "pq/host_walk.hpp"
 #include "pq/libpq_failure.hpp"
 #include "pq/listen_protocol.hpp"
 #include "pq/notice_route.hpp"
@@ -57,7 +64,8 @@ class blocking_listener_impl {
  public:
   blocking_listener_impl(pool_params params, logger_fn logger)
       : params_(std::move(params)), logger_(std::move(logger)), secrets_(passwords_of(params_.conninfo)),
-        core_({params_.connect_backoff_initial, params_.connect_backoff_max, blocking_listener::max_buffered},
+        core_({params_.connect_backoff_initial, params_.connect_backoff_max, blocking_listener::max_buffered,
+               params_.acquire_timeout},
               clock::now()) {
     if (auto why = conninfo_parse_error(params_.conninfo, secrets_); !why.empty())
       throw error(make_error_code(errc::bad_conninfo), "blocking_listener: " + why);
@@ -80,7 +88,7 @@ class blocking_listener_impl {
     const std::string sql = (listen ? "LISTEN " : "UNLISTEN ") + quote_identifier(channel);
     std::unique_lock lock(mu_);
     if (core_.closed()) throw error(make_error_code(errc::closed), "blocking_listener is closed");
-    const command_id id = listen ? core_.subscribe(channel) : core_.unsubscribe(channel);
+    const command_id id = listen ? core_.subscribe(channel, clock::now()) : core_.unsubscribe(channel, clock::now());
     listen_ack answer;
     bool done = false;
     waiting_.emplace(id, waiter{&answer, &done});
@@ -148,14 +156,18 @@ class blocking_listener_impl {
   }
 
   // Hands the core's answers to the callers waiting for them (under mu_).
-  void answer_locked() {
+  // Returns whether any caller was answered.
+  bool answer_locked() {
+    bool any = false;
     for (auto& a : core_.take_acks()) {
       auto it = waiting_.find(a.id);
       if (it == waiting_.end()) continue;  // that caller stopped waiting (query_timeout)
       *it->second.answer = std::move(a);
       *it->second.done = true;
       waiting_.erase(it);
+      any = true;
     }
+    return any;
   }
 
   // ---- the listener's thread -------------------------------------------------------
@@ -166,15 +178,16 @@ class blocking_listener_impl {
       const listener_phase now_in = [&] {
         std::lock_guard lock(mu_);
         connect_at = core_.connect_at();
+        expire_locked();
         return core_.phase();
       }();
       if (now_in == listener_phase::closed) break;
       switch (now_in) {
         case listener_phase::waiting:
           if (clock::now() >= connect_at) {
-            start_connect();
+            begin_connect();
           } else {
-            wait_for(-1, 0, connect_at);
+            wait_for(-1, 0, std::min(connect_at, expiry_at_));
           }
           break;
         case listener_phase::connecting: step_connect(); break;
@@ -200,16 +213,32 @@ class blocking_listener_impl {
     return fd >= 0 ? fds[1].revents : 0;
   }
 
+  // Answers the commands that waited acquire_timeout for a connection, and
+  // notes when the next one will have (under mu_).
+  void expire_locked() {
+    core_.expire(clock::now());
+    expiry_at_ = core_.next_deadline();
+    if (answer_locked()) cv_.notify_all();
+  }
+
   // ---- connecting ------------------------------------------------------------------
 
-  void start_connect() {
+  void begin_connect() {
     {
       std::lock_guard lock(mu_);
       core_.on_connect_started();
     }
-    pg_ = start_listener_connect(params_.conninfo, "pgpipe-blocking-listener");
+    walk_ = plan_host_walk(params_.conninfo, "pgpipe");
+    walk_at_ = 0;
+    walk_failures_.clear();
+    start_attempt();
+  }
+
+  // One host of the walk, with its own connect_timeout.
+  void start_attempt() {
+    pg_ = start_connect(walk_[walk_at_]);
     if (pg_ == nullptr || PQstatus(pg_) == CONNECTION_BAD) {
-      connect_failed("");
+      attempt_failed("");
       return;
     }
     // Routed from the start: a notice during the handshake must reach the
@@ -223,32 +252,56 @@ class blocking_listener_impl {
 
   void step_connect() {
     if (clock::now() >= connect_deadline_) {
-      connect_failed(connect_timeout_text(params_.connect_timeout));
+      attempt_failed(connect_timeout_text(params_.connect_timeout));
       return;
     }
     const short want = poll_want_ == PGRES_POLLING_READING ? POLLIN : POLLOUT;
-    const short got = wait_for(PQsocket(pg_), want, connect_deadline_);
-    if (got == 0) return;  // woken, or the deadline: the loop looks again
+    const short got = wait_for(PQsocket(pg_), want, std::min(connect_deadline_, expiry_at_));
+    if (got == 0) return;  // woken, or a deadline: the loop looks again
     switch (poll_want_ = PQconnectPoll(pg_)) {
       case PGRES_POLLING_OK: connected(); return;
       case PGRES_POLLING_READING:
       case PGRES_POLLING_WRITING: return;
-      default: connect_failed(""); return;
+      default: attempt_failed(""); return;
     }
   }
 
-  // `reason` empty: libpq's message says why.
-  void connect_failed(const std::string& reason) {
-    log(log_level::warning, connect_failed_text(pg_, reason, secrets_));
+  // `reason` empty: libpq's message says why. Moves on to the next host as
+  // libpq would (walk_moves_on), else the whole connect failed.
+  void attempt_failed(const std::string& reason) {
+    const std::string why = !reason.empty() ? reason
+                            : pg_ != nullptr ? clean_message(PQerrorMessage(pg_), secrets_)
+                                             : std::string("out of memory");
+    const bool timed_out = !reason.empty();
+    connect_failure f = classify_connect_failure(why, pg_ != nullptr && PQconnectionNeedsPassword(pg_) == 1, secrets_);
+    if (timed_out) f.ec = make_error_code(errc::server_unreachable);
     drop_connection();
+    if (walk_.size() > 1) {
+      walk_failures_.push_back(walk_[walk_at_].where + ": " + why);
+      if (walk_moves_on(why) && ++walk_at_ < walk_.size()) {
+        start_attempt();
+        return;
+      }
+      std::string all = walk_at_ < walk_.size() ? "" : "every host failed: ";
+      for (std::size_t i = 0; i < walk_failures_.size(); ++i) all += (i ? "; " : "") + walk_failures_[i];
+      connect_failed(walk_at_ < walk_.size() ? f.ec : classify_connect_error(all), all, std::move(f.diag));
+      return;
+    }
+    connect_failed(f.ec, why, std::move(f.diag));
+  }
+
+  void connect_failed(std::error_code ec, const std::string& why, diagnostics diag) {
+    log(log_level::warning, "connect failed: " + why);
+    if (diag.client_message.empty()) diag.client_message = "connect failed: " + why;
     std::lock_guard lock(mu_);
-    core_.on_connect_failed(clock::now());
+    core_.on_connect_failed(clock::now(), ec, std::move(diag));
   }
 
   void connected() {
     PQsetnonblocking(pg_, 1);
     std::lock_guard lock(mu_);
     core_.on_connected();
+    expiry_at_ = clock::time_point::max();
   }
 
   // ---- running ---------------------------------------------------------------------
@@ -348,6 +401,10 @@ class blocking_listener_impl {
   PGconn* pg_ = nullptr;
   std::optional<notice_route> notices_;
   clock::time_point connect_deadline_{};
+  std::vector<connect_attempt> walk_;  // the hosts of this connect, in libpq's order
+  std::size_t walk_at_ = 0;
+  std::vector<std::string> walk_failures_;  // "host ... port ...: why", one per host tried
+  clock::time_point expiry_at_ = clock::time_point::max();  // core_.next_deadline(), read under mu_
   PostgresPollingStatusType poll_want_ = PGRES_POLLING_WRITING;
   listen_outcome outcome_;  // of the command in flight, read so far
 

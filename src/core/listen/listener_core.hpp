@@ -21,11 +21,20 @@
 //    re-reads its state on a gap, and a change made between that re-read and
 //    an active LISTEN would be lost with no gap to say so. With nothing
 //    subscribed at the reconnect there is no gap (nothing was missed);
-//  - a LISTEN the server refused is not kept as a subscription (kept, it
-//    would make every re-LISTEN fail); a refused re-LISTEN counts as a failed
-//    connect: the driver drops the connection, the core waits the back-off,
-//    and the gap stays pending (never delivered while a channel is not
-//    listened);
+//  - a channel is a subscription once the server accepted its LISTEN: the
+//    re-LISTEN holds only those, and a LISTEN still waiting (asked while
+//    disconnected, or in flight at a loss) follows it as its own command, so
+//    a channel the server refuses is answered with the server's error and
+//    dropped, never part of a re-LISTEN that would fail for every channel. A
+//    refused re-LISTEN (the server refusing an accepted channel) counts as a
+//    failed connect: the driver drops the connection, the core waits the
+//    back-off, and the gap stays pending (never delivered while a channel is
+//    not listened);
+//  - a caller's command waits at most acquire_timeout for a connection (from
+//    when it was asked, or from the loss that sent it back to waiting): then
+//    it is answered with the last connect error (or errc::pool_timeout when
+//    no attempt has failed yet) and dropped, so a listener that can never
+//    connect (a wrong password) does not leave its callers waiting forever;
 //  - the notification buffer and its bound: with max_buffered waiting and no
 //    command waiting for its answer, the driver stops reading, and the server
 //    keeps the rest in its notification queue.
@@ -77,6 +86,9 @@ struct listen_command {
   std::vector<std::string> channels;  ///< one, or every channel for a re-LISTEN
   std::string sql;
   command_id id = 0;  ///< 0 for the listener's own re-LISTEN
+  /// A caller's command not answered by then, with no connection ready,
+  /// fails with the connect error (expire()).
+  listen_clock::time_point deadline{};
 };
 
 /// A caller's command answered: empty `ec` when the server acknowledged it,
@@ -99,6 +111,7 @@ class listener_core {
     std::chrono::milliseconds backoff_initial{50};  ///< pool_params::connect_backoff_initial
     std::chrono::milliseconds backoff_max{500};     ///< pool_params::connect_backoff_max
     std::size_t max_buffered = 65536;               ///< listener::max_buffered
+    std::chrono::milliseconds acquire_timeout{30'000};  ///< pool_params::acquire_timeout
   };
 
   /// Phase waiting, the first connect due at `now`.
@@ -106,14 +119,17 @@ class listener_core {
 
   // ---- callers ------------------------------------------------------------
 
-  /// Records `channel` as subscribed and queues its LISTEN (sent once ready,
-  /// after the commands before it). Its answer comes through take_acks()
-  /// under the id returned. When closed, the ack (errc::closed) is queued at
-  /// once.
-  command_id subscribe(std::string_view channel);
-  /// Forgets `channel` and queues its UNLISTEN; the same contract.
-  /// Notifications of that channel already buffered are still delivered.
-  command_id unsubscribe(std::string_view channel);
+  /// Queues the LISTEN of `channel` (sent once ready, after the commands
+  /// before it); the channel is subscribed once the server accepts it. Its
+  /// answer comes through take_acks() under the id returned: the server's
+  /// verdict, or the connect error when no connection was ready by
+  /// `now` + acquire_timeout (see expire()). When closed, the ack
+  /// (errc::closed) is queued at once.
+  command_id subscribe(std::string_view channel, listen_clock::time_point now);
+  /// Forgets `channel` at once (no re-LISTEN holds it) and queues its
+  /// UNLISTEN; the same contract. Notifications of that channel already
+  /// buffered are still delivered.
+  command_id unsubscribe(std::string_view channel, listen_clock::time_point now);
 
   /// Answers every caller's command not yet answered with errc::closed,
   /// drops the buffered notifications, and refuses everything from now on
@@ -137,13 +153,24 @@ class listener_core {
   /// channel ahead of every other command (or, with none subscribed, clears
   /// the pending gap).
   void on_connected();
-  /// -> waiting: the attempt failed or timed out; the next one is due after
-  /// the back-off. Ignored once closed.
-  void on_connect_failed(listen_clock::time_point now) noexcept;
+  /// -> waiting: the attempt failed or timed out (`ec`, `diag`: why, kept as
+  /// the error of the commands that expire); the next one is due after the
+  /// back-off. Ignored once closed.
+  void on_connect_failed(listen_clock::time_point now, std::error_code ec = {}, diagnostics diag = {});
   /// ready -> waiting: the connection was lost. A gap is pending; the next
   /// attempt is due at once (the back-off is for a server that refuses); a
-  /// command in flight is sent again. Ignored once closed.
+  /// command in flight is sent again; every caller's command waits at most
+  /// acquire_timeout from `now` again. Ignored once closed.
   void on_lost(listen_clock::time_point now) noexcept;
+
+  /// With no connection ready (waiting, connecting): answers every caller's
+  /// command whose deadline is at or before `now` with the last connect error
+  /// and drops it (an expired LISTEN subscribes nothing; an expired UNLISTEN
+  /// leaves its channel forgotten). The driver calls it at next_deadline().
+  void expire(listen_clock::time_point now);
+  /// When expire() has something to do: the earliest deadline of a caller's
+  /// command while no connection is ready, else time_point::max().
+  listen_clock::time_point next_deadline() const noexcept;
 
   /// In phase ready with nothing in flight: the next command, now in flight
   /// (the driver sends its SQL, then reports on_command_done, or on_lost).
@@ -177,7 +204,7 @@ class listener_core {
   std::chrono::milliseconds backoff() const noexcept { return backoff_; }
 
  private:
-  command_id queue_command(listen_command::kind what, std::string_view channel);
+  command_id queue_command(listen_command::kind what, std::string_view channel, listen_clock::time_point now);
   void back_off(listen_clock::time_point now) noexcept;
 
   const settings settings_;
@@ -188,7 +215,9 @@ class listener_core {
   bool gap_pending_ = false;
   bool in_flight_ = false;  // the head of commands_ was sent
   command_id next_id_ = 1;
-  std::set<std::string> channels_;
+  std::set<std::string> channels_;  // accepted by the server, not unsubscribed since
+  std::error_code last_connect_error_;
+  diagnostics last_connect_diag_;
   std::deque<listen_command> commands_;
   std::vector<listen_ack> acks_;
   std::deque<notification> buffer_;
