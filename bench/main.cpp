@@ -216,6 +216,15 @@ int main(int argc, char** argv) {
   }
   if (o.child) return child_main(o);
   try {
+    if (o.password_file) {
+      // The environment, not argv or the conninfo: libpq reads PGPASSWORD in
+      // this process, in every child run and in pgbench alike.
+      if (::setenv("PGPASSWORD", read_password_file(*o.password_file).c_str(), 1) != 0)
+        throw std::runtime_error("--password-file: cannot set PGPASSWORD");
+    }
+    if (o.conninfo && conninfo_has_password(*o.conninfo))
+      std::cerr << "pgpipe-bench: warning: --conninfo holds a password, which every local user can read on the "
+                   "command line; use PGPASSWORD or --password-file instead\n";
     return run(o);
   } catch (const std::exception& e) {
     // Messages from libpq and the server never carry the password; the

@@ -1,10 +1,14 @@
 #include "options.hpp"
 
+#include <libpq-fe.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 namespace pgpipe::bench {
 namespace {
@@ -110,6 +114,8 @@ options parse_options(int argc, const char* const* argv) {
       o.growth_interval_ms = parse_size(flag, next(), 0);
     } else if (flag == "--conninfo") {
       o.conninfo = next();
+    } else if (flag == "--password-file") {
+      o.password_file = next();
     } else if (flag == "--no-prepared") {
       o.prepared = false;
     } else if (flag == "--observer") {
@@ -210,6 +216,27 @@ std::vector<std::string> child_arguments(const options& o, const std::string& dr
   return a;
 }
 
+std::string read_password_file(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) throw std::invalid_argument("--password-file: cannot read '" + path + "'");
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (line.empty()) throw std::invalid_argument("--password-file: the first line of '" + path + "' is empty");
+  return line;
+}
+
+bool conninfo_has_password(const std::string& conninfo) {
+  char* err = nullptr;
+  PQconninfoOption* opts = PQconninfoParse(conninfo.c_str(), &err);
+  if (err != nullptr) PQfreemem(err);
+  bool found = false;
+  for (PQconninfoOption* o = opts; o != nullptr && o->keyword != nullptr; ++o)
+    found = found || (std::string_view(o->keyword) == "password" && o->val != nullptr && *o->val != '\0');
+  if (opts != nullptr) PQconninfoFree(opts);
+  // A string libpq cannot parse may still hold one: look for the keyword.
+  return found || (opts == nullptr && conninfo.find("password") != std::string::npos);
+}
+
 std::string help_text() {
   return R"(pgpipe-bench: compare pgpipe's drivers (and pgbench) at several pool sizes.
 
@@ -257,7 +284,13 @@ Flags:
   --growth-interval MS async driver: pool_params::growth_interval in ms
   --conninfo STR     use this server (libpq key=value or URI); the table is
                      created and loaded when missing. PGHOST/PGSERVICE also select
-                     an existing server. Passwords are never printed.
+                     an existing server. Passwords are never printed. Keep the
+                     password out of STR: a command line is readable by every
+                     local user (ps, /proc). Give it as PGPASSWORD in the
+                     environment, in ~/.pgpass (PGPASSFILE), or with
+                     --password-file; a password in STR draws a warning.
+  --password-file F  read the server password from the first line of file F
+                     (keep it mode 0600) and pass it to libpq as PGPASSWORD
   --no-prepared      unnamed statements only (Parse/Bind/Execute per query,
                      still pipelined, typed binary parameters where the driver
                      sends them): pool_params::prepared_statements = false for

@@ -44,6 +44,10 @@ struct options {
   std::optional<std::size_t> growth_connects;
   std::optional<std::size_t> growth_interval_ms;
   std::optional<std::string> conninfo;
+  /// --password-file: the server password is read from this file's first
+  /// line (read_password_file) and given to libpq as PGPASSWORD, so it is
+  /// never on the command line, which any local user can read in /proc.
+  std::optional<std::string> password_file;
   /// --no-prepared: unnamed statements in every driver (pool_params::
   /// prepared_statements = false, pgbench -M extended), as PgBouncer in
   /// transaction pool mode needs.
@@ -84,6 +88,15 @@ struct options {
 
 /// Parses argv. Throws std::invalid_argument with a message naming the flag.
 options parse_options(int argc, const char* const* argv);
+
+/// The first line of `path` (without its line end): a password. Throws
+/// std::invalid_argument naming the file (never its content) when it cannot
+/// be read or the line is empty.
+std::string read_password_file(const std::string& path);
+
+/// Whether `conninfo` (key=value or URI) carries a password: pgpipe-bench
+/// then warns that a command line is readable by every local user.
+bool conninfo_has_password(const std::string& conninfo);
 
 /// The text printed by --help.
 std::string help_text();

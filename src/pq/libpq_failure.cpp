@@ -164,11 +164,36 @@ connect_failure classify_connect_failure(std::string_view libpq_message, bool ne
   // A message without a server part carries no SQLSTATE: keep the "server
   // error" fields empty so diagnostics::has_server_error() tells the truth.
   if (f.diag.message.empty()) f.diag.sqlstate.clear();
+  f.kind = kind_of_connect_failure(f.ec, m);
   return f;
 }
 
 std::error_code classify_connect_error(std::string_view message) {
   return classify_connect_failure(message, false, {}).ec;
+}
+
+namespace {
+std::size_t count_of(std::string_view hay, std::string_view needle) {
+  std::size_t n = 0;
+  for (auto p = hay.find(needle); p != std::string_view::npos; p = hay.find(needle, p + needle.size())) ++n;
+  return n;
+}
+}  // namespace
+
+bool every_host_unknown(std::string_view message) {
+  // libpq 15: 'could not translate host name "h" to address: <gai_strerror>'
+  // per host it could not resolve; a host it resolved shows as "connection
+  // to server at/on ..."; the async walk's own timeout as "timeout expired".
+  const std::size_t unresolved = count_of(message, "could not translate host name");
+  if (unresolved == 0) return false;
+  if (contains(message, "connection to server") || contains(message, "timeout expired")) return false;
+  const std::size_t final_answers =
+      count_of(message, "Name or service not known") + count_of(message, "No address associated with hostname");
+  return final_answers == unresolved;
+}
+
+connect_failure_kind kind_of_connect_failure(const std::error_code& ec, std::string_view message) {
+  return kind_of_connect_error(ec, every_host_unknown(message));
 }
 
 std::string on_connect_failure(std::size_t index, std::string_view sql, std::string_view what) {

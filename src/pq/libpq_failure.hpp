@@ -11,6 +11,8 @@
 // both).
 #pragma once
 
+#include "core/pool/connect_error.hpp"
+
 #include <pgpipe/error.hpp>
 
 #include <libpq-fe.h>
@@ -47,6 +49,8 @@ struct connect_failure {
   diagnostics diag;
   /// libpq's message on one line, secrets scrubbed.
   std::string message;
+  /// kind_of_connect_failure(ec, message): whether waiting callers fail at once.
+  connect_failure_kind kind = connect_failure_kind::transient;
 };
 
 /// Classifies libpq's message for a failed connect. libpq 15 keeps no
@@ -59,6 +63,17 @@ connect_failure classify_connect_failure(std::string_view libpq_message, bool ne
 
 /// classify_connect_failure(message, false, {}).ec, for a message already scrubbed.
 std::error_code classify_connect_error(std::string_view message);
+
+/// Whether `message` (libpq's, possibly naming several hosts, or the async
+/// host walk's joined one) says only that host names do not exist: every
+/// host's failure is the resolver's final answer (EAI_NONAME, EAI_NODATA)
+/// and no host was reached or timed out. "Temporary failure in name
+/// resolution" is not that answer.
+bool every_host_unknown(std::string_view message);
+
+/// kind_of_connect_error(ec, every_host_unknown(message)): the kind of a
+/// failed connect from its code and libpq's words, for both drivers.
+connect_failure_kind kind_of_connect_failure(const std::error_code& ec, std::string_view message);
 
 /// What both drivers say when pool_params::on_connect[index] failed with
 /// `what` (the server's diagnostics): the connect failure's message.

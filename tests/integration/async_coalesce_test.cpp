@@ -16,7 +16,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <map>
+#include <future>
+#include <tuple>
 #include <mutex>
 #include <set>
 #include <string>
@@ -39,6 +43,12 @@ pgpipe::pool_params coalesce_params(bool read_only_sessions) {
 struct run_result {
   std::size_t ok = 0, failed_22012 = 0, other = 0, wrong = 0, calls = 0;
   std::set<std::pair<int, std::string>> transactions;  ///< (pid, now()) of the answers
+  std::map<std::pair<int, std::string>, std::size_t> per_transaction;  ///< answers in each
+  std::size_t largest_batch() const {
+    std::size_t m = 0;
+    for (const auto& [t, n] : per_transaction) m = std::max(m, n);
+    return m;
+  }
 };
 
 // n queries at once: query i divides 1000 + i by its divisor, 0 for every
@@ -68,6 +78,7 @@ run_result divide_many(pgpipe::async_client& client, std::size_t n, bool marked)
                            } else {
                              ++out.ok;
                              out.transactions.emplace(r[0].get<int>(1), r[0].get<std::string>(2));
+                             ++out.per_transaction[{r[0].get<int>(1), r[0].get<std::string>(2)}];
                            }
                          }
                          done.arrive();
@@ -79,14 +90,23 @@ run_result divide_many(pgpipe::async_client& client, std::size_t n, bool marked)
   return out;
 }
 
-// Coalesced: far fewer transactions (Syncs) than queries. PostgreSQL 13
-// reports no default_transaction_read_only, so no session counts as
-// read-only there and every query keeps its own Sync (pool_params::read_batch_max).
-void expect_coalescing_as_the_server_allows(std::size_t transactions, std::size_t ok) {
+// One Sync per query: every answer came from a transaction of its own.
+void expect_one_sync_each(const run_result& r, const char* what) {
+  EXPECT_EQ(r.transactions.size(), r.ok) << what;
+  EXPECT_EQ(r.largest_batch(), 1u) << what;
+}
+
+// Coalesced: far fewer transactions (Syncs) than queries, and never more
+// answers in one than read_batch_max (10). PostgreSQL 13 reports no
+// default_transaction_read_only, so no session counts as read-only there and
+// every query keeps its own Sync (pool_params::read_batch_max).
+void expect_coalescing_as_the_server_allows(const run_result& r) {
   if (pgpipe::devcluster::cluster::server_major() >= 14) {
-    EXPECT_LT(transactions, ok / 3) << transactions << " transactions for " << ok << " answers";
+    EXPECT_LT(r.transactions.size(), r.ok / 3) << r.transactions.size() << " transactions for " << r.ok << " answers";
+    EXPECT_LE(r.largest_batch(), 10u) << "a batch went past read_batch_max";
+    EXPECT_GT(r.largest_batch(), 1u);
   } else {
-    EXPECT_GE(transactions, ok * 95 / 100) << "queries shared Syncs on PostgreSQL 13";
+    expect_one_sync_each(r, "queries shared Syncs on PostgreSQL 13");
   }
 }
 
@@ -101,7 +121,7 @@ TEST(async_coalesce, one_in_fifty_divides_by_zero_and_only_those_fail) {
   EXPECT_EQ(r.ok, n - n / 50);
   EXPECT_EQ(r.wrong, 0u);
   EXPECT_EQ(r.other, 0u);
-  expect_coalescing_as_the_server_allows(r.transactions.size(), r.ok);
+  expect_coalescing_as_the_server_allows(r);
 }
 
 TEST(async_coalesce, unmarked_queries_and_read_write_sessions_keep_one_sync_each) {
@@ -110,13 +130,13 @@ TEST(async_coalesce, unmarked_queries_and_read_write_sessions_keep_one_sync_each
     pgpipe::async_client client(coalesce_params(true));
     auto r = divide_many(client, n, false);
     EXPECT_EQ(r.ok, n - n / 50);
-    EXPECT_GE(r.transactions.size(), r.ok * 95 / 100) << "unmarked queries shared Syncs";
+    expect_one_sync_each(r, "unmarked queries shared Syncs");
   }
   {
     pgpipe::async_client client(coalesce_params(false));
     auto r = divide_many(client, n, true);
     EXPECT_EQ(r.ok, n - n / 50);
-    EXPECT_GE(r.transactions.size(), r.ok * 95 / 100) << "marked queries shared Syncs on a read-write session";
+    expect_one_sync_each(r, "marked queries shared Syncs on a read-write session");
   }
 }
 
@@ -155,6 +175,54 @@ TEST(async_coalesce, write_marked_read_only_fails_with_25006_and_writes_nothing)
             pgpipe::make_sqlstate("25006"));
 }
 
+// A write the statement rule cannot see (a function's body) in a coalesced
+// batch: the read-only session refuses it (25006) and it writes nothing. The
+// function re-raises 25006 with its transaction's (pid, now()), so the test
+// sees that it shared a transaction, hence a Sync, with a marked read: it was
+// coalesced, not sent alone.
+TEST(async_coalesce, a_coalesced_write_is_refused_with_25006_and_writes_nothing) {
+  {
+    pgpipe::async_client rw(params_for(shared_cluster().conninfo(), 1));
+    for (const char* sql :
+         {"create table if not exists coalesce_fn_writes(a int)",
+          "create or replace function coalesce_write(v int) returns int language plpgsql as $$ begin "
+          "insert into coalesce_fn_writes values (v); return v; exception when read_only_sql_transaction then "
+          "raise exception using errcode = '25006', message = 'txn ' || pg_backend_pid() || ' ' || now()::text; "
+          "end $$"}) {
+      auto [ec, r] = rw.async_query(sql, asio::use_future).get();
+      ASSERT_FALSE(ec) << r.diag().to_string();
+    }
+  }
+  auto p = coalesce_params(true);
+  p.max_size = 1;
+  pgpipe::async_client client(p);
+  pgpipe::query_options ro;
+  ro.read_only = true;
+  using reply = std::future<std::tuple<std::error_code, pgpipe::result>>;
+  std::vector<reply> reads, writes;
+  for (int round = 0; round < 20; ++round) {
+    for (int i = 0; i < 4; ++i)
+      reads.push_back(client.async_query(ro, "select pg_backend_pid(), now()::text", asio::use_future));
+    writes.push_back(client.async_query(ro, "select coalesce_write($1)", round, asio::use_future));
+  }
+  std::set<std::string> read_transactions;
+  for (auto& f : reads) {
+    auto [ec, r] = f.get();
+    ASSERT_FALSE(ec) << r.diag().to_string();
+    read_transactions.insert("txn " + std::to_string(r[0].get<int>(0)) + " " + r[0].get<std::string>(1));
+  }
+  std::size_t shared_with_a_read = 0;
+  for (auto& f : writes) {
+    auto [ec, r] = f.get();
+    EXPECT_EQ(ec, pgpipe::make_sqlstate("25006")) << r.diag().to_string();
+    shared_with_a_read += read_transactions.count(r.diag().message);
+  }
+  EXPECT_GT(shared_with_a_read, 0u) << "no write was coalesced with a read: the test proves nothing";
+  auto [kec, kr] = client.async_query("select count(*)::int from coalesce_fn_writes", asio::use_future).get();
+  ASSERT_FALSE(kec) << kr.diag().to_string();
+  EXPECT_EQ(kr[0].get<int>(0), 0);
+}
+
 TEST(async_coalesce, pool_default_marks_every_query_and_batch_bound_is_validated) {
   auto p = coalesce_params(true);
   p.read_only_queries = true;
@@ -162,7 +230,7 @@ TEST(async_coalesce, pool_default_marks_every_query_and_batch_bound_is_validated
   auto r = divide_many(client, 1000, false);  // unmarked calls, marked by the pool
   EXPECT_EQ(r.ok, 1000u - 20u);
   EXPECT_EQ(r.wrong, 0u);
-  expect_coalescing_as_the_server_allows(r.transactions.size(), r.ok);
+  expect_coalescing_as_the_server_allows(r);
   auto bad = coalesce_params(true);
   bad.read_batch_max = 0;
   EXPECT_THROW(pgpipe::validate(bad), pgpipe::error);

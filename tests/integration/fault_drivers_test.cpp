@@ -1,8 +1,10 @@
 // Faults both drivers must survive the same way, written once over
 // tests/support/driver_adapter.hpp and run against each: backends
 // terminated or SIGKILLed with work in flight, a server restarted under an
-// idle pool, a role connection limit that refuses every connect, and pool
-// exhaustion told apart from a server that is down. Each prints
+// idle pool, a role connection limit that refuses every connect, pool
+// exhaustion told apart from a server that is down, and connect errors no
+// retry can fix (unknown host, no such database or role) failing callers at
+// once while a refused port keeps the acquire_timeout contract. Each prints
 // "[figure] <scenario>.<driver>...." lines for docs/reliability.md.
 // Driver-specific faults stay in fault_async_test.cpp (hung server with
 // stall/query timeouts, errors mid-pipeline, retry safety) and
@@ -14,6 +16,7 @@
 
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
+#include <netdb.h>
 
 #include <chrono>
 #include <csignal>
@@ -250,6 +253,73 @@ TYPED_TEST(fault_drivers, pool_exhaustion_and_server_down_are_two_different_erro
   EXPECT_EQ(down.ec, errc::server_unreachable) << down.text;
   EXPECT_NE(exhausted.ec, down.ec);
   EXPECT_NE(down.text.find("Connection refused"), std::string::npos) << down.text;
+}
+
+// Connect errors a retry cannot fix fail a caller at once, with the error and
+// its diagnostics, however long acquire_timeout is. The bound is generous
+// (a third of acquire_timeout): what is checked is "not waiting it out".
+constexpr auto permanent_acquire_timeout = 60s;
+constexpr long long at_once_bound_ms = 20'000;
+
+TYPED_TEST(fault_drivers, an_unknown_host_fails_a_query_at_once_with_server_unreachable) {
+  using D = TypeParam;
+  constexpr const char* host = "no-such-host.invalid";
+  addrinfo* ai = nullptr;
+  const int gai = ::getaddrinfo(host, "5432", nullptr, &ai);
+  if (ai != nullptr) ::freeaddrinfo(ai);
+  if (gai != EAI_NONAME && gai != EAI_NODATA)
+    GTEST_SKIP() << "this machine's resolver does not give a final answer for " << host << ": " << ::gai_strerror(gai);
+  constexpr const char* password = "unknown-host-pw-77";
+  auto params = fault_params(std::string("host=") + host + " port=5432 user=app dbname=app password=" + password, 2);
+  params.acquire_timeout = permanent_acquire_timeout;
+  D driver(params);
+  for (int i = 0; i < 2; ++i) {  // the first query, and one after the pool has seen the answer
+    const auto started = steady::now();
+    const auto o = driver.run("select 1");
+    const long long waited = ms_since(started);
+    EXPECT_EQ(o.ec, errc::server_unreachable) << o.text;
+    EXPECT_EQ(o.ec, pgpipe::errc_condition::connect_error) << o.text;
+    EXPECT_NE(o.diag.client_message.find(host), std::string::npos) << o.text;
+    EXPECT_LT(waited, at_once_bound_ms) << "query " << i << " waited for acquire_timeout: " << o.text;
+    expect_no_secret(o.text, {password}, "the error");
+  }
+}
+
+TYPED_TEST(fault_drivers, a_database_or_role_that_does_not_exist_fails_at_once_with_its_sqlstate) {
+  using D = TypeParam;
+  auto& pg = shared_cluster();
+  const struct {
+    std::string options, sqlstate, words;
+  } cases[] = {{"dbname=no_such_db_fd", "3D000", "database \"no_such_db_fd\" does not exist"},
+               // With password authentication the server does not say that a
+               // role is missing (that would tell a stranger which exist).
+               {"user=no_such_role_fd", "28P01", "password authentication failed for user \"no_such_role_fd\""}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.options);
+    auto params = fault_params(with_options(pg.conninfo(), c.options), 2);
+    params.acquire_timeout = permanent_acquire_timeout;
+    D driver(params);
+    const auto started = steady::now();
+    const auto o = driver.run("select 1");
+    EXPECT_LT(ms_since(started), at_once_bound_ms) << o.text;
+    EXPECT_EQ(pgpipe::sqlstate_of(o.ec), c.sqlstate) << o.text;
+    EXPECT_EQ(o.diag.sqlstate, c.sqlstate) << o.text;
+    EXPECT_NE(o.diag.message.find(c.words), std::string::npos) << o.text;
+  }
+}
+
+TYPED_TEST(fault_drivers, a_refused_port_waits_out_acquire_timeout_with_the_transient_error) {
+  using D = TypeParam;
+  auto params = fault_params("host=127.0.0.1 port=" + std::to_string(refused_port()) + " user=app dbname=app", 1);
+  params.acquire_timeout = 1500ms;
+  D driver(params);
+  const auto started = steady::now();
+  const auto o = driver.run("select 1");
+  // The server may come up meanwhile: the caller is told only when its
+  // acquire_timeout is over.
+  EXPECT_GE(ms_since(started), 1500) << o.text;
+  EXPECT_EQ(o.ec, errc::server_unreachable) << o.text;
+  EXPECT_NE(o.text.find("Connection refused"), std::string::npos) << o.text;
 }
 
 }  // namespace

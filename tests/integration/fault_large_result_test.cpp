@@ -106,6 +106,7 @@ TEST(fault_large_result, blocking_cursor_delivers_5_million_rows_in_chunks_with_
   EXPECT_EQ(pool.exec("select 1")[0][0].as<int>(), 1);
   EXPECT_EQ(pool.stats().connects, 1u);
   std::printf("[figure] large_result.blocking_cursor.stop_after_3_chunks_ms=%ld\n", stop_ms);
+  PGPIPE_SKIP_IF_RSS_UNCHECKED();
 }
 
 // The async driver streams on a lease (lease::stream, libpq single-row mode):
@@ -172,6 +173,7 @@ TEST(fault_large_result, async_row_stream_delivers_a_large_result_in_chunks_with
   // The lease serves ordinary queries after the stream.
   auto [ec, r] = l.async_query("select 1", asio::use_future).get();
   EXPECT_FALSE(ec) << ec.message();
+  PGPIPE_SKIP_IF_RSS_UNCHECKED();
 }
 
 // Stopping early cancels the query on the server (PQcancel on the exclusive
@@ -258,6 +260,7 @@ TEST(fault_large_result, async_buffered_result_of_5_million_rows_costs_memory_in
   std::printf("[figure] large_result.async_buffered.rows=%zu elapsed_ms=%ld peak_rss_growth_kib=%ld\n", n, elapsed, growth);
   auto [ec, r] = client.async_query("select 1", asio::use_future).get();
   EXPECT_FALSE(ec);
+  PGPIPE_SKIP_IF_RSS_UNCHECKED();
 }
 
 }  // namespace

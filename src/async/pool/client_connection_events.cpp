@@ -29,7 +29,9 @@ void client_impl::conn_connect_failed(slot_id slot, std::error_code ec, const st
     last_connect_diag_ = classify_connect_failure(message, false, {}).diag;
     conns_.erase(slot);
     if (live_conns_ > 0) --live_conns_;
-    core_.on_open_failed(pool_clock::now(), slot, ec);
+    // The job's code decides, with libpq's words for what the code cannot
+    // say (an unknown host shares server_unreachable with a refused port).
+    core_.on_open_failed(pool_clock::now(), slot, ec, kind_of_connect_failure(ec, message));
     collect_locked(t, true);
   }
   run(t);

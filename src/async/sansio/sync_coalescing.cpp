@@ -46,7 +46,15 @@ bool may_share_sync(std::string_view sql) noexcept {
   bool read = false;
   for (auto w : reads) read = read || starts_with_word(rest, w);
   if (!read) return false;
-  return !contains_nocase(sql, "set_config") && !contains_nocase(sql, "pg_notify");
+  // Names are checked in the text, not in tokens: a string or a comment that
+  // mentions one costs a false alarm only. What the text cannot show is
+  // refused whole: a Unicode-escaped identifier (U&"\0073et_config", any
+  // UESCAPE character) may spell any name, and SQL run from a string
+  // (query_to_xml) or on another connection (dblink) may do anything.
+  constexpr std::array<std::string_view, 5> refused{"set_config", "pg_notify", "u&\"", "query_to_xml", "dblink"};
+  for (auto w : refused)
+    if (contains_nocase(sql, w)) return false;
+  return true;
 }
 
 }  // namespace pgpipe::detail

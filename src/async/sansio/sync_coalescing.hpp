@@ -15,11 +15,17 @@
 // The rule is positive and lexical: the statement starts with SELECT, WITH,
 // VALUES or TABLE (after blanks and opening parentheses) and nowhere
 // mentions set_config or pg_notify, in any case, even in a string or a
-// comment (a false alarm only costs that request its own Sync).
+// comment (a false alarm only costs that request its own Sync). Spellings a
+// text check cannot read are refused whole: a Unicode-escaped identifier
+// (U&"..."), SQL run from a string (query_to_xml) and dblink.
 //
-// Not covered, because a read-only transaction allows it and no text shows
-// it: a function called by the statement that writes a temporary table or
-// acts outside the transaction (dblink). Do not mark such calls read-only.
+// What it cannot promise: it reads the statement, not the bodies of the
+// functions the statement calls. A function that calls set_config(..., true),
+// runs SET LOCAL or NOTIFY, writes a temporary table or acts outside the
+// transaction passes, and a neighbour's error would roll back its effect
+// after its caller was told it succeeded. The read-only marker is the
+// caller's promise that no function it calls does any of that
+// (docs/reliability.md, "Sync coalescing").
 #pragma once
 
 #include <string_view>

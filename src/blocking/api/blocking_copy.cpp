@@ -23,6 +23,8 @@
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace pgpipe {
 namespace {
@@ -37,7 +39,12 @@ PGconn* conn_of(blocking_lease& lease) {
   lease.mark_broken();
   auto ec = make_error_code(errc::connection_lost);
   detail::lease_access::note_error(lease, ec);
-  throw error(ec, what + ": connection lost: " + detail::clean_message(PQerrorMessage(conn_of(lease)), {}));
+  // The password this connection logged in with, as libpq holds it: any
+  // message libpq or the server wrote is scrubbed of it.
+  PGconn* c = conn_of(lease);
+  std::vector<std::string> secrets;
+  if (const char* pw = PQpass(c); pw != nullptr && *pw != '\0') secrets.emplace_back(pw);
+  throw error(ec, what + ": connection lost: " + detail::clean_message(PQerrorMessage(c), secrets));
 }
 
 struct result_deleter {

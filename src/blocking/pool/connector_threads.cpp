@@ -125,7 +125,9 @@ void blocking_pool_impl::run_open(std::unique_lock<std::mutex>& lk, slot_id slot
     last_connect_ec = ec;
     last_connect_diag = std::move(diag);
     slots.erase(it);  // pool_core forgets a failed slot (no close action follows)
-    core.on_open_failed(now, slot, ec);
+    // diag.client_message holds libpq's words, which say what the code
+    // cannot (an unknown host shares server_unreachable with a refused port).
+    core.on_open_failed(now, slot, ec, kind_of_connect_failure(ec, last_connect_diag.client_message));
   }
   apply_actions();
   bury(lk);

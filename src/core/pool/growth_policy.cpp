@@ -27,19 +27,8 @@
 #include <pgpipe/error.hpp>
 
 #include <algorithm>
-#include <string>
 
 namespace pgpipe::detail {
-
-bool is_permanent_connect_error(const std::error_code& ec) {
-  if (ec == errc::auth_failed || ec == errc::bad_conninfo) return true;
-  if (ec.category() == sqlstate_category()) {
-    const std::string state = sqlstate_of(ec);
-    // Class 28: invalid authorization specification; 3D000: invalid catalog name.
-    return state.rfind("28", 0) == 0 || state == "3D000";
-  }
-  return false;
-}
 
 growth_policy::growth_policy(const pool_params& params, std::size_t capacity_per_slot)
     : min_size_(params.min_size),

@@ -22,11 +22,6 @@
 
 namespace pgpipe::detail {
 
-/// Errors a retry cannot fix without someone changing the configuration or
-/// the server: auth_failed, bad_conninfo, SQLSTATE class 28 (invalid
-/// authorization) and 3D000 (no such database).
-bool is_permanent_connect_error(const std::error_code& ec);
-
 /// What the policy looks at; pool_core fills it from slot_table and
 /// waiter_queue at each call.
 struct pool_shape {

@@ -20,8 +20,10 @@
 //  - Errors: a waiter whose deadline passes gets the last connect error when
 //    connects are failing and no slot is usable ("server down"), otherwise
 //    errc::pool_timeout ("pool exhausted"). A permanent connect error
-//    (auth_failed, bad_conninfo, SQLSTATE class 28, 3D000) fails all queued
-//    waiters at once when no slot is usable. Requests arriving afterwards are
+//    (kind_of_connect_error: authentication, no such database or role, bad
+//    conninfo, a host name that does not exist) fails all queued waiters at
+//    once when no slot is usable: waiting out acquire_timeout could only end
+//    in the same error. Requests arriving afterwards are
 //    still queued, not rejected: the next attempt (after the back-off) may
 //    succeed once the configuration is fixed; if it fails permanently too they
 //    fail at once with its error. So a request waits at most about one
@@ -245,7 +247,7 @@ void pool_core::on_open_succeeded(time_point now, slot_id slot) {
   p.settle(now, recovered);
 }
 
-void pool_core::on_open_failed(time_point now, slot_id slot, std::error_code ec) {
+void pool_core::on_open_failed(time_point now, slot_id slot, std::error_code ec, connect_failure_kind kind) {
   impl& p = *impl_;
   const impl::slot* s = p.slots.find(slot);
   if (s == nullptr || s->state != slot_state::connecting) return;
@@ -254,8 +256,7 @@ void pool_core::on_open_failed(time_point now, slot_id slot, std::error_code ec)
   ++p.err_connect;
   p.growth.connect_failed(now, ec, probe);
   if (p.closed) return;
-  if (is_permanent_connect_error(p.growth.last_error()) && p.slots.usable() == 0)
-    p.fail_all(p.growth.last_error());
+  if (kind == connect_failure_kind::permanent && p.slots.usable() == 0) p.fail_all(p.growth.last_error());
   p.settle(now);
 }
 

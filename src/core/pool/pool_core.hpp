@@ -19,6 +19,7 @@
 // (when to connect, back-off).
 #pragma once
 
+#include "core/pool/connect_error.hpp"
 #include "core/pool/pool_types.hpp"
 
 #include <pgpipe/pool_params.hpp>
@@ -57,8 +58,8 @@ class pool_core {
   /// expiry would give (errc::pool_timeout, or the connect error while the
   /// server is down). May queue open actions. A queued
   /// request may already have its grant (or fail) among the queued actions.
-  /// Requests arriving while the server rejects connects permanently (bad
-  /// password) are queued, not rejected: the next attempt (after the back-off)
+  /// Requests arriving while connects fail permanently (bad password,
+  /// unknown host) are queued, not rejected: the next attempt (after the back-off)
   /// may succeed; if it fails permanently too they fail with its error then.
   /// An exclusive grant counts as capacity_per_slot units in load_of().
   request_outcome request(time_point now, request_kind kind, time_point deadline);
@@ -75,11 +76,13 @@ class pool_core {
   /// Answers to an open action. After on_open_failed there is no connection
   /// to close: the driver disposes of the failed attempt itself (no close action).
   void on_open_succeeded(time_point now, slot_id slot);
-  /// ec is the connect error. Permanent errors (auth_failed, bad_conninfo,
-  /// SQLSTATE 3D000/28xxx) fail queued waiters at once when no slot is usable;
-  /// transient ones (refused, unreachable, 53300) keep waiters until their
+  /// ec is the connect error, `kind` what kind_of_connect_error
+  /// (connect_error.hpp) says of it. Permanent errors (authentication, no
+  /// such database or role, bad conninfo, a host name that does not exist)
+  /// fail queued waiters at once with ec when no slot is usable; transient
+  /// ones (refused, timed out, 53300, 57P03) keep waiters until their
   /// deadline. Either way the next attempt waits for the back-off.
-  void on_open_failed(time_point now, slot_id slot, std::error_code ec);
+  void on_open_failed(time_point now, slot_id slot, std::error_code ec, connect_failure_kind kind);
   /// The connection died. The slot leaves the pool at once (close action),
   /// its outstanding grants are forgotten, and a replacement is opened when
   /// there is demand or fewer than min_size remain.

@@ -8,6 +8,7 @@
 #include "sweep.hpp"
 #include "sweep_report.hpp"
 
+#include <fstream>
 #include <map>
 #include <stdexcept>
 
@@ -178,6 +179,38 @@ TEST(bench_sweep, options_sweep_flags_and_refuse_pools_beside_it) {
   const char* zero[] = {"pgpipe-bench", "--sweep-max", "0"};
   EXPECT_THROW(parse_options(3, zero), std::invalid_argument);
   EXPECT_NE(help_text().find("--sweep"), std::string::npos);
+}
+
+// The password stays off the command line: --password-file names a file,
+// whose first line is read; a password in --conninfo is noticed (warned about).
+TEST(bench_options, password_file_is_read_and_a_password_in_the_conninfo_is_noticed) {
+  const char* argv[] = {"pgpipe-bench", "--conninfo", "host=h user=u", "--password-file", "/some/file"};
+  const auto o = parse_options(5, argv);
+  ASSERT_TRUE(o.password_file.has_value());
+  EXPECT_EQ(*o.password_file, "/some/file");
+  const std::string path = ::testing::TempDir() + "bench_password_file";
+  {
+    std::ofstream f(path);
+    f << "s3cret pass\r\nsecond line\n";
+  }
+  EXPECT_EQ(read_password_file(path), "s3cret pass");
+  {
+    std::ofstream f(path);
+  }
+  try {
+    (void)read_password_file(path);
+    FAIL() << "an empty password file was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)read_password_file(path + ".missing"), std::invalid_argument);
+  EXPECT_TRUE(conninfo_has_password("host=h password=x"));
+  EXPECT_TRUE(conninfo_has_password("postgresql://u:x@h/db"));
+  EXPECT_FALSE(conninfo_has_password("host=h user=u"));
+  EXPECT_FALSE(conninfo_has_password("postgresql://u@h/db"));
+  const std::string help = help_text();
+  EXPECT_NE(help.find("--password-file"), std::string::npos);
+  EXPECT_NE(help.find("PGPASSWORD"), std::string::npos);
 }
 
 }  // namespace

@@ -145,6 +145,54 @@ TEST(libpq_failure, a_password_inside_libpqs_words_does_not_change_the_kind) {
   EXPECT_EQ(f.message.find('C'), std::string::npos) << f.message;  // still scrubbed
 }
 
+// The resolver's final answer (EAI_NONAME, EAI_NODATA) is permanent; its
+// "try again" (EAI_AGAIN) is not, and neither is a list of hosts of which
+// one answered or may answer later. Both drivers' forms: libpq's own
+// multi-host text (blocking) and the async host walk's joined one.
+TEST(libpq_failure, an_unknown_host_is_permanent_only_when_every_host_tried_is_unknown) {
+  const auto permanent = connect_failure_kind::permanent;
+  const auto transient = connect_failure_kind::transient;
+  const struct {
+    const char* text;
+    connect_failure_kind kind;
+  } cases[] = {
+      {"could not translate host name \"db.invalid\" to address: Name or service not known\n", permanent},
+      {"could not translate host name \"db.invalid\" to address: No address associated with hostname\n", permanent},
+      {"could not translate host name \"db\" to address: Temporary failure in name resolution\n", transient},
+      {"could not translate host name \"a.invalid\" to address: Name or service not known\n"
+       "could not translate host name \"b.invalid\" to address: Name or service not known\n",
+       permanent},
+      {"could not translate host name \"a.invalid\" to address: Name or service not known\n"
+       "connection to server at \"127.0.0.1\", port 1 failed: Connection refused\n",
+       transient},
+      {"every host failed: a.invalid:5432: could not translate host name \"a.invalid\" to address: Name or service "
+       "not known; b.invalid:5432: could not translate host name \"b.invalid\" to address: Name or service not known",
+       permanent},
+      {"every host failed: a.invalid:5432: could not translate host name \"a.invalid\" to address: Name or service "
+       "not known; 10.0.0.1:5432: timeout expired after 2000 ms (connect_timeout)",
+       transient},
+      {"connection to server at \"127.0.0.1\", port 1 failed: Connection refused\n", transient},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    const connect_failure f = classify_connect_failure(c.text, false, {});
+    EXPECT_EQ(f.ec, errc::server_unreachable);
+    EXPECT_EQ(f.kind, c.kind);
+    EXPECT_EQ(kind_of_connect_failure(f.ec, clean_message(c.text, {})), c.kind) << "the async driver's path";
+  }
+  // Whatever the words, the code decides for the server's answers.
+  EXPECT_EQ(classify_connect_failure("connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  database "
+                                     "\"nope\" does not exist\n",
+                                     false, {})
+                .kind,
+            permanent);
+  EXPECT_EQ(classify_connect_failure("connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  sorry, too "
+                                     "many clients already\n",
+                                     false, {})
+                .kind,
+            transient);
+}
+
 TEST(libpq_failure, needs_password_means_auth_failed_whatever_the_text) {
   EXPECT_EQ(classify_connect_failure("connection to server failed: something new\n", true, {}).ec,
             errc::auth_failed);

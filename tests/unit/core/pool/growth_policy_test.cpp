@@ -15,7 +15,6 @@ using namespace std::chrono_literals;
 using pgpipe::errc;
 using pgpipe::pool_params;
 using pgpipe::detail::growth_policy;
-using pgpipe::detail::is_permanent_connect_error;
 using pgpipe::detail::pool_shape;
 using pgpipe::detail::time_point;
 
@@ -182,20 +181,6 @@ TEST(growth_policy, nothing_wanted_sets_no_retry_timer) {
   growth_policy g(params(0, 10), 1);
   g.connect_failed(t0, make_error_code(errc::server_unreachable), false);
   EXPECT_FALSE(g.next_timer(shape(0, 0)).has_value());
-}
-
-// ---- permanent errors ---------------------------------------------------------
-
-TEST(growth_policy, permanent_connect_errors_are_those_a_retry_cannot_fix) {
-  EXPECT_TRUE(is_permanent_connect_error(make_error_code(errc::auth_failed)));
-  EXPECT_TRUE(is_permanent_connect_error(make_error_code(errc::bad_conninfo)));
-  EXPECT_TRUE(is_permanent_connect_error(pgpipe::make_sqlstate("28P01")));
-  EXPECT_TRUE(is_permanent_connect_error(pgpipe::make_sqlstate("28000")));
-  EXPECT_TRUE(is_permanent_connect_error(pgpipe::make_sqlstate("3D000")));
-  EXPECT_FALSE(is_permanent_connect_error(pgpipe::make_sqlstate("53300"))) << "too many connections: transient";
-  EXPECT_FALSE(is_permanent_connect_error(pgpipe::make_sqlstate("57P03"))) << "starting up: transient";
-  EXPECT_FALSE(is_permanent_connect_error(make_error_code(errc::server_unreachable)));
-  EXPECT_FALSE(is_permanent_connect_error(make_error_code(errc::connect_failed)));
 }
 
 }  // namespace

@@ -137,6 +137,22 @@ TEST(pool_core, server_down_after_connections_broke_reports_the_connect_error) {
   EXPECT_EQ(h.failed[w.waiter], errc::server_unreachable);
 }
 
+TEST(pool_core, an_unknown_host_fails_queued_waiters_at_once_and_a_refused_port_does_not) {
+  using pgpipe::detail::connect_failure_kind;
+  auto p = base_params();
+  harness h(p);
+  auto refused = h.req(shared, 60'000ms);
+  ASSERT_EQ(h.pending_opens.size(), 1u);
+  h.fail_open(h.pending_opens[0], errc::server_unreachable, connect_failure_kind::transient);
+  EXPECT_FALSE(h.failed.contains(refused.waiter)) << "a refused port may open: the waiter keeps its deadline";
+  h.run_until(h.now + 50ms);
+  ASSERT_EQ(h.pending_opens.size(), 1u) << "retried after the back-off";
+  // The resolver's final answer: the same code, but no retry will change it.
+  h.fail_open(h.pending_opens[0], errc::server_unreachable, connect_failure_kind::permanent);
+  ASSERT_TRUE(h.failed.contains(refused.waiter)) << "failed at once, not at its deadline";
+  EXPECT_EQ(h.failed[refused.waiter], errc::server_unreachable);
+}
+
 class permanent_error : public ::testing::TestWithParam<std::error_code> {};
 
 TEST_P(permanent_error, fails_all_queued_waiters_at_once) {

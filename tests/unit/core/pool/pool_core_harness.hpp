@@ -3,6 +3,7 @@
 // answer opens and checks on command. Shared by every pool_core_*_test.cpp.
 #pragma once
 
+#include "core/pool/connect_error.hpp"
 #include "core/pool/pool_core.hpp"
 
 #include <pgpipe/error.hpp>
@@ -107,9 +108,14 @@ class harness {
     pool.on_open_succeeded(now, s);
     pump();
   }
+  // Fails an open with `ec`, classified as the drivers do when no more is
+  // known about it than its code.
   void fail_open(slot_id s, std::error_code ec) {
+    fail_open(s, ec, pgpipe::detail::kind_of_connect_error(ec, false));
+  }
+  void fail_open(slot_id s, std::error_code ec, pgpipe::detail::connect_failure_kind kind) {
     std::erase(pending_opens, s);
-    pool.on_open_failed(now, s, ec);
+    pool.on_open_failed(now, s, ec, kind);
     pump();
   }
   // Answers every pending open with success.

@@ -33,6 +33,7 @@ namespace {
 using namespace pgpipe::test::pool_harness;
 using pgpipe::test::pool_model::completion;
 using pgpipe::test::pool_model::model;
+using pgpipe::detail::connect_failure_kind;
 
 constexpr auto max_hold = 400ms;
 
@@ -217,7 +218,8 @@ class comparison {
     } else {
       const bool permanent = rng_() % 2 == 0;
       const auto ec = permanent ? pgpipe::make_sqlstate("28P01") : make_error_code(errc::server_unreachable);
-      pool_.on_open_failed(now_, s, ec);
+      pool_.on_open_failed(now_, s, ec,
+                           permanent ? connect_failure_kind::permanent : connect_failure_kind::transient);
       model_.open_failed(now_, ec, permanent);
     }
     apply();
