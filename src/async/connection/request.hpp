@@ -83,7 +83,11 @@ struct query_request {
 
   // Guarded by the client's mutex while the request is in the pool.
   waiter_id waiter = 0;                         ///< nonzero while queued
-  std::shared_ptr<pipelined_connection> conn;   ///< once granted
+  /// Once granted. Weak: the connection holds its requests (and its core
+  /// their SQL), so a strong link back would make a cycle that only the
+  /// connection's teardown breaks; on a caller's io_context that is never
+  /// run again, nothing would free either (PGconn, socket, handler).
+  std::weak_ptr<pipelined_connection> conn;
   slot_id slot = 0;
   std::weak_ptr<client_impl> owner;             ///< pool requests, for cancellation
 
