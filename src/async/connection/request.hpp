@@ -94,10 +94,9 @@ struct query_request {
   // Touched only on the connection's executor.
   /// pipeline_core's id once enqueued (0: still on its way to the connection).
   std::uint64_t id = 0;
-  /// The statement-cache key of a request with typed parameters (text, NUL,
-  /// type OIDs); the core borrows it (or spec.sql when untyped) and keeps
-  /// this request alive while it does, so neither may change once enqueued.
-  std::string typed_key;
+  // The core borrows spec.sql and spec.params.types as the request's
+  // statement-cache key (sql_key) and keeps this request alive while it
+  // does: neither may change once enqueued.
   /// The results pipeline_core told the connection to keep.
   std::unique_ptr<PGresult, pgresult_deleter> ok;
   std::unique_ptr<PGresult, pgresult_deleter> err;
