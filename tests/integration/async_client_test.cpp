@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <mutex>
@@ -54,6 +55,16 @@ int threads_of_this_process() {
   return -1;
 }
 
+int sockets_of_this_process() {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const auto target = std::filesystem::read_symlink(e.path(), ec);
+    if (!ec && target.string().rfind("socket:", 0) == 0) ++n;
+  }
+  return n;
+}
+
 }  // namespace
 
 TEST(async_client, close_lets_in_flight_work_finish_and_rejects_new_work) {
@@ -91,6 +102,47 @@ TEST(async_client, runs_on_a_callers_io_context) {
   io.run();
   EXPECT_EQ(got, "on your loop");
   EXPECT_EQ(client.stats().threads, 0u + 1u);  // no loop thread of its own, only the watchdog
+}
+
+// A client on a caller's io_context, destroyed with a query in flight, and
+// then the io_context destroyed without running again: the connection (its
+// PGconn and sockets) must go with them, and the caller's handler must be
+// released, so a future says broken_promise (or closed) instead of waiting
+// forever. Nothing runs the posted teardown here: only ownership can free them.
+TEST(async_client, destroyed_with_a_query_in_flight_then_its_io_context_leaks_nothing) {
+  auto& pg = pgpipe::test::shared_cluster();
+  const std::string app = "async_unrun_io";
+  const int sockets_before = sockets_of_this_process();
+  std::future<std::tuple<std::error_code, pgpipe::result>> in_flight;
+  {
+    asio::io_context io;
+    pgpipe::async_client client(params_for(app_conninfo(app), 1), io);
+    bool connected = false;
+    client.async_query("select 1", [&](std::error_code, pgpipe::result) { connected = true; });
+    ASSERT_TRUE(wait_until([&] {
+      io.poll();
+      return connected;
+    }));
+    in_flight = client.async_query("select pg_sleep(1)", asio::use_future);
+    // The server runs it: the request is written on the connection.
+    ASSERT_TRUE(wait_until([&] {
+      io.poll();
+      return server_connections_where(pg, "application_name = '" + app + "' and state = 'active'") == 1;
+    }));
+  }  // the client, then the io_context, without io.run()
+  const bool answered = in_flight.wait_for(10s) == std::future_status::ready;
+  EXPECT_TRUE(answered) << "the handler was neither run nor destroyed";
+  if (answered) {
+    try {
+      auto [ec, r] = in_flight.get();
+      EXPECT_EQ(ec, pgpipe::errc::closed) << ec.message();
+    } catch (const std::future_error& e) {
+      EXPECT_EQ(e.code(), std::future_errc::broken_promise);
+    }
+  }
+  EXPECT_EQ(sockets_of_this_process(), sockets_before) << "the connection's sockets leaked";
+  // Once its query ends, the backend finds its client gone.
+  EXPECT_TRUE(wait_until([&] { return server_connections(pg, app) == 0; }));
 }
 
 TEST(async_client, handler_without_executor_runs_on_a_client_loop_thread) {

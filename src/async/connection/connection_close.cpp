@@ -11,8 +11,10 @@ void pipelined_connection::check() {
   req->internal = true;
   req->spec.sql = "select 1";
   if (cfg_->connect_timeout.count() > 0) req->deadline = pool_clock::now() + cfg_->connect_timeout;
-  auto self = shared_from_this();
-  auto cb = [self](std::error_code ec, result) {
+  // Weak: the request (and so this handler) is held by the connection.
+  auto cb = [w = weak_from_this()](std::error_code ec, result) {
+    auto self = w.lock();
+    if (!self) return;
     if (auto owner = self->owner_.lock()) owner->conn_check_done(self->slot_, !ec);
   };
   req->set_handler(std::make_unique<completion_impl<result, decltype(cb)>>(std::move(cb)));
@@ -35,8 +37,10 @@ void pipelined_connection::lease_returned() {
   req->on_lease = true;  // the lease's own cleanup: its transaction is expected
   req->spec.sql = "rollback";
   if (cfg_->connect_timeout.count() > 0) req->deadline = pool_clock::now() + cfg_->connect_timeout;
-  auto self = shared_from_this();
-  auto cb = [self](std::error_code ec, result) {
+  // Weak: the request (and so this handler) is held by the connection.
+  auto cb = [w = weak_from_this()](std::error_code ec, result) {
+    auto self = w.lock();
+    if (!self) return;
     if (ec) {
       // Could not roll back: never hand out a connection in an unknown state.
       self->break_connection("rollback on lease return failed: " + ec.message());

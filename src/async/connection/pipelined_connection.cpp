@@ -89,20 +89,13 @@ void pipelined_connection::enqueue(std::shared_ptr<query_request> req) {
   req->id = reqs_.next_id();
   pipe_request r;
   // The cache key: the text, plus the parameter types when they are sent
-  // typed (the same SQL with other types is another prepared statement).
-  // The types go in as raw bytes after a NUL (which no SQL text contains):
-  // one allocation per typed request, no number formatting. The core borrows
-  // the key from the request, which its entry keeps alive (sql_key): untyped
-  // requests cost no copy of the text at all.
+  // typed (the same SQL with other types is another prepared statement), as
+  // raw bytes. The core borrows both parts from the request, which its entry
+  // keeps alive (sql_key): no copy of the text or the types per query.
   const auto& prm = req->spec.params;
   if (prm.types.size() == prm.values.size() && prm.formats.size() == prm.values.size() && !prm.all_text_untyped()) {
-    const std::size_t type_bytes = prm.types.size() * sizeof(Oid);
-    std::string& key = req->typed_key;
-    key.clear();
-    key.reserve(req->spec.sql.size() + 1 + type_bytes);
-    key.append(req->spec.sql).push_back('\0');
-    key.append(reinterpret_cast<const char*>(prm.types.data()), type_bytes);
-    r.sql = sql_key(key, req);
+    const std::string_view type_bytes(reinterpret_cast<const char*>(prm.types.data()), prm.types.size() * sizeof(Oid));
+    r.sql = sql_key(req->spec.sql, req, type_bytes);
   } else {
     r.sql = sql_key(req->spec.sql, req);
   }

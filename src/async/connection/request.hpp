@@ -83,17 +83,20 @@ struct query_request {
 
   // Guarded by the client's mutex while the request is in the pool.
   waiter_id waiter = 0;                         ///< nonzero while queued
-  std::shared_ptr<pipelined_connection> conn;   ///< once granted
+  /// Once granted. Weak: the connection holds its requests (and its core
+  /// their SQL), so a strong link back would make a cycle that only the
+  /// connection's teardown breaks; on a caller's io_context that is never
+  /// run again, nothing would free either (PGconn, socket, handler).
+  std::weak_ptr<pipelined_connection> conn;
   slot_id slot = 0;
   std::weak_ptr<client_impl> owner;             ///< pool requests, for cancellation
 
   // Touched only on the connection's executor.
   /// pipeline_core's id once enqueued (0: still on its way to the connection).
   std::uint64_t id = 0;
-  /// The statement-cache key of a request with typed parameters (text, NUL,
-  /// type OIDs); the core borrows it (or spec.sql when untyped) and keeps
-  /// this request alive while it does, so neither may change once enqueued.
-  std::string typed_key;
+  // The core borrows spec.sql and spec.params.types as the request's
+  // statement-cache key (sql_key) and keeps this request alive while it
+  // does: neither may change once enqueued.
   /// The results pipeline_core told the connection to keep.
   std::unique_ptr<PGresult, pgresult_deleter> ok;
   std::unique_ptr<PGresult, pgresult_deleter> err;

@@ -8,9 +8,10 @@
 namespace pgpipe::detail {
 
 namespace {
-// Shared by the statements' completions; they all run on the connection's loop.
+// Shared by the statements' completions; they all run on the connection's
+// loop. Weak: the connection holds the requests that hold this.
 struct setup_state {
-  std::shared_ptr<pipelined_connection> conn;
+  std::weak_ptr<pipelined_connection> conn;
   std::size_t left = 0;
   std::error_code first_ec;
   std::string first_message;
@@ -36,7 +37,8 @@ void run_session_setup(const std::shared_ptr<pipelined_connection>& conn, const 
       if (--st->left == 0) {
         // Posted: this may run inside the connection's read loop, and a
         // failure closes the PGconn that loop is still reading.
-        auto c = std::move(st->conn);
+        auto c = st->conn.lock();
+        if (!c) return;
         boost::asio::post(c->get_executor(), [c, ec = st->first_ec, m = std::move(st->first_message)] {
           c->session_setup_done(ec, m);
         });

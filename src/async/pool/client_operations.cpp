@@ -50,8 +50,7 @@ void query_cancel_hook::operator()(asio::cancellation_type_t type) const {
     owner->cancel_query(r, type);
     return;
   }
-  if (r->conn) {  // lease request: the connection is fixed from the start
-    auto c = r->conn;
+  if (auto c = r->conn.lock()) {  // lease request: the connection is fixed from the start
     asio::post(c->get_executor(), [c, r, type] { c->cancel(r, type); });
   }
 }
@@ -174,7 +173,7 @@ void client_impl::cancel_query(const std::shared_ptr<query_request>& req, asio::
         req->waiter = 0;
       }
     } else {
-      conn = req->conn;
+      conn = req->conn.lock();
     }
   }
   if (conn) {

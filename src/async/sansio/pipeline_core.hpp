@@ -115,30 +115,37 @@ struct pipeline_params {
 };
 
 /// A request's identity in the statement cache: the SQL text (+ parameter
-/// types, when typed). The shell lends the text it already holds, with a
+/// types, when typed: see hashed_text). The shell lends the text it already holds, with a
 /// reference that keeps its owner alive as long as the core's entry: a
 /// request its caller cancelled is dropped by the shell but may stay written
 /// here until its Sync, and its key is needed then (finish_statement). That
 /// costs one reference count per query instead of a copy of the text.
 /// Assigning a std::string makes an owning key (internal statements, tests).
+/// The key hashes its text once, when made: the statement cache looks it up
+/// several times per query (hashed()).
 class sql_key {
  public:
   sql_key() = default;
   sql_key(std::string text) { *this = std::move(text); }  // NOLINT: implicit, like a string
   sql_key(const char* text) : sql_key(std::string(text)) {}  // NOLINT
-  /// Borrows `text`, which `owner` keeps alive (and unchanged).
-  sql_key(std::string_view text, std::shared_ptr<const void> owner) : text_(text), owner_(std::move(owner)) {}
+  /// Borrows `text` (and `type_bytes`, the parameter types of a statement
+  /// prepared typed), which `owner` keeps alive (and unchanged).
+  sql_key(std::string_view text, std::shared_ptr<const void> owner, std::string_view type_bytes = {})
+      : text_(text, type_bytes), owner_(std::move(owner)) {}
   sql_key& operator=(std::string text) {
     auto owned = std::make_shared<const std::string>(std::move(text));
-    text_ = *owned;
+    text_ = hashed_text(*owned);
     owner_ = std::move(owned);
     return *this;
   }
-  std::string_view view() const noexcept { return text_; }
-  operator std::string_view() const noexcept { return text_; }  // NOLINT
+  /// The SQL text (without the types).
+  std::string_view view() const noexcept { return text_.text; }
+  operator std::string_view() const noexcept { return text_.text; }  // NOLINT
+  /// The text with its hash, for statement_cache lookups.
+  const hashed_text& hashed() const noexcept { return text_; }
 
  private:
-  std::string_view text_;
+  hashed_text text_;
   std::shared_ptr<const void> owner_;
 };
 

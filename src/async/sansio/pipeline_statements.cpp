@@ -27,7 +27,7 @@ namespace pgpipe::detail {
 
 void pipeline_core::name_statement(entry& e) {
   if (!p_.prepared_statements || pooler_seen_ || e.req.internal || e.req.stream || p_.max_prepared == 0) return;
-  if (const std::string* n = cache_.find(e.req.sql)) {
+  if (const std::string* n = cache_.find(e.req.sql.hashed())) {
     e.name = *n;
   } else {
     if (!cache_.has_room()) {
@@ -46,12 +46,12 @@ void pipeline_core::name_statement(entry& e) {
       }
     }
     if (cache_.has_room()) {
-      e.name = cache_.add(e.req.sql);
+      e.name = cache_.add(e.req.sql.hashed());
       e.carried_parse = true;
       e.at = stage::parse;  // the Parse's results come first
     }
   }
-  if (!e.name.empty()) cache_.use(e.req.sql, e.name, +1);
+  if (!e.name.empty()) cache_.use(e.req.sql.hashed(), e.name, +1);
 }
 
 void pipeline_core::drop_statement(entry& d, const std::string& name) const {
@@ -61,15 +61,15 @@ void pipeline_core::drop_statement(entry& d, const std::string& name) const {
 }
 
 bool pipeline_core::needs_parse(const entry& e) const {
-  return p_.prepared_statements && !pooler_seen_ && p_.max_prepared > 0 && !cache_.contains(e.req.sql);
+  return p_.prepared_statements && !pooler_seen_ && p_.max_prepared > 0 && !cache_.contains(e.req.sql.hashed());
 }
 
 void pipeline_core::finish_statement(entry& e) {
   if (e.name.empty()) return;
-  cache_.use(e.req.sql, e.name, -1);
+  cache_.use(e.req.sql.hashed(), e.name, -1);
   // A Parse that failed, or that the server skipped, made no statement.
   if (e.heard == answer::parse_error || (e.carried_parse && e.heard == answer::skipped))
-    cache_.forget(e.req.sql, e.name);
+    cache_.forget(e.req.sql.hashed(), e.name);
 }
 
 bool pipeline_core::pooler_symptom(const entry& e) {
@@ -82,7 +82,7 @@ bool pipeline_core::repair_statement(entry& e, bool lease_may_retry) {
   // The server refused the stale statement before executing anything; 26000
   // says it is gone already, anything else that it still exists.
   const bool exists = e.sqlstate != "26000";
-  if (cache_.forget(e.req.sql, e.name) && exists) {
+  if (cache_.forget(e.req.sql.hashed(), e.name) && exists) {
     entry d;
     d.id = next_internal_--;
     d.seq = next_seq_++;

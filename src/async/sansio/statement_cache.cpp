@@ -7,7 +7,28 @@
 
 namespace pgpipe::detail {
 
-const std::string* statement_cache::find(std::string_view sql) {
+std::string hashed_text::joined() const {
+  std::string s;
+  s.reserve(text.size() + (types.empty() ? 0 : 1 + types.size()));
+  s.append(text);
+  if (!types.empty()) s.append(1, '\0').append(types);
+  return s;
+}
+
+bool hashed_text::matches(std::string_view stored) const noexcept {
+  if (types.empty()) return stored == text;
+  return stored.size() == text.size() + 1 + types.size() && stored.substr(0, text.size()) == text &&
+         stored[text.size()] == '\0' && stored.substr(text.size() + 1) == types;
+}
+
+std::size_t statement_cache::text_hash::operator()(const std::string& stored) const noexcept {
+  const std::string_view s = stored;
+  const auto nul = s.find('\0');
+  if (nul == std::string_view::npos) return hashed_text::of(s, {});
+  return hashed_text::of(s.substr(0, nul), s.substr(nul + 1));
+}
+
+const std::string* statement_cache::find(const hashed_text& sql) {
   auto it = map_.find(sql);
   if (it == map_.end()) return nullptr;
   lru_.splice(lru_.begin(), lru_, it->second.lru);
@@ -26,8 +47,8 @@ std::optional<std::string> statement_cache::evict() {
   return std::nullopt;
 }
 
-const std::string& statement_cache::add(std::string_view sql) {
-  lru_.emplace_front(sql);
+const std::string& statement_cache::add(const hashed_text& sql) {
+  lru_.emplace_front(sql.joined());
   auto& e = map_[lru_.front()];
   e.name = "pgpipe_" + std::to_string(++next_);
   e.lru = lru_.begin();
@@ -35,7 +56,7 @@ const std::string& statement_cache::add(std::string_view sql) {
   return e.name;
 }
 
-bool statement_cache::forget(std::string_view sql, const std::string& name) {
+bool statement_cache::forget(const hashed_text& sql, const std::string& name) {
   auto it = map_.find(sql);
   if (it == map_.end() || it->second.name != name) return false;
   lru_.erase(it->second.lru);
@@ -43,7 +64,7 @@ bool statement_cache::forget(std::string_view sql, const std::string& name) {
   return true;
 }
 
-void statement_cache::use(std::string_view sql, const std::string& name, int delta) {
+void statement_cache::use(const hashed_text& sql, const std::string& name, int delta) {
   auto it = map_.find(sql);
   if (it == map_.end() || it->second.name != name) return;  // forgotten meanwhile
   if (delta < 0 && it->second.in_use == 0) return;

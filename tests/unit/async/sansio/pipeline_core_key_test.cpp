@@ -27,6 +27,18 @@ pipe_request borrowed(const std::shared_ptr<fake_request>& owner) {
 
 std::vector<pipe_action> take(pipeline_core& core) { return core.take_actions(); }
 
+// The server answers the head: its Parse (when it carried one), its
+// Execute's rows, then its Sync.
+void answer_head(pipeline_core& core, bool parse, time_point now) {
+  if (parse) {
+    (void)core.on_result(pipe_result::command_ok);
+    core.on_command_end();
+  }
+  (void)core.on_result(pipe_result::rows);
+  core.on_command_end();
+  core.on_sync(now, tx_state::idle);
+}
+
 const pipe_action* find(const std::vector<pipe_action>& as, pipe_action::kind k, pipe_id id) {
   for (const auto& a : as)
     if (a.what == k && a.id == id) return &a;
@@ -66,11 +78,7 @@ TEST(pipeline_core_key, detached_request_keeps_its_text_until_its_sync) {
 
   // The server answers Parse, Execute, Sync: the statement stays cached
   // under the same text and is reused by the next request with that text.
-  (void)core.on_result(pipe_result::command_ok);
-  core.on_command_end();
-  (void)core.on_result(pipe_result::rows);
-  core.on_command_end();
-  core.on_sync(now, tx_state::idle);
+  answer_head(core, true, now);
   (void)take(core);
   EXPECT_TRUE(watch.expired()) << "released once the server is past it";
   EXPECT_TRUE(core.statements().contains("select ten from san_pham where ma = $1"));
@@ -100,6 +108,47 @@ TEST(pipeline_core_key, break_releases_every_borrowed_text) {
   core.on_broken("test");
   (void)take(core);
   for (auto& w : watch) EXPECT_TRUE(w.expired());
+}
+
+// A statement prepared with parameter types is named by its text and its
+// types (borrowed from the request in two parts): the same text with the
+// same types reuses the statement, with other types it is another one.
+TEST(pipeline_core_key, typed_keys_name_text_and_types_together) {
+  const auto now = pool_clock::now();
+  pipeline_core core(pipeline_params{});
+  struct typed_request {
+    std::string sql;
+    std::vector<unsigned> types;
+  };
+  auto send_one = [&](pipe_id id, std::vector<unsigned> types) {
+    auto owner = std::make_shared<typed_request>(typed_request{"select $1", std::move(types)});
+    pipe_request r;
+    const std::string_view bytes(reinterpret_cast<const char*>(owner->types.data()),
+                                 owner->types.size() * sizeof(unsigned));
+    r.sql = sql_key(owner->sql, owner, bytes);
+    r.param_count = owner->types.size();
+    core.submit(now, id, std::move(r));
+    core.write_pass(now);
+    auto sent = take(core);
+    const pipe_action* s = find(sent, pipe_action::kind::send, id);
+    EXPECT_NE(s, nullptr);
+    pipe_action out = s != nullptr ? *s : pipe_action(pipe_action::kind::send);
+    answer_head(core, s != nullptr && s->parse, now);
+    (void)take(core);
+    return out;
+  };
+  const pipe_action int4 = send_one(1, {23});
+  const pipe_action text = send_one(2, {25});
+  const pipe_action int4_again = send_one(3, {23});
+  const pipe_action untyped = send_one(4, {});
+  EXPECT_TRUE(int4.parse);
+  EXPECT_TRUE(text.parse) << "other types: another statement";
+  EXPECT_NE(text.name, int4.name);
+  EXPECT_FALSE(int4_again.parse) << "same text and types: the statement is reused";
+  EXPECT_EQ(int4_again.name, int4.name);
+  EXPECT_TRUE(untyped.parse) << "untyped: another statement again";
+  EXPECT_EQ(core.statements().size(), 3u);
+  EXPECT_TRUE(core.statements().contains("select $1"));
 }
 
 }  // namespace
