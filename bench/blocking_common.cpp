@@ -1,29 +1,45 @@
 #include "blocking_common.hpp"
 
+#include "query_args.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
 namespace pgpipe::bench {
 
-pqxx::result run_statement(pqxx::connection_base& conn, const std::string& sql, bool prepared,
-                           const std::vector<std::string>& args) {
-  pqxx::nontransaction tx{conn};
-  if (!prepared) return tx.exec_params(sql, pqxx::prepare::make_dynamic_params(args));
-  // Declares the statement (a map lookup after the first time).
-  conn.prepare(blocking_statement, sql);
-  return tx.exec_prepared(blocking_statement, pqxx::prepare::make_dynamic_params(args));
+pool_params blocking_pool_params(const driver_params& p) {
+  pool_params pp;
+  pp.conninfo = p.conninfo;
+  pp.max_size = p.pool;
+  pp.min_size = p.pool;  // every connection opened up front, as the other drivers do
+  pp.prepared_statements = p.prepared;
+  // As for the async driver: every logical client may be waiting at once.
+  pp.max_queued = std::max<std::size_t>(pp.max_queued, p.concurrency + 100);
+  return pp;
 }
 
-std::string consume(const pqxx::result& r, bool builtin) {
-  if (builtin) {
-    if (r.size() != 1) return "wrong_row_count";
-    const auto ten = r[0][0].c_str();
-    const auto so_luong = r[0][1].as<int>();
-    // Uses both values so the reads cannot be optimised away.
-    return (ten[0] == '\0' && so_luong < 0) ? "unexpected_value" : "";
+pgpipe::result exec_n(blocking_pool& pool, const std::string& sql, const std::vector<std::string>& a) {
+  static_assert(max_params == 8, "one case per count");
+  switch (a.size()) {
+    case 0: return pool.exec(sql);
+    case 1: return pool.exec(sql, a[0]);
+    case 2: return pool.exec(sql, a[0], a[1]);
+    case 3: return pool.exec(sql, a[0], a[1], a[2]);
+    case 4: return pool.exec(sql, a[0], a[1], a[2], a[3]);
+    case 5: return pool.exec(sql, a[0], a[1], a[2], a[3], a[4]);
+    case 6: return pool.exec(sql, a[0], a[1], a[2], a[3], a[4], a[5]);
+    case 7: return pool.exec(sql, a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+    case 8: return pool.exec(sql, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
+    default: throw std::invalid_argument("at most 8 parameters");
   }
-  std::size_t bytes = 0;
-  for (const auto& row : r) {
-    for (const auto& f : row) bytes += f.size();
+}
+
+void record(measurement& m, bench_clock::time_point started, std::error_code ec, const std::string& bad) {
+  if (!ec && !bad.empty()) {
+    m.end_query_failed(started, bad);
+  } else {
+    m.end_query(started, ec);
   }
-  return bytes == static_cast<std::size_t>(-1) ? "unexpected_value" : "";
 }
 
 }  // namespace pgpipe::bench

@@ -1,26 +1,30 @@
-// What the two blocking drivers (executor and thread-per-client) share.
+// What the blocking drivers (executor, thread-per-client, tpcb) share: the
+// pool they set up, the call they measure (blocking_pool::exec, what a user
+// calls), and how a finished call is recorded. A result is read with
+// async_common's consume(), the same way in every driver.
 #pragma once
 
-#include <pqxx/pqxx>
+#include "driver.hpp"
+
+#include <pgpipe/blocking_pool.hpp>
 
 #include <string>
+#include <system_error>
 #include <vector>
 
 namespace pgpipe::bench {
 
-/// The statement name libpqxx prepares on each connection on first use
-/// (pgbench -M prepared and the async driver prepare too).
-inline constexpr const char* blocking_statement = "pgpipe_bench";
+/// The pool every blocking driver opens: `p.pool` connections, all opened
+/// up front as the other drivers do; named statements unless --no-prepared;
+/// room in the queue for every logical client at once.
+pool_params blocking_pool_params(const driver_params& p);
 
-/// Runs the workload's statement with `args`: prepared once per connection
-/// as blocking_statement (libpqxx declares it, prepares on first use), or
-/// unnamed with exec_params when `prepared` is false (--no-prepared).
-pqxx::result run_statement(pqxx::connection_base& conn, const std::string& sql, bool prepared,
-                           const std::vector<std::string>& args);
+/// blocking_pool::exec with a run-time number of text parameters (the --sql
+/// file decides how many; at most max_params, as for the async drivers).
+pgpipe::result exec_n(blocking_pool& pool, const std::string& sql, const std::vector<std::string>& args);
 
-/// Reads a result as the async drivers' consume() does: the built-in lookup
-/// reads ten and so_luong and checks the key existed; a --sql workload
-/// touches every field. Returns an error kind, or "" when fine.
-std::string consume(const pqxx::result& r, bool builtin);
+/// Records a call that ended on an executor worker: failed with `bad` when
+/// the call returned a reason, else with `ec` (success when empty).
+void record(measurement& m, bench_clock::time_point started, std::error_code ec, const std::string& bad);
 
 }  // namespace pgpipe::bench

@@ -5,15 +5,12 @@
 // other loop) submits the client's next call. 500 clients at pool 20 means
 // 20 calls running and up to 480 queued in the executor: the threads that
 // do the work are the price the model pays per in-flight query.
+#include "async_common.hpp"
 #include "blocking_common.hpp"
 #include "driver.hpp"
 
 #include <pgpipe/blocking_executor.hpp>
 #include <pgpipe/blocking_pool.hpp>
-
-#include <pqxx/pqxx>
-
-#include <algorithm>
 
 namespace pgpipe::bench {
 namespace {
@@ -25,13 +22,7 @@ class blocking_driver final : public driver {
 
   void start(measurement& m) override {
     m_ = &m;
-    pool_params pp;
-    pp.conninfo = p_.conninfo;
-    pp.max_size = p_.pool;
-    pp.min_size = p_.pool;  // every connection opened up front, as the other drivers do
-    pp.prepared_statements = p_.prepared;
-    // As for the async driver: every logical client may be waiting at once.
-    pp.max_queued = std::max<std::size_t>(pp.max_queued, p_.concurrency + 100);
+    const pool_params pp = blocking_pool_params(p_);
     pool_ = std::make_unique<pgpipe::blocking_pool>(pp);
     workers_ = std::make_unique<pgpipe::blocking_executor>(pp);  // pp.max_size threads
     clients_.resize(p_.concurrency);
@@ -66,23 +57,9 @@ class blocking_driver final : public driver {
     for (std::size_t k = 0; k < c.args.size(); ++k) c.args[k] = draw(p_.work.params[k], c.random);
     c.started = bench_clock::now();
     workers_->async_run(
-        [this, i]() -> std::string {
-          auto lease = pool_->acquire();
-          try {
-            const auto r = run_statement(*lease, p_.work.sql, p_.prepared, clients_[i].args);
-            return consume(r, p_.work.builtin);
-          } catch (...) {
-            // Marks a broken connection so the pool replaces it.
-            detail::rethrow_translated(&lease);
-          }
-        },
+        [this, i]() -> std::string { return consume(exec_n(*pool_, p_.work.sql, clients_[i].args), p_.work.builtin); },
         [this, i](std::error_code ec, std::string bad) {
-          auto& c = clients_[i];
-          if (!ec && !bad.empty()) {
-            m_->end_query_failed(c.started, bad);
-          } else {
-            m_->end_query(c.started, ec);
-          }
+          record(*m_, clients_[i].started, ec, bad);
           issue(i);
         });
   }

@@ -4,14 +4,12 @@
 // shows the wall the executor hides: threads (and their stacks) grow with
 // the callers, not with the pool, and at --concurrency 10000 that is 10,000
 // threads.
+#include "async_common.hpp"
 #include "blocking_common.hpp"
 #include "driver.hpp"
 
 #include <pgpipe/blocking_pool.hpp>
 
-#include <pqxx/pqxx>
-
-#include <algorithm>
 #include <thread>
 
 namespace pgpipe::bench {
@@ -24,13 +22,7 @@ class blocking_threads_driver final : public driver {
 
   void start(measurement& m) override {
     m_ = &m;
-    pool_params pp;
-    pp.conninfo = p_.conninfo;
-    pp.max_size = p_.pool;
-    pp.min_size = p_.pool;
-    pp.prepared_statements = p_.prepared;
-    pp.max_queued = std::max<std::size_t>(pp.max_queued, p_.concurrency + 100);
-    pool_ = std::make_unique<pgpipe::blocking_pool>(pp);
+    pool_ = std::make_unique<pgpipe::blocking_pool>(blocking_pool_params(p_));
     threads_.reserve(p_.concurrency);
     // A thread that cannot be created is the wall itself: std::system_error
     // ends the run with the kernel's reason (EAGAIN) after joining the rest.
@@ -63,17 +55,7 @@ class blocking_threads_driver final : public driver {
       for (std::size_t k = 0; k < args.size(); ++k) args[k] = draw(p_.work.params[k], random);
       const auto started = bench_clock::now();
       try {
-        auto lease = pool_->acquire();
-        try {
-          const auto r = run_statement(*lease, p_.work.sql, p_.prepared, args);
-          if (auto bad = consume(r, p_.work.builtin); !bad.empty()) {
-            m_->end_query_failed(started, bad);
-            continue;
-          }
-        } catch (...) {
-          detail::rethrow_translated(&lease);
-        }
-        m_->end_query(started, {});
+        record(*m_, started, {}, consume(exec_n(*pool_, p_.work.sql, args), p_.work.builtin));
       } catch (...) {
         m_->end_query(started, detail::translate_exception(std::current_exception(), nullptr));
       }

@@ -1,15 +1,13 @@
 // --workload tpcb on the blocking driver: blocking_pool::transaction on a
 // blocking_executor with one worker per pool connection (as the blocking
-// driver runs the select), the five statements prepared once per connection.
+// driver runs the select), the five statements run with blocking_lease::exec
+// (prepared once per connection by the pool, unless --no-prepared).
+#include "blocking_common.hpp"
 #include "driver.hpp"
 #include "tpcb.hpp"
 
 #include <pgpipe/blocking_executor.hpp>
 #include <pgpipe/blocking_pool.hpp>
-
-#include <pqxx/pqxx>
-
-#include <algorithm>
 
 namespace pgpipe::bench {
 namespace {
@@ -21,12 +19,7 @@ class tpcb_blocking_driver final : public driver {
 
   void start(measurement& m) override {
     m_ = &m;
-    pool_params pp;
-    pp.conninfo = p_.conninfo;
-    pp.max_size = p_.pool;
-    pp.min_size = p_.pool;
-    pp.prepared_statements = p_.prepared;
-    pp.max_queued = std::max<std::size_t>(pp.max_queued, p_.concurrency + 100);
+    const pool_params pp = blocking_pool_params(p_);
     pool_ = std::make_unique<pgpipe::blocking_pool>(pp);
     workers_ = std::make_unique<pgpipe::blocking_executor>(pp);
     clients_.resize(p_.concurrency);
@@ -51,14 +44,6 @@ class tpcb_blocking_driver final : public driver {
     bench_clock::time_point started;
   };
 
-  static pqxx::result run(pqxx::work& tx, bool prepared, std::size_t k, const auto&... args) {
-    if (!prepared) return tx.exec_params(tpcb_statements[k], args...);
-    static const char* const names[] = {"tpcb_0", "tpcb_1", "tpcb_2", "tpcb_3", "tpcb_4"};
-    // Declares the statement (a map lookup after the first time).
-    tx.conn().prepare(names[k], tpcb_statements[k]);
-    return tx.exec_prepared(names[k], args...);
-  }
-
   void issue(std::size_t i) {
     if (!m_->begin_query()) return;
     auto& c = clients_[i];
@@ -66,23 +51,17 @@ class tpcb_blocking_driver final : public driver {
     c.started = bench_clock::now();
     workers_->async_run(
         [this, d]() -> std::string {
-          return pool_->transaction([&](pqxx::work& tx) -> std::string {
-            const bool prep = p_.prepared;
-            run(tx, prep, 0, d.delta, d.aid);
-            const auto balance = run(tx, prep, 1, d.aid);
-            run(tx, prep, 2, d.delta, d.tid);
-            run(tx, prep, 3, d.delta, d.bid);
-            run(tx, prep, 4, d.tid, d.bid, d.aid, d.delta);
+          return pool_->transaction([&](blocking_lease& tx) -> std::string {
+            (void)tx.exec(tpcb_statements[0], d.delta, d.aid);
+            const auto balance = tx.exec(tpcb_statements[1], d.aid);
+            (void)tx.exec(tpcb_statements[2], d.delta, d.tid);
+            (void)tx.exec(tpcb_statements[3], d.delta, d.bid);
+            (void)tx.exec(tpcb_statements[4], d.tid, d.bid, d.aid, d.delta);
             return balance.size() == 1 ? "" : "wrong_row_count";
           });
         },
         [this, i](std::error_code ec, std::string bad) {
-          auto& c = clients_[i];
-          if (!ec && !bad.empty()) {
-            m_->end_query_failed(c.started, bad);
-          } else {
-            m_->end_query(c.started, ec);
-          }
+          record(*m_, clients_[i].started, ec, bad);
           issue(i);
         });
   }

@@ -29,12 +29,8 @@ std::uint64_t copy_in(pgpipe::blocking_lease& lease, std::string_view sql, std::
 
 int run(pgpipe::blocking_pool& pool) {
   pgpipe::blocking_lease lease = pool.acquire();
-  {
-    // A temporary table belongs to the lease's session. The libpqxx
-    // transaction object ends before the COPY starts (they share the connection).
-    pqxx::nontransaction tx(*lease);
-    tx.exec("create temporary table items(id int primary key, name text not null)");
-  }
+  // A temporary table belongs to the lease's session.
+  (void)lease.exec("create temporary table items(id int primary key, name text not null)");
 
   std::string data;
   for (std::uint64_t i = 1; i <= rows_in; ++i) data += std::to_string(i) + "\titem " + std::to_string(i) + "\n";
@@ -57,11 +53,7 @@ int run(pgpipe::blocking_pool& pool) {
     refused = pgpipe::sqlstate_of(e.code()) == "22P02";
     std::cout << "bad row refused: " << e.diag().to_string() << '\n';
   }
-  std::uint64_t total = 0;
-  {
-    pqxx::nontransaction tx(*lease);
-    total = tx.exec("select count(*) from items")[0][0].as<std::uint64_t>();
-  }
+  const auto total = lease.exec("select count(*) from items").value<std::uint64_t>();
   std::cout << "rows in the table: " << total << '\n';
   return copied == rows_in && rows_out == rows_in && lines == rows_in && refused && total == rows_in ? 0 : 1;
 }
@@ -82,7 +74,7 @@ int main(int argc, char** argv) {
     return run(pool);
   } catch (const pgpipe::error& e) {
     std::cerr << "failed: " << e.code().message() << ": " << e.diag().to_string() << '\n';
-  } catch (const std::exception& e) {  // libpqxx's own, from the statements run on the lease directly
+  } catch (const std::exception& e) {
     std::cerr << "failed: " << e.what() << '\n';
   }
   return 1;

@@ -62,10 +62,10 @@ int main(int argc, char** argv) {
     wait_until_replica_eligible(router, std::chrono::seconds(30));
 
     // Statements throw pgpipe::error with the server's SQLSTATE and diagnostics.
-    const pqxx::result marked = router.exec(pgpipe::read_only, "select pg_is_in_recovery()");
-    const pqxx::result unmarked = router.exec("select pg_is_in_recovery()");
-    const bool marked_on_standby = marked.at(0).at(0).as<bool>();
-    const bool unmarked_on_standby = unmarked.at(0).at(0).as<bool>();
+    const pgpipe::result marked = router.exec(pgpipe::read_only, "select pg_is_in_recovery()");
+    const pgpipe::result unmarked = router.exec("select pg_is_in_recovery()");
+    const bool marked_on_standby = marked.value<bool>();
+    const bool unmarked_on_standby = unmarked.value<bool>();
     std::cout << "marked read ran on a standby: " << std::boolalpha << marked_on_standby << '\n';
     std::cout << "unmarked statement ran on a standby: " << unmarked_on_standby << '\n';
 

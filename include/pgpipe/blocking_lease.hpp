@@ -24,6 +24,8 @@
 #pragma once
 
 #include <pgpipe/error.hpp>
+#include <pgpipe/result.hpp>
+#include <pgpipe/type_traits.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -134,6 +136,35 @@ class blocking_lease {
   /// reports a lost connection.
   void mark_broken() noexcept { broken_ = true; }
 
+  /// Runs one statement on this connection with libpq (no libpqxx
+  /// transaction object, no libpqxx call) and returns its rows or command
+  /// tag as a pgpipe::result, read as the async driver's (result.hpp).
+  /// `args` are $1, $2... encoded as async_client::async_query encodes
+  /// them (type_traits.hpp: binary and typed where the async driver sends
+  /// binary, so both drivers infer the same parameter types).
+  /// With pool_params::prepared_statements (the default) the statement is
+  /// prepared on this connection the first time it sees the text (and
+  /// parameter types) and reused; a cached statement that a migration made
+  /// stale is prepared again and run once more, outside a transaction block.
+  /// Notifications that arrive meanwhile stay queued in libpq: libpqxx
+  /// delivers them at its next call on this connection (get_notifs(), or
+  /// any statement run through a libpqxx transaction); the queue is emptied
+  /// when the lease gives the connection back.
+  /// Throws pgpipe::error: the statement's SQLSTATE with the server's
+  /// diagnostics; 25P02 when a COMMIT (END, PREPARE TRANSACTION) was answered
+  /// ROLLBACK (the transaction had failed); errc::connection_lost (the
+  /// connection is discarded on release; the statement may have executed);
+  /// errc::invalid_argument before anything is sent, for a text parameter
+  /// holding a NUL byte, a value over the server's size limits
+  /// (param_limits.hpp) or over 65535 parameters, and after a COPY ... FROM
+  /// STDIN / TO STDOUT (use copy_in / copy_out; the connection is discarded).
+  /// Precondition: valid lease, used by one thread, no libpqxx transaction
+  /// object open on it (the statement would run inside it unseen).
+  template <class... Args>
+  [[nodiscard]] result exec(std::string_view sql, const Args&... args) {
+    return exec_encoded(sql, detail::encode_params(args...));
+  }
+
   /// The name of a prepared statement for `sql` on this connection, declared
   /// with the connection's prepare() the first time this connection sees
   /// `sql` (libpqxx 6.4 then prepares it on the server at its first use, in
@@ -152,17 +183,16 @@ class blocking_lease {
   friend struct detail::blocking_pool_impl;
   friend void detail::rethrow_translated(blocking_lease* lease);
   friend struct detail::lease_access;
-  friend class detail::exec_watch;  // the observer's slot and backend pid  // COPY (blocking_copy.hpp) drives libpq on the leased connection
-  /// blocking_pool::exec after the server refused the cached statement for
-  /// `sql` (26000, or a stale plan): a fresh statement under a new name.
-  const std::string* renew_statement(std::string_view sql);
-  /// blocking_pool::exec, in the catch block of a pqxx::sql_error that only
-  /// a transaction pooler explains (42P05 for a name this connection never
-  /// used, 26000 for a statement just prepared again): this connection stops
-  /// naming statements, the pool logs it once per connection, and the error
-  /// is thrown with the SQLSTATE and a client message naming the cause and
-  /// pool_params::prepared_statements = false.
-  [[noreturn]] void pooler_suspected();
+  friend class detail::exec_watch;  // the observer's slot and backend pid
+  /// exec() with its parameters encoded (blocking_pool::exec encodes them
+  /// before it borrows a connection).
+  result exec_encoded(std::string_view sql, detail::encoded_params params);
+  /// exec(), after an error that only a transaction pooler explains (42P05
+  /// for a name this connection never used, 26000 for a statement just
+  /// prepared): this connection stops naming statements, the pool logs it
+  /// once per connection, and the error is thrown with the SQLSTATE and a
+  /// client message naming the cause and pool_params::prepared_statements = false.
+  [[noreturn]] void pooler_suspected(const PGresult* res);
   /// Counts a failed statement in the pool's stats().
   void note_error(const std::error_code& ec) noexcept;
   blocking_lease(std::shared_ptr<detail::blocking_pool_impl> pool, std::uint64_t slot,

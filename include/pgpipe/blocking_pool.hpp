@@ -23,7 +23,7 @@
 // pool's lock is released.
 //
 //   pgpipe::blocking_pool pool{{.conninfo = "host=... dbname=...", .max_size = 8}};
-//   pqxx::result r = pool.exec("select ten from san_pham where ma = $1", key);
+//   pgpipe::result r = pool.exec("select ten from san_pham where ma = $1", key);
 //   pool.transaction([&](pqxx::work& tx) { tx.exec_params("insert ...", 1); });
 //   auto lease = pool.acquire();
 //   pqxx::nontransaction tx{*lease};
@@ -31,7 +31,8 @@
 
 #include <pgpipe/blocking_lease.hpp>
 #include <pgpipe/blocking_types.hpp>
-#include <pgpipe/detail/param_limits.hpp>
+#include <pgpipe/result.hpp>
+#include <pgpipe/type_traits.hpp>
 #include <pgpipe/error.hpp>
 #include <pgpipe/logger.hpp>
 #include <pgpipe/pool_params.hpp>
@@ -51,6 +52,35 @@
 #include <utility>
 
 namespace pgpipe {
+
+namespace detail {
+/// What a transaction work takes: a pqxx::work (the libpqxx idiom) when it
+/// can, else the blocking_lease (statements through blocking_lease::exec).
+template <class Fn>
+inline constexpr bool takes_work_v = std::is_invocable_v<Fn&, pqxx::work&>;
+template <class Fn, bool = takes_work_v<Fn>>
+struct transaction_result {
+  using type = std::invoke_result_t<Fn&, pqxx::work&>;
+};
+template <class Fn>
+struct transaction_result<Fn, false> {
+  using type = std::invoke_result_t<Fn&, blocking_lease&>;
+};
+template <class Fn>
+using transaction_result_t = typename transaction_result<Fn>::type;
+}  // namespace detail
+
+/// What blocking_pool::transaction reports besides its value or exception,
+/// in the shape of the async helper's transaction_report.
+struct blocking_transaction_report {
+  /// How many times the work ran (1 + retries); 0 when no connection was obtained.
+  unsigned attempts = 0;
+  /// When the transaction threw: the code and diagnostics of what it threw
+  /// (a caller's own exception: std::errc::state_not_recoverable and its
+  /// what()). Empty when it committed.
+  std::error_code code;
+  diagnostics diag;
+};
 
 /// A pool of libpqxx connections for callers that block, one thread per
 /// query in flight (the file comment above gives the model and its limits).
@@ -97,39 +127,48 @@ class blocking_pool {
   /// The same with an explicit timeout instead of acquire_timeout.
   blocking_lease acquire(std::chrono::milliseconds timeout);
 
-  /// Runs one statement in autocommit mode (pqxx::nontransaction) on a
-  /// borrowed connection and returns its rows. `args` are passed as
-  /// parameters $1, $2... converted by pgpipe::pqxx_arg (pgpipe's types, see
-  /// blocking_types.hpp) or libpqxx (its own types; std::optional for NULL).
+  /// Runs one statement in autocommit mode on a borrowed connection
+  /// (blocking_lease::exec: libpq directly, no libpqxx transaction object)
+  /// and returns its rows or command tag as a pgpipe::result, the class the
+  /// async driver returns: the same get<T>, type checks and NULL rules.
+  /// `args` are parameters $1, $2... encoded as async_client::async_query
+  /// encodes them (type_traits.hpp; std::optional for NULL), so a statement
+  /// infers the same parameter types in both drivers.
   /// With pool_params::prepared_statements (the default) the statement is
-  /// prepared once per connection, on first use, and reused by SQL text, as
-  /// the async driver does (up to 1000 texts per connection, then unnamed);
-  /// without it (PgBouncer in transaction mode) each call sends it unnamed
-  /// (exec_params).
+  /// prepared once per connection, on first use, and reused by SQL text and
+  /// parameter types, as the async driver does (up to 1000 per connection,
+  /// then unnamed); without it (PgBouncer in transaction mode) each call
+  /// sends it unnamed.
   /// Thread-safe; blocks. Throws what acquire() throws, or pgpipe::error with
   /// the statement's SQLSTATE and the server's diagnostics, or
   /// errc::connection_lost when the connection died during the statement (it
   /// may have executed), or errc::invalid_argument (before anything is sent)
-  /// when a `std::string`/`std::string_view` argument contains a NUL byte,
-  /// or a string or bytes argument is over 1 GiB - 1 bytes (or all of them
-  /// over 1 GiB), the server's limits.
+  /// when a text argument contains a NUL byte, or a string or bytes argument
+  /// is over 1 GiB - 1 bytes (or all of them over 1 GiB), the server's limits.
   /// Unlike async_client::async_query, exec() refuses no statement: the
   /// connection serves only this call meanwhile, and a transaction it leaves
   /// open is rolled back when the connection returns to the pool. A plain
   /// SET does stay on that connection for later callers: put session
   /// settings in pool_params::on_connect (or use SET LOCAL in transaction()).
   template <typename... Args>
-  [[nodiscard]] pqxx::result exec(std::string_view sql, Args&&... args);
+  [[nodiscard]] result exec(std::string_view sql, const Args&... args) {
+    return exec_encoded(sql, detail::encode_params(args...));
+  }
 
   /// Runs fn(pqxx::work&) in a transaction on a borrowed connection: commits
   /// when fn returns, rolls back when it throws, and returns fn's result.
+  /// fn may instead take the lease, `fn(blocking_lease&)`, and run its
+  /// statements with blocking_lease::exec (pgpipe::result, the async
+  /// driver's parameter types and statement cache): the pool sends BEGIN and
+  /// COMMIT itself, and a COMMIT the server answers ROLLBACK (a statement
+  /// failed and fn swallowed the error) fails with 25P02, as with a work.
   /// Exceptions from fn that come from libpqxx are translated to
   /// pgpipe::error (as exec does); any other exception is rethrown unchanged
   /// after the rollback. A failure of COMMIT itself is errc::connection_lost
   /// (pqxx::in_doubt_error: it may have committed) or the SQLSTATE (e.g.
   /// 40001 serialization failure). Thread-safe; blocks.
   template <typename Fn>
-  auto transaction(Fn&& fn) -> std::invoke_result_t<Fn&, pqxx::work&>;
+  auto transaction(Fn&& fn) -> detail::transaction_result_t<Fn>;
 
   /// The same with `opts` (transaction_options.hpp): the isolation level and
   /// access mode are set first thing in the transaction (SET TRANSACTION),
@@ -144,7 +183,14 @@ class blocking_pool {
   /// Under connection loss: errc::connection_lost, never retried (a loss
   /// during COMMIT may have committed).
   template <typename Fn>
-  auto transaction(const transaction_options& opts, Fn&& fn) -> std::invoke_result_t<Fn&, pqxx::work&>;
+  auto transaction(const transaction_options& opts, Fn&& fn) -> detail::transaction_result_t<Fn>;
+
+  /// The same, and fills `report` (the async helper's transaction_report
+  /// shape): attempts, and on failure the diagnostics also thrown. `report`
+  /// is written whether the transaction commits or throws.
+  template <typename Fn>
+  auto transaction(const transaction_options& opts, Fn&& fn, blocking_transaction_report& report)
+      -> detail::transaction_result_t<Fn>;
 
   /// Stops the pool: queued acquires fail with errc::closed, new ones too;
   /// idle connections close; leased ones close when their lease ends.
@@ -163,93 +209,15 @@ class blocking_pool {
   const pool_params& params() const noexcept;
 
  private:
-  template <typename... Args>
-  pqxx::result exec_converted(std::string_view sql, Args&&... args);
+  result exec_encoded(std::string_view sql, detail::encoded_params params);
+  template <typename Fn>
+  auto run_transaction(const transaction_options& opts, Fn& fn, unsigned& attempts)
+      -> detail::transaction_result_t<Fn>;
 
   std::shared_ptr<detail::blocking_pool_impl> impl_;
-  bool prepared_statements_ = true;  // params().prepared_statements, read without a call
 };
 
 namespace detail {
-template <typename T>
-struct is_optional_param : std::false_type {};
-template <typename T>
-struct is_optional_param<std::optional<T>> : std::true_type {};
-
-// libpq sends text parameters as C strings: an embedded NUL would silently
-// cut the value short. Such a value cannot be sent as text at all.
-template <typename T>
-bool text_has_nul(const T& v) {
-  using D = std::remove_cvref_t<T>;
-  if constexpr (std::is_same_v<D, std::string> || std::is_same_v<D, std::string_view>) {
-    return v.find('\0') != D::npos;
-  } else if constexpr (is_optional_param<D>::value) {
-    return v.has_value() && text_has_nul(*v);
-  } else {
-    return false;
-  }
-}
-
-// The bytes a converted argument puts on the wire, where it can be large
-// (strings and bytes); 0 for the rest, whose text forms are short.
-template <typename T>
-std::size_t param_bytes(const T& v) {
-  using D = std::remove_cvref_t<T>;
-  if constexpr (std::is_same_v<D, std::string> || std::is_same_v<D, std::string_view> ||
-                std::is_same_v<D, pqxx::binarystring>) {
-    return v.size();
-  } else if constexpr (is_optional_param<D>::value) {
-    return v.has_value() ? param_bytes(*v) : 0;
-  } else {
-    return 0;
-  }
-}
-
-/// Throws errc::invalid_argument for parameter $n (the message both drivers use).
-[[noreturn]] void throw_nul_param(std::size_t one_based_index);
-
-/// The server refused a cached prepared statement before executing it:
-/// 26000 (it does not exist), or 0A000 "cached plan must not change result
-/// type" (a migration changed a table it reads). Safe to prepare again and
-/// run once more.
-inline bool is_stale_statement(const pqxx::sql_error& e) {
-  const std::string_view state = e.sqlstate();  // a std::string before libpqxx 8
-  return state == "26000" ||
-         (state == "0A000" &&
-          std::string_view(e.what()).find("cached plan must not change result type") != std::string_view::npos);
-}
-
-/// One exec() as the pool's query_duration histogram and its query_observer
-/// (pool_params::observer) see it: times the wait for a connection and the
-/// statement, reports start and end. Used by blocking_pool::exec only.
-class exec_watch {
- public:
-  exec_watch(blocking_pool_impl& pool, std::string_view sql) noexcept;
-  exec_watch(const exec_watch&) = delete;
-  exec_watch& operator=(const exec_watch&) = delete;
-  /// blocking_pool::acquire(); on success the observer's on_start runs, on
-  /// failure its on_end, then the error is thrown.
-  blocking_lease acquire();
-  /// The statement succeeded: on_end with its rows.
-  pqxx::result done(pqxx::result r) noexcept;
-  /// Call from a catch block: translates the exception as rethrow_translated
-  /// does, reports it to on_end, throws it.
-  [[noreturn]] void fail(blocking_lease* lease);
-
- private:
-  void end(const std::error_code& ec, std::string_view sqlstate, std::uint64_t rows) noexcept;
-
-  blocking_pool_impl& pool_;
-  std::string_view sql_;
-  std::chrono::steady_clock::time_point submitted_;
-  std::chrono::steady_clock::time_point started_;
-  std::chrono::nanoseconds waited_{0};
-  std::uint64_t slot_ = 0;
-  int backend_pid_ = 0;
-  void* user_ = nullptr;
-  bool observed_start_ = false;
-};
-
 /// tx.commit(), except that a work which caught a server error and returned
 /// normally fails with SQLSTATE 25P02, as in the async helper: libpqxx 6.4
 /// rolled that transaction back when the statement failed, and refuses the
@@ -257,104 +225,71 @@ class exec_watch {
 /// libpqxx 7 would send the COMMIT, which the server turns into a rollback.
 void commit_work(pqxx::work& tx, const blocking_lease& lease);
 
-/// Throws errc::invalid_argument naming the first parameter ($n) over the
-/// server's size limit (param_limits.hpp), or the total, or else the first
-/// holding a NUL byte.
-template <typename... Args>
-void check_text_params(const Args&... args) {
-  const std::size_t sizes[] = {param_bytes(args)..., 0};
-  std::string too_large = param_size_refusal(sizeof...(Args), [&](std::size_t i) { return sizes[i]; });
-  if (!too_large.empty()) throw error(make_error_code(errc::invalid_argument), std::move(too_large));
-  std::size_t n = 0;
-  std::size_t bad = 0;
-  ((++n, bad = (bad == 0 && text_has_nul(args)) ? n : bad), ...);
-  (void)n;  // unused when there are no arguments
-  if (bad != 0) throw_nul_param(bad);
-}
 }  // namespace detail
 
-template <typename... Args>
-pqxx::result blocking_pool::exec(std::string_view sql, Args&&... args) {
-  // The converted arguments live until the end of this full expression.
-  return exec_converted(sql, pqxx_arg(std::forward<Args>(args))...);
-}
-
-template <typename... Args>
-pqxx::result blocking_pool::exec_converted(std::string_view sql, Args&&... args) {
-  detail::exec_watch watch(*impl_, sql);
-  try {
-    detail::check_text_params(args...);
-  } catch (...) {
-    watch.fail(nullptr);
-  }
-  blocking_lease lease = watch.acquire();
-  try {
-    const std::string* name = nullptr;
-    if (prepared_statements_) {
-      try {
-        // libpqxx 7 sends the Parse here, 6.4 with the first exec_prepared:
-        // a server error from either is handled below.
-        name = lease.statement_for(sql);
-        if (name != nullptr) {
-          pqxx::nontransaction tx{*lease};
-          return watch.done(detail::pqxx_exec_prepared(tx, *name, args...));
-        }
-      } catch (const pqxx::sql_error& e) {
-        // Names are never reused on a connection: one that already exists
-        // was made by another client of the same server session.
-        if (e.sqlstate() == "42P05") lease.pooler_suspected();
-        // A migration changed a table the cached statement reads, and the
-        // server refused it before executing anything: prepare it again and
-        // run it once more, so the caller never sees the stale plan.
-        if (name == nullptr || !detail::is_stale_statement(e)) throw;
-      }
-    }
-    if (name != nullptr) {
-      try {
-        pqxx::nontransaction tx{*lease};
-        return watch.done(
-            detail::pqxx_exec_prepared(tx, *lease.renew_statement(sql), std::forward<Args>(args)...));
-      } catch (const pqxx::sql_error& e) {
-        // The statement was just prepared afresh: gone again, or its new name
-        // taken, means the server session changes between our calls.
-        if (e.sqlstate() == "26000" || e.sqlstate() == "42P05") lease.pooler_suspected();
-        throw;
-      }
-    }
-    pqxx::nontransaction tx{*lease};
-    return watch.done(detail::pqxx_exec_params(tx, sql, std::forward<Args>(args)...));
-  } catch (...) {
-    watch.fail(&lease);
-  }
-}
-
 template <typename Fn>
-auto blocking_pool::transaction(Fn&& fn) -> std::invoke_result_t<Fn&, pqxx::work&> {
+auto blocking_pool::transaction(Fn&& fn) -> detail::transaction_result_t<Fn> {
   return transaction(transaction_options{}, fn);
 }
 
 template <typename Fn>
 auto blocking_pool::transaction(const transaction_options& opts, Fn&& fn)
-    -> std::invoke_result_t<Fn&, pqxx::work&> {
-  using result_type = std::invoke_result_t<Fn&, pqxx::work&>;
+    -> detail::transaction_result_t<Fn> {
+  blocking_transaction_report unused;
+  return transaction(opts, fn, unused);
+}
+
+template <typename Fn>
+auto blocking_pool::transaction(const transaction_options& opts, Fn&& fn, blocking_transaction_report& report)
+    -> detail::transaction_result_t<Fn> {
+  report = blocking_transaction_report{};
+  try {
+    return run_transaction(opts, fn, report.attempts);
+  } catch (...) {
+    report.code = detail::translate_exception(std::current_exception(), &report.diag);
+    throw;
+  }
+}
+
+template <typename Fn>
+auto blocking_pool::run_transaction(const transaction_options& opts, Fn& fn, unsigned& attempts)
+    -> detail::transaction_result_t<Fn> {
+  using result_type = detail::transaction_result_t<Fn>;
   const std::string modes = transaction_modes(opts);
+  const std::string begin = begin_statement(opts);
   const unsigned max_attempts = opts.retry.max_attempts < 1 ? 1 : opts.retry.max_attempts;
   for (unsigned attempt = 1;; ++attempt) {
     try {
       blocking_lease lease = acquire();
+      attempts = attempt;
       try {
-        // The work object dies before the catch block runs: an exception from fn
-        // rolls the transaction back (pqxx::work's destructor aborts).
-        pqxx::work tx{*lease};
-        if (!modes.empty()) tx.exec("SET TRANSACTION " + modes);
-        if constexpr (std::is_void_v<result_type>) {
-          fn(tx);
-          detail::commit_work(tx, lease);
-          return;
+        if constexpr (detail::takes_work_v<Fn>) {
+          // The work object dies before the catch block runs: an exception from fn
+          // rolls the transaction back (pqxx::work's destructor aborts).
+          pqxx::work tx{*lease};
+          if (!modes.empty()) tx.exec("SET TRANSACTION " + modes);
+          if constexpr (std::is_void_v<result_type>) {
+            fn(tx);
+            detail::commit_work(tx, lease);
+            return;
+          } else {
+            result_type out = fn(tx);
+            detail::commit_work(tx, lease);
+            return out;
+          }
         } else {
-          result_type out = fn(tx);
-          detail::commit_work(tx, lease);
-          return out;
+          // An exception from fn leaves the transaction open: the lease's
+          // release rolls it back before the connection is reused.
+          (void)lease.exec(begin);
+          if constexpr (std::is_void_v<result_type>) {
+            fn(lease);
+            (void)lease.exec("COMMIT");
+            return;
+          } else {
+            result_type out = fn(lease);
+            (void)lease.exec("COMMIT");
+            return out;
+          }
         }
       } catch (...) {
         detail::rethrow_translated(&lease);

@@ -11,7 +11,7 @@
 //   replicas.push_back(std::make_unique<pgpipe::blocking_pool>(replica_params));
 //   pgpipe::blocking_read_router router(std::make_unique<pgpipe::blocking_pool>(primary_params),
 //                                       std::move(replicas), {.max_lag = std::chrono::seconds(5)});
-//   pqxx::result r = router.exec(pgpipe::read_only, "select ... where id = $1", id);  // a replica
+//   pgpipe::result r = router.exec(pgpipe::read_only, "select ... where id = $1", id);  // a replica
 //   router.exec("update ...", id);                                                 // the primary
 //
 // Health and lag: every probe_interval, one short query on the primary and
@@ -60,7 +60,7 @@ class blocking_read_router {
 
   /// An unmarked statement: always the primary (blocking_pool::exec).
   template <typename... Args>
-  [[nodiscard]] pqxx::result exec(std::string_view sql, Args&&... args) {
+  [[nodiscard]] result exec(std::string_view sql, Args&&... args) {
     return primary().exec(sql, std::forward<Args>(args)...);
   }
   /// A read-only statement: a healthy replica within max_lag, else the
@@ -78,7 +78,7 @@ class blocking_read_router {
   /// caller's error, refused with SQLSTATE 25006 wherever it runs (a standby
   /// refuses it; the primary's read-only pool has read-only sessions).
   template <typename... Args>
-  [[nodiscard]] pqxx::result exec(read_only_t, std::string_view sql, Args&&... args) {
+  [[nodiscard]] result exec(read_only_t, std::string_view sql, Args&&... args) {
     detail::read_route where = route_read();
     detail::read_failures failed;
     for (;;) {
@@ -93,7 +93,7 @@ class blocking_read_router {
 
   /// A transaction on the primary (blocking_pool::transaction).
   template <typename Fn>
-  auto transaction(Fn&& fn) -> std::invoke_result_t<Fn&, pqxx::work&> {
+  auto transaction(Fn&& fn) -> detail::transaction_result_t<Fn> {
     return primary().transaction(std::forward<Fn>(fn));
   }
   /// A lease on the primary (blocking_pool::acquire).

@@ -93,6 +93,15 @@ inline bool is_pooler_symptom(std::string_view sqlstate) noexcept {
   return sqlstate == "26000" || sqlstate == "42P05";
 }
 
+/// Whether the server refused a cached named statement before executing it:
+/// 26000 (it does not exist) or 0A000 "cached plan must not change result
+/// type" (a migration changed a table it reads). `primary` is the error's
+/// primary message. Preparing it again and running it once more is safe
+/// outside a transaction block.
+inline bool is_stale_statement(std::string_view sqlstate, std::string_view primary) noexcept {
+  return sqlstate == "26000" || (sqlstate == "0A000" && primary == "cached plan must not change result type");
+}
+
 // ---- passwords and conninfo ----------------------------------------------------
 
 /// libpq's message on one line, with every secret scrubbed.

@@ -42,7 +42,7 @@ TEST(blocking_executor_with_pool, many_coroutines_share_few_workers_and_connecti
             const int v = c * 100 + i;
             auto [ec, rows] = co_await workers.async_run(
                 [&pool, v] { return pool.exec("select $1::int + 1", v); }, asio::use_awaitable);
-            if (!ec && rows.size() == 1 && rows[0][0].as<int>() == v + 1) {
+            if (!ec && rows.size() == 1 && rows[0][0].get<int>() == v + 1) {
               ++ok;
             } else {
               ++bad;

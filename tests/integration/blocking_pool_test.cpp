@@ -48,12 +48,12 @@ std::error_code code_of(Fn&& fn) {
 
 TEST(blocking_pool, exec_returns_rows_and_converts_parameters) {
   blocking_pool pool{blocking_params(shared_cluster().conninfo(), 2)};
-  pqxx::result r = pool.exec("select $1::int + 1, $2::text || 'b', $3::text is null", 41, std::string("a"),
+  pgpipe::result r = pool.exec("select $1::int + 1, $2::text || 'b', $3::text is null", 41, std::string("a"),
                              std::optional<std::string>{});
   ASSERT_EQ(r.size(), 1u);
-  EXPECT_EQ(r[0][0].as<int>(), 42);
-  EXPECT_EQ(r[0][1].as<std::string>(), "ab");
-  EXPECT_TRUE(r[0][2].as<bool>());
+  EXPECT_EQ(r[0][0].get<int>(), 42);
+  EXPECT_EQ(r[0][1].get<std::string>(), "ab");
+  EXPECT_TRUE(r[0][2].get<bool>());
 }
 
 TEST(blocking_pool, sixty_four_threads_on_eight_connections) {
@@ -74,7 +74,7 @@ TEST(blocking_pool, sixty_four_threads_on_eight_connections) {
         const int v = t * 1000 + i;
         try {
           auto r = pool.exec("select $1::int * 2, pg_backend_pid()", v);
-          if (r[0][0].as<int>() != 2 * v) ++wrong;
+          if (r[0][0].get<int>() != 2 * v) ++wrong;
         } catch (const std::exception& e) {
           ++failed;
           ADD_FAILURE() << e.what();
@@ -138,7 +138,7 @@ TEST(blocking_pool, acquire_times_out_with_pool_timeout_when_every_connection_is
   EXPECT_EQ(pool.stats().errors.pool_timeout, 1u);
   // Giving one back makes the pool usable again.
   a.release();
-  EXPECT_EQ(pool.exec("select 7")[0][0].as<int>(), 7);
+  EXPECT_EQ(pool.exec("select 7").value<int>(), 7);
 }
 
 TEST(blocking_pool, server_down_is_server_unreachable_not_pool_timeout) {
@@ -147,7 +147,7 @@ TEST(blocking_pool, server_down_is_server_unreachable_not_pool_timeout) {
   p.acquire_timeout = 1s;
   p.connect_timeout = 2s;
   blocking_pool pool{p};
-  EXPECT_EQ(pool.exec("select 1")[0][0].as<int>(), 1);  // one idle connection now
+  EXPECT_EQ(pool.exec("select 1").value<int>(), 1);  // one idle connection now
   pg->stop(pgpipe::devcluster::stop_mode::fast);
 
   std::error_code ec;
@@ -169,14 +169,14 @@ TEST(blocking_pool, server_down_is_server_unreachable_not_pool_timeout) {
 
 TEST(blocking_pool, terminated_backend_is_replaced_on_next_acquire) {
   blocking_pool pool{blocking_params(shared_cluster().conninfo(), 1)};
-  const int pid = pool.exec("select pg_backend_pid()")[0][0].as<int>();
+  const int pid = pool.exec("select pg_backend_pid()").value<int>();
   ASSERT_TRUE(shared_cluster().terminate_backend(pid));
   ASSERT_TRUE(wait_until([&] {
     return shared_cluster().query_value("select count(*) from pg_stat_activity where pid = " +
                                         std::to_string(pid)) == "0";
   }));
   // The idle connection is dead; the caller must not see it.
-  const int pid2 = pool.exec("select pg_backend_pid()")[0][0].as<int>();
+  const int pid2 = pool.exec("select pg_backend_pid()").value<int>();
   EXPECT_NE(pid2, pid);
   const auto s = pool.stats();
   EXPECT_EQ(s.connects, 2u);
@@ -205,7 +205,7 @@ TEST(blocking_pool, lease_dropped_mid_transaction_commits_nothing) {
   // Rolled back and reused, not thrown away: the same backend serves again,
   // outside any transaction block (its autocommit insert is visible at once).
   auto r = pool.exec("insert into blocking_mid_tx values (3) returning pg_backend_pid()");
-  EXPECT_EQ(r[0][0].as<int>(), pid);
+  EXPECT_EQ(r[0][0].get<int>(), pid);
   EXPECT_EQ(pg.query_value("select string_agg(v::text, ',') from blocking_mid_tx"), "3");
   EXPECT_EQ(pool.stats().connects, 1u);
 }
@@ -255,7 +255,7 @@ TEST(blocking_pool, sql_error_carries_sqlstate_and_server_fields) {
     EXPECT_EQ(pgpipe::sqlstate_of(e.code()), "42P01");
   }
   // The connection survived both errors and was reused.
-  EXPECT_EQ(pool.exec("select 3")[0][0].as<int>(), 3);
+  EXPECT_EQ(pool.exec("select 3").value<int>(), 3);
   const auto s = pool.stats();
   EXPECT_EQ(s.errors.server, 2u);
   EXPECT_EQ(s.connects, 1u);
@@ -344,7 +344,7 @@ TEST(blocking_pool, idle_connections_close_after_idle_timeout) {
   // Closed by the housekeeping thread, with nobody calling into the pool.
   EXPECT_TRUE(wait_until([&] { return server_connections(shared_cluster(), app) == 0; }));
   EXPECT_EQ(pool.stats().disconnects, 2u);
-  EXPECT_EQ(pool.exec("select 1")[0][0].as<int>(), 1);  // and it reconnects on demand
+  EXPECT_EQ(pool.exec("select 1").value<int>(), 1);  // and it reconnects on demand
 }
 
 TEST(blocking_pool, connections_are_replaced_after_max_lifetime_and_min_size_is_kept) {
@@ -352,13 +352,13 @@ TEST(blocking_pool, connections_are_replaced_after_max_lifetime_and_min_size_is_
   p.min_size = 1;
   p.max_lifetime = 400ms;
   blocking_pool pool{p};
-  const int first = pool.exec("select pg_backend_pid()")[0][0].as<int>();
+  const int first = pool.exec("select pg_backend_pid()").value<int>();
   // The housekeeper retires the connection and opens a new one for min_size.
   EXPECT_TRUE(wait_until([&] {
     const auto s = pool.stats();
     return s.disconnects >= 1 && s.idle >= 1;
   }));
-  const int later = pool.exec("select pg_backend_pid()")[0][0].as<int>();
+  const int later = pool.exec("select pg_backend_pid()").value<int>();
   EXPECT_NE(later, first);
 }
 
@@ -366,22 +366,22 @@ TEST(blocking_pool, health_check_replaces_a_connection_that_died_while_idle) {
   auto p = blocking_params(shared_cluster().conninfo(), 1);
   p.health_check_interval = 200ms;
   blocking_pool pool{p};
-  const int pid = pool.exec("select pg_backend_pid()")[0][0].as<int>();
+  const int pid = pool.exec("select pg_backend_pid()").value<int>();
   ASSERT_TRUE(shared_cluster().terminate_backend(pid));
   // Nobody uses the pool: the periodic check finds the dead connection.
   EXPECT_TRUE(wait_until([&] { return pool.stats().disconnects == 1; }));
-  EXPECT_NE(pool.exec("select pg_backend_pid()")[0][0].as<int>(), pid);
+  EXPECT_NE(pool.exec("select pg_backend_pid()").value<int>(), pid);
 }
 
 TEST(blocking_pool, health_check_keeps_a_healthy_idle_connection) {
   auto p = blocking_params(shared_cluster().conninfo(), 1);
   p.health_check_interval = 100ms;
   blocking_pool pool{p};
-  const int pid = pool.exec("select pg_backend_pid()")[0][0].as<int>();
+  const int pid = pool.exec("select pg_backend_pid()").value<int>();
   // Several check periods pass with the connection idle and alive.
   std::this_thread::sleep_for(800ms);
   EXPECT_EQ(pool.stats().disconnects, 0u);
-  EXPECT_EQ(pool.exec("select pg_backend_pid()")[0][0].as<int>(), pid);
+  EXPECT_EQ(pool.exec("select pg_backend_pid()").value<int>(), pid);
 }
 
 TEST(blocking_pool, discarded_lease_is_not_reused) {
@@ -398,8 +398,8 @@ TEST(blocking_pool, discarded_lease_is_not_reused) {
     EXPECT_FALSE(lease);
   }
   auto r = pool.exec("select pg_backend_pid(), current_setting('statement_timeout')");
-  EXPECT_NE(r[0][0].as<int>(), pid);
-  EXPECT_EQ(r[0][1].as<std::string>(), "0");
+  EXPECT_NE(r[0][0].get<int>(), pid);
+  EXPECT_EQ(r[0][1].get<std::string>(), "0");
 }
 
 TEST(blocking_pool, stats_count_work_and_the_pools_own_threads) {
@@ -418,17 +418,17 @@ TEST(blocking_pool, exec_prepares_each_statement_once_per_connection_unless_turn
   const std::string count_sql = "select count(*) from pg_prepared_statements";
   {
     blocking_pool pool{blocking_params(shared_cluster().conninfo(), 1)};
-    for (int i = 0; i < 3; ++i) EXPECT_EQ(pool.exec("select $1::int * 3", i)[0][0].as<int>(), 3 * i);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(pool.exec("select $1::int * 3", i).value<int>(), 3 * i);
     // One statement for the three calls, plus the counting statement itself.
-    EXPECT_EQ(pool.exec(count_sql)[0][0].as<int>(), 2);
-    EXPECT_EQ(pool.exec(count_sql)[0][0].as<int>(), 2);
+    EXPECT_EQ(pool.exec(count_sql).value<int>(), 2);
+    EXPECT_EQ(pool.exec(count_sql).value<int>(), 2);
   }
   {
     auto p = blocking_params(shared_cluster().conninfo(), 1);
     p.prepared_statements = false;  // PgBouncer in transaction mode
     blocking_pool pool{p};
-    for (int i = 0; i < 3; ++i) EXPECT_EQ(pool.exec("select $1::int * 3", i)[0][0].as<int>(), 3 * i);
-    EXPECT_EQ(pool.exec(count_sql)[0][0].as<int>(), 0);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(pool.exec("select $1::int * 3", i).value<int>(), 3 * i);
+    EXPECT_EQ(pool.exec(count_sql).value<int>(), 0);
   }
 }
 
@@ -436,10 +436,10 @@ TEST(blocking_pool, generated_sql_texts_stop_being_prepared_at_the_per_connectio
   blocking_pool pool{blocking_params(shared_cluster().conninfo(), 1)};
   const auto bound = pgpipe::blocking_lease::max_prepared_per_connection;
   for (std::size_t i = 0; i <= bound; ++i) {
-    ASSERT_EQ(pool.exec("select " + std::to_string(i))[0][0].as<std::size_t>(), i);
+    ASSERT_EQ(pool.exec("select " + std::to_string(i)).value<std::size_t>(), i);
   }
   // The 1001st text and this one ran unnamed.
-  EXPECT_EQ(pool.exec("select count(*) from pg_prepared_statements")[0][0].as<std::size_t>(), bound);
+  EXPECT_EQ(pool.exec("select count(*) from pg_prepared_statements").value<std::size_t>(), bound);
 }
 
 TEST(blocking_pool, a_statement_that_fails_to_prepare_reports_its_error_every_time) {
@@ -448,7 +448,7 @@ TEST(blocking_pool, a_statement_that_fails_to_prepare_reports_its_error_every_ti
     const auto ec = code_of([&] { (void)pool.exec("selec $1::int", i); });
     EXPECT_EQ(pgpipe::sqlstate_of(ec), "42601");
   }
-  EXPECT_EQ(pool.exec("select 1")[0][0].as<int>(), 1);
+  EXPECT_EQ(pool.exec("select 1").value<int>(), 1);
   EXPECT_EQ(pool.stats().connects, 1u);
 }
 

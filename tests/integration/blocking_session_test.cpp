@@ -43,7 +43,7 @@ TEST(blocking_session, on_connect_sets_the_session_of_every_connection) {
             "select current_setting('search_path') || '|' || current_setting('TimeZone') || '|' || "
             "pg_sleep(0.002)::text");
         std::lock_guard lk(mu);
-        seen.push_back(r[0][0].as<std::string>());
+        seen.push_back(r[0][0].get<std::string>());
       }
     });
   }
@@ -75,7 +75,7 @@ TEST(blocking_session, notices_and_warnings_go_to_the_logger_never_stderr) {
     std::lock_guard lk(mu);
     lines.emplace_back(lvl, std::string(line));
   });
-  const std::string pid = pool.exec("select pg_backend_pid()::text")[0][0].as<std::string>();
+  const std::string pid = pool.exec("select pg_backend_pid()::text").value<std::string>();
   std::string printed;
   {
     pgpipe::test::stderr_capture cap;
@@ -109,4 +109,38 @@ TEST(blocking_session, a_transaction_left_open_by_exec_is_rolled_back_on_return)
   } catch (const pgpipe::error& e) {
     EXPECT_EQ(e.code(), pgpipe::make_sqlstate("25P01")) << e.what();  // no transaction block
   }
+}
+
+TEST(blocking_session, a_commit_answered_with_rollback_on_a_lease_is_25P02) {
+  pgpipe::blocking_pool pool(params_for(1));
+  auto lease = pool.acquire();
+  (void)lease.exec("begin");
+  try {
+    (void)lease.exec("select 1/0");
+    FAIL() << "division by zero succeeded";
+  } catch (const pgpipe::error& e) {
+    EXPECT_EQ(e.code(), pgpipe::make_sqlstate("22012"));
+  }
+  // The server answers this COMMIT with the tag ROLLBACK and no error:
+  // passed on as it comes, it would read as a success.
+  try {
+    (void)lease.exec("commit");
+    FAIL() << "a COMMIT of a failed transaction read as a success";
+  } catch (const pgpipe::error& e) {
+    EXPECT_EQ(e.code(), pgpipe::make_sqlstate("25P02"));
+    EXPECT_EQ(e.diag().sqlstate, "25P02");
+  }
+  // The connection is out of the transaction and serves on.
+  EXPECT_EQ(lease.exec("select 2").value<int>(), 2);
+}
+
+TEST(blocking_session, notifications_exec_reads_reach_libpqxx_on_the_same_lease) {
+  pgpipe::blocking_pool pool(params_for(1));
+  auto lease = pool.acquire();
+  (void)lease.exec("listen pgpipe_exec_channel");
+  // The server sends the notification with the answer to this very
+  // statement: exec() reads it and leaves it queued for libpqxx.
+  (void)lease.exec("select pg_notify('pgpipe_exec_channel', 'payload')");
+  EXPECT_EQ(lease->get_notifs(), 1);
+  (void)lease.exec("unlisten *");
 }

@@ -159,6 +159,70 @@ TEST(blocking_transaction, a_swallowed_error_is_not_reported_as_committed) {
     EXPECT_NE(e.diag().client_message.find("rolled back"), std::string::npos) << e.what();
   }
   // The connection serves the next caller.
-  EXPECT_EQ(pool.exec("select 1")[0][0].as<int>(), 1);
+  EXPECT_EQ(pool.exec("select 1").value<int>(), 1);
   EXPECT_EQ(pg.query_value("select count(*) from btx_swallow"), "0");
+}
+
+TEST(blocking_transaction, the_report_counts_attempts_and_keeps_the_failure) {
+  pgpipe::blocking_pool pool(tx_params("btx_report", 1));
+  pgpipe::transaction_options opts;
+  opts.retry = {.max_attempts = 3, .initial_backoff = 1ms, .max_backoff = 5ms};
+  // Fails with a serialization failure until the third run.
+  int runs = 0;
+  pgpipe::blocking_transaction_report report;
+  const int got = pool.transaction(
+      opts,
+      [&](pqxx::work& tx) {
+        if (++runs < 3) tx.exec("do $$ begin raise exception 'conflict' using errcode = 'serialization_failure'; end $$");
+        return tx.exec("select 7")[0][0].as<int>();
+      },
+      report);
+  EXPECT_EQ(got, 7);
+  EXPECT_EQ(report.attempts, 3u);
+  EXPECT_FALSE(report.code);
+
+  // Out of attempts: the report says how many ran, and what failed.
+  runs = 0;
+  opts.retry.max_attempts = 2;
+  EXPECT_THROW(pool.transaction(
+                   opts,
+                   [&](pqxx::work& tx) {
+                     ++runs;
+                     tx.exec("do $$ begin raise exception 'conflict' using errcode = 'serialization_failure'; end $$");
+                   },
+                   report),
+               pgpipe::error);
+  EXPECT_EQ(runs, 2);
+  EXPECT_EQ(report.attempts, 2u);
+  EXPECT_EQ(report.code, pgpipe::make_sqlstate("40001"));
+  EXPECT_EQ(report.diag.message, "conflict");
+}
+
+TEST(blocking_transaction, a_work_on_the_lease_commits_and_reports_a_swallowed_error) {
+  auto& pg = shared_cluster();
+  pg.exec("drop table if exists btx_lease; create table btx_lease(v int)");
+  pgpipe::blocking_pool pool(tx_params("btx_lease", 1));
+  pgpipe::transaction_options opts;
+  opts.isolation = pgpipe::isolation_level::repeatable_read;
+  const std::string level = pool.transaction(opts, [](pgpipe::blocking_lease& lease) {
+    (void)lease.exec("insert into btx_lease values ($1)", 1);
+    return lease.exec("select current_setting('transaction_isolation')").value<std::string>();
+  });
+  EXPECT_EQ(level, "repeatable read");
+  EXPECT_EQ(pg.query_value("select count(*) from btx_lease"), "1");
+  try {
+    pool.transaction([](pgpipe::blocking_lease& lease) {
+      (void)lease.exec("insert into btx_lease values ($1)", 2);
+      try {
+        (void)lease.exec("select 1 / 0");
+      } catch (const pgpipe::error&) {
+        // swallowed: the transaction is failed on the server anyway
+      }
+    });
+    ADD_FAILURE() << "a failed transaction was reported as committed";
+  } catch (const pgpipe::error& e) {
+    EXPECT_EQ(pgpipe::sqlstate_of(e.code()), "25P02") << e.what();
+  }
+  EXPECT_EQ(pg.query_value("select count(*) from btx_lease"), "1");
+  EXPECT_EQ(pool.exec("select 1").value<int>(), 1);
 }

@@ -1,6 +1,7 @@
 // The blocking driver and the async driver give the same answers: the same
-// rows (text, NULLs, column names) for the same queries and parameters, and
-// the same error codes for the same failures. A user switching drivers, or
+// rows (text, NULLs, column names) for the same queries and parameters, the
+// same parameter types (so the server infers the same operators), the same
+// typed reads, and the same error codes for the same failures. A user switching drivers, or
 // the bench comparing them, relies on this.
 #include <pgpipe/async_client.hpp>
 #include <pgpipe/blocking_pool.hpp>
@@ -37,23 +38,8 @@ std::ostream& operator<<(std::ostream& os, const table& t) {
   return os;
 }
 
-table from_pqxx(const pqxx::result& r) {
-  table t;
-  for (pqxx::row::size_type c = 0; c < r.columns(); ++c) t.columns.emplace_back(r.column_name(c));
-  for (const auto& row : r) {
-    auto& out = t.rows.emplace_back();
-    for (const auto& f : row) {
-      if (f.is_null()) {
-        out.emplace_back(std::nullopt);
-      } else {
-        out.emplace_back(std::string(f.c_str(), f.size()));
-      }
-    }
-  }
-  return t;
-}
-
-table from_async(const pgpipe::result& r) {
+// Both drivers return pgpipe::result: one reading for both.
+table from_result(const pgpipe::result& r) {
   table t;
   for (std::size_t c = 0; c < r.columns(); ++c) t.columns.emplace_back(r.column_name(c));
   for (std::size_t i = 0; i < r.size(); ++i) {
@@ -93,10 +79,10 @@ class blocking_vs_async : public ::testing::Test {
   // Runs the same statement and parameters through both drivers.
   template <typename... Args>
   std::pair<table, table> both(std::string_view sql, const Args&... args) {
-    table b = from_pqxx(blocking_.exec(sql, args...));
+    table b = from_result(blocking_.exec(sql, args...));
     auto [ec, r] = async_.async_query(sql, args..., asio::use_future).get();
     EXPECT_FALSE(ec) << ec.message() << " " << r.diag().to_string();
-    return {b, from_async(r)};
+    return {b, from_result(r)};
   }
 
   pgpipe::blocking_pool blocking_{params()};
@@ -161,6 +147,46 @@ TEST_F(blocking_vs_async, same_error_codes_for_the_same_failures) {
     EXPECT_EQ(blocking_ec, ec) << sql;
     EXPECT_EQ(blocking_sqlstate, r.diag().sqlstate) << sql;
   }
+}
+
+TEST_F(blocking_vs_async, parameters_are_typed_alike) {
+  // An int64 goes as a typed int8 in both drivers: compared with a text
+  // column the server finds no operator, in either driver.
+  const std::string_view sql = "select ten from san_pham_cmp where ma = $1";
+  std::string blocking_sqlstate;
+  try {
+    (void)blocking_.exec(sql, std::int64_t{1});
+  } catch (const pgpipe::error& e) {
+    blocking_sqlstate = e.diag().sqlstate;
+  }
+  auto [ec, r] = async_.async_query(sql, std::int64_t{1}, asio::use_future).get();
+  EXPECT_EQ(r.diag().sqlstate, "42883");
+  EXPECT_EQ(blocking_sqlstate, r.diag().sqlstate);
+  // And the parameter's type is the one the async driver sends.
+  auto [b, a] = both("select pg_typeof($1)::text, pg_typeof($2)::text, pg_typeof($3)::text", std::int64_t{1}, 2.5,
+                     std::int32_t{3});
+  EXPECT_EQ(b, a);
+}
+
+TEST_F(blocking_vs_async, rows_read_alike_with_the_same_type_checks) {
+  const std::string_view sql = "select ma, so_luong from san_pham_cmp where ma = $1";
+  const pgpipe::result b = blocking_.exec(sql, std::string("SP000007"));
+  auto [ec, a] = async_.async_query(sql, std::string("SP000007"), asio::use_future).get();
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(b.value<std::string>(0, 0), a.value<std::string>(0, 0));
+  // so_luong is NULL for multiples of 7: the same NULL rule.
+  EXPECT_EQ(b[0][1].get<std::optional<int>>(), std::nullopt);
+  std::error_code b_ec;
+  std::error_code a_ec;
+  (void)b[0][1].get<int>(b_ec);
+  (void)a[0][1].get<int>(a_ec);
+  EXPECT_EQ(b_ec, pgpipe::errc::null_value);
+  EXPECT_EQ(b_ec, a_ec);
+  // And the same type check: text is not read as an integer.
+  (void)b[0][0].get<int>(b_ec);
+  (void)a[0][0].get<int>(a_ec);
+  EXPECT_EQ(b_ec, pgpipe::errc::type_mismatch);
+  EXPECT_EQ(b_ec, a_ec);
 }
 
 }  // namespace

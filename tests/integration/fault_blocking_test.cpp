@@ -72,13 +72,13 @@ TEST(fault_blocking, hung_backend_blocks_only_its_caller_and_the_answer_arrives_
     // The other connection serves meanwhile.
     for (int i = 0; i < 20; ++i) {
       auto r = pool.exec("select pg_backend_pid()");
-      EXPECT_NE(r[0][0].as<int>(), hung);
+      EXPECT_NE(r[0][0].get<int>(), hung);
     }
     blocked_ms = ms_since(t0);
   }  // SIGCONT
   ASSERT_EQ(stuck.wait_for(10s), std::future_status::ready);
   EXPECT_EQ(stuck.get(), 42);
-  EXPECT_EQ(pool.exec("select 1")[0][0].as<int>(), 1);
+  EXPECT_EQ(pool.exec("select 1").value<int>(), 1);
   std::printf("[figure] hung_server.blocking.caller_blocked_while_stopped_ms>=%lld (no client-side timeout)\n", blocked_ms);
 }
 
@@ -129,7 +129,7 @@ TEST(fault_blocking, error_inside_begin_commit_fails_only_what_depends_on_it_and
   }
   EXPECT_EQ(pgpipe::sqlstate_of(ec), "22012");
   pool.transaction([](pqxx::work& tx) { tx.exec("insert into fault_b_tx values (4)"); });
-  EXPECT_EQ(pool.exec("select array_agg(n)::text from fault_b_tx")[0][0].as<std::string>(), "{4}");
+  EXPECT_EQ(pool.exec("select array_agg(n)::text from fault_b_tx").value<std::string>(), "{4}");
   EXPECT_EQ(pool.stats().connects, 1u);  // the one connection survived every error
 }
 

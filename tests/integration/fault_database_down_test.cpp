@@ -72,7 +72,7 @@ op_record blocking_op(pgpipe::blocking_pool& pool) {
   r.start = steady::now();
   try {
     auto rows = pool.exec("select 1");
-    if (rows.size() != 1 || rows[0][0].as<int>() != 1) r.ec = std::make_error_code(std::errc::bad_message);
+    if (rows.size() != 1 || rows[0][0].get<int>() != 1) r.ec = std::make_error_code(std::errc::bad_message);
   } catch (const pgpipe::error& e) {
     r.ec = e.code();
     r.message = e.what();

@@ -212,10 +212,10 @@ TEST(fault_migration, blocking_callers_never_see_a_stale_statement) {
 
   // Each of the 4 connections: new shape, and a caller-visible cached statement.
   for (int i = 0; i < 16; ++i) {
-    pqxx::result r = pool.exec(sql);
+    pgpipe::result r = pool.exec(sql);
     ASSERT_EQ(r.columns(), 2u);
-    EXPECT_EQ(r.column_type(0), int8_oid);
-    EXPECT_EQ(r[0][1].as<int>(), 7);
+    EXPECT_EQ(r[0][0].type(), int8_oid);
+    EXPECT_EQ(r[0][1].get<int>(), 7);
   }
 }
 

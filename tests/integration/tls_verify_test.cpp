@@ -54,7 +54,7 @@ attempt via_blocking(const std::string& conninfo) {
   const auto t0 = std::chrono::steady_clock::now();
   pgpipe::blocking_pool pool{tls_params(conninfo)};
   try {
-    a.ssl = pool.exec(ssl_query)[0][0].as<std::string>();
+    a.ssl = pool.exec(ssl_query).value<std::string>();
   } catch (const pgpipe::error& e) {
     a.ec = e.code();
     a.message = e.what();

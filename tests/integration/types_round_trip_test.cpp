@@ -60,12 +60,34 @@ struct async_driver {
   }
 };
 
+// blocking_pool::exec: the same result class, read the same way.
 struct blocking_driver {
   static constexpr const char* name = "blocking";
   pgpipe::blocking_pool pool{params()};
   template <class... A>
-  pqxx::result run(std::string_view sql, const A&... args) {
+  pgpipe::result run(std::string_view sql, const A&... args) {
     return pool.exec(sql, args...);
+  }
+  template <class T>
+  static T get(const pgpipe::result& r, std::size_t col) {
+    return async_driver::get<T>(r, col);
+  }
+  template <class T>
+  static std::error_code try_get(const pgpipe::result& r, std::size_t col) {
+    return async_driver::try_get<T>(r, col);
+  }
+};
+
+// The libpqxx idiom on the blocking driver: a pqxx::work, parameters through
+// pgpipe::pqxx_arg, fields read with pgpipe::get<T>(pqxx::field).
+struct blocking_work_driver {
+  static constexpr const char* name = "blocking_work";
+  pgpipe::blocking_pool pool{params()};
+  template <class... A>
+  pqxx::result run(std::string_view sql, const A&... args) {
+    return pool.transaction([&](pqxx::work& tx) {
+      return pgpipe::detail::pqxx_exec_params(tx, sql, pgpipe::pqxx_arg(args)...);
+    });
   }
   template <class T>
   static T get(const pqxx::result& r, std::size_t col) {
@@ -96,7 +118,7 @@ class types_round_trip : public ::testing::Test {
   D d_;
 };
 
-using drivers = ::testing::Types<async_driver, blocking_driver>;
+using drivers = ::testing::Types<async_driver, blocking_driver, blocking_work_driver>;
 struct driver_names {
   template <class D>
   static std::string GetName(int) {
@@ -281,8 +303,8 @@ TEST(types_async, readme_usage_query) {
             (std::vector<std::optional<std::string>>{"gift", "express"}));
   EXPECT_EQ(r[0].get<pgpipe::numeric>("total").str(), "19.90");
   blocking_driver b;
-  pqxx::result rows = b.pool.exec("select placed from orders where id = $1", id);
-  EXPECT_EQ(pgpipe::get<sys_time<microseconds>>(rows[0][0]), placed);
+  pgpipe::result rows = b.pool.exec("select placed from orders where id = $1", id);
+  EXPECT_EQ(rows.at(0).get<sys_time<microseconds>>(0), placed);
 }
 
 }  // namespace

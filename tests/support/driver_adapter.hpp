@@ -210,11 +210,11 @@ class blocking_driver {
   ~blocking_driver() { pool_.set_logger({}); }
 
   template <class... Args>
-  outcome run(std::string_view sql, Args&&... args) {
+  outcome run(std::string_view sql, const Args&... args) {
     outcome o;
     try {
-      const pqxx::result r = pool_.exec(sql, std::forward<Args>(args)...);
-      if (!r.empty() && r.columns() > 0) o.first = r[0][0].c_str();
+      const pgpipe::result r = pool_.exec(sql, args...);
+      if (!r.empty() && r.columns() > 0) o.first = std::string(r[0][0].text());
     } catch (const pgpipe::error& e) {
       o.ec = e.code();
       o.diag = e.diag();

@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace pgpipe::test {
@@ -93,8 +94,12 @@ class blocking_router {
   static outcome run(Fn fn) {
     outcome o;
     try {
-      const pqxx::result r = fn();
-      if (!r.empty() && r.columns() > 0) o.first = r[0][0].c_str();
+      const auto r = fn();  // pgpipe::result, or pqxx::result from a pqxx::work
+      if constexpr (std::is_same_v<decltype(r), const pgpipe::result>) {
+        if (!r.empty() && r.columns() > 0) o.first = std::string(r[0][0].text());
+      } else {
+        if (!r.empty() && r.columns() > 0) o.first = r[0][0].c_str();
+      }
     } catch (const pgpipe::error& e) {
       o.ec = e.code();
       o.diag = e.diag();

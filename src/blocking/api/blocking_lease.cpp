@@ -54,23 +54,6 @@ const std::string* blocking_lease::statement_for(std::string_view sql) {
   return conn_->statement_for(sql, max_prepared_per_connection);
 }
 
-const std::string* blocking_lease::renew_statement(std::string_view sql) {
-  const std::string* name = conn_->renew_statement(sql);
-  if (!name) throw error(errc::protocol_error, "no cached statement to renew");
-  return name;
-}
-
-void blocking_lease::pooler_suspected() {
-  diagnostics d;
-  const std::error_code ec = detail::translate_exception(std::current_exception(), &d);
-  d.client_message = detail::pooler_suspected_message(d.sqlstate);
-  if (conn_->stop_naming_statements() && pool_) {
-    pool_->metrics.log(log_level::warning, "slot " + std::to_string(slot_) + ": " + d.client_message);
-  }
-  note_error(ec);
-  throw error(ec, std::move(d));
-}
-
 void blocking_lease::discard() noexcept {
   if (conn_ == nullptr) return;
   broken_ = true;

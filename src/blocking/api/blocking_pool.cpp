@@ -25,8 +25,7 @@ namespace pgpipe {
 blocking_pool::blocking_pool(pool_params params) : blocking_pool(std::move(params), logger_fn{}) {}
 
 blocking_pool::blocking_pool(pool_params params, logger_fn logger)
-    : impl_(std::make_shared<detail::blocking_pool_impl>(std::move(params), std::move(logger))),
-      prepared_statements_(impl_->params.prepared_statements) {
+    : impl_(std::make_shared<detail::blocking_pool_impl>(std::move(params), std::move(logger))) {
   impl_->start();
 }
 

@@ -1,7 +1,9 @@
-// exec_watch and commit_work: the pieces of blocking_pool::exec and
-// ::transaction (include/pgpipe/blocking_pool.hpp) that are not templates.
-// exec_watch reports each exec() to the pool's query_metrics: the
-// query_duration histogram and the query_observer hooks.
+// blocking_pool::exec, exec_watch and commit_work: the pieces of
+// blocking_pool::exec and ::transaction (include/pgpipe/blocking_pool.hpp)
+// that are not templates. exec_watch reports each exec() to the pool's
+// query_metrics: the query_duration histogram and the query_observer hooks.
+#include "blocking/api/exec_watch.hpp"
+
 #include <pgpipe/blocking_pool.hpp>
 
 #include "blocking/connection/lease_access.hpp"
@@ -58,8 +60,15 @@ blocking_lease exec_watch::acquire() {
   return lease;
 }
 
-pqxx::result exec_watch::done(pqxx::result r) noexcept {
-  end({}, {}, r.empty() ? static_cast<std::uint64_t>(r.affected_rows()) : static_cast<std::uint64_t>(r.size()));
+result exec_watch::done(result r) noexcept {
+  const PGresult* res = r.native_handle();
+  std::uint64_t rows = 0;
+  if (res != nullptr && PQresultStatus(res) == PGRES_TUPLES_OK) {
+    rows = static_cast<std::uint64_t>(PQntuples(res));
+  } else if (res != nullptr) {
+    rows = r.affected_rows();
+  }
+  end({}, {}, rows);
   return r;
 }
 
@@ -86,5 +95,23 @@ void exec_watch::end(const std::error_code& ec, std::string_view sqlstate, std::
 }
 
 }  // namespace detail
+
+result blocking_pool::exec_encoded(std::string_view sql, detail::encoded_params params) {
+  detail::exec_watch watch(*impl_, sql);
+  if (params.ec) {
+    // Refused before a connection is borrowed: nothing was sent.
+    try {
+      throw error(params.ec, std::move(params.error_message));
+    } catch (...) {
+      watch.fail(nullptr);
+    }
+  }
+  blocking_lease lease = watch.acquire();
+  try {
+    return watch.done(lease.exec_encoded(sql, std::move(params)));
+  } catch (...) {
+    watch.fail(&lease);
+  }
+}
 
 }  // namespace pgpipe

@@ -156,6 +156,7 @@ bool pooled_connection::looks_alive() noexcept {
 bool pooled_connection::reset_for_reuse() noexcept {
   PGconn* c = raw();
   if (c == nullptr || !pqxx_conn().is_open()) return false;
+  drop_queued_notifications();
   switch (PQtransactionStatus(c)) {
     case PQTRANS_IDLE: return true;
     case PQTRANS_INTRANS:
@@ -178,7 +179,8 @@ const std::string* pooled_connection::statement_for(std::string_view sql, std::s
   std::string key(sql);
   auto it = statements_.find(key);
   if (it != statements_.end()) return &it->second;
-  if (statements_.size() >= max_statements || !may_prepare_another(statements_.size())) return nullptr;
+  const std::size_t named = statements_.size() + direct_.size();
+  if (named >= max_statements || !may_prepare_another(named)) return nullptr;
   std::string name = "pgpipe_s" + std::to_string(++next_statement_);
   // libpqxx 6.4 only declares it here (it prepares on first use); 7 sends
   // the Parse now, so a server error (42P05 in a transaction pooler) is
@@ -188,18 +190,28 @@ const std::string* pooled_connection::statement_for(std::string_view sql, std::s
   return &statements_.emplace(std::move(key), std::move(name)).first->second;
 }
 
-const std::string* pooled_connection::renew_statement(std::string_view sql) {
-  auto it = statements_.find(std::string(sql));
-  if (it == statements_.end()) return nullptr;
-  try {
-    // DEALLOCATE when libpqxx had prepared it; after 26000 the server has no
-    // such statement and this throws: nothing left to free then.
-    pqxx_conn().unprepare(it->second);
-  } catch (const std::exception&) {
-  }
-  it->second = "pgpipe_s" + std::to_string(++next_statement_);
-  pqxx_conn().prepare(it->second, it->first);
-  return &it->second;
+pooled_connection::direct_statement* pooled_connection::find_direct(const std::string& key) noexcept {
+  auto it = direct_.find(key);
+  return it == direct_.end() ? nullptr : &it->second;
+}
+
+pooled_connection::direct_statement* pooled_connection::add_direct(const std::string& key) {
+  if (pooler_seen_ || !may_prepare_another(statements_.size() + direct_.size())) return nullptr;
+  direct_statement s{"pgpipe_s" + std::to_string(++next_statement_), true};
+  return &direct_.insert_or_assign(key, std::move(s)).first->second;
+}
+
+const std::string& pooled_connection::rename_direct(direct_statement& s) {
+  s.name = "pgpipe_s" + std::to_string(++next_statement_);
+  s.fresh = true;
+  return s.name;
+}
+
+void pooled_connection::drop_queued_notifications() noexcept {
+  PGconn* c = raw();
+  if (c == nullptr) return;
+  // PQnotifies pops what libpq already read; it never touches the socket.
+  while (PGnotify* n = PQnotifies(c)) PQfreemem(n);
 }
 
 bool pooled_connection::health_check() noexcept {

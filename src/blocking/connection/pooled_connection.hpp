@@ -119,13 +119,32 @@ class pooled_connection final {
 
   /// See blocking_lease::statement_for.
   const std::string* statement_for(std::string_view sql, std::size_t max_statements);
-  /// The server refused the cached statement for `sql` (a migration changed
-  /// its table): drop it (deallocated when the server still has it) and
-  /// declare a fresh one under a new name. Null when `sql` had none.
-  const std::string* renew_statement(std::string_view sql);
-  /// A transaction pooler was detected: statement_for() answers null from
-  /// now on (unnamed statements). True the first time (log it then).
+  /// A transaction pooler was detected: statement_for() and
+  /// direct_statement() answer null from now on (unnamed statements). True
+  /// the first time (log it then).
   bool stop_naming_statements() noexcept { return !std::exchange(pooler_seen_, true); }
+
+  /// The statements blocking_lease::exec prepared itself with libpq (libpqxx
+  /// does not know them), keyed by SQL text and parameter types. One name
+  /// counter with statement_for(): a name is never used twice on a connection.
+  struct direct_statement {
+    std::string name;
+    bool fresh = true;  ///< prepared by the call now running (a failure then cannot be a stale plan)
+  };
+  /// The cached statement for `key`, or null when there is none.
+  direct_statement* find_direct(const std::string& key) noexcept;
+  /// A new name for `key` (not yet prepared on the server), or null when the
+  /// connection may not name another statement (the cap, or a pooler seen).
+  direct_statement* add_direct(const std::string& key);
+  /// Forgets the statement for `key` (the server refused it).
+  void forget_direct(const std::string& key) noexcept { direct_.erase(key); }
+  /// A fresh name for a statement already cached under `key`.
+  const std::string& rename_direct(direct_statement& s);
+  /// Frees the notifications libpq queued while exec() ran without libpqxx
+  /// (libpqxx delivers and frees them on its own next call); called when the
+  /// connection comes back to the pool, so that a LISTEN left on a pooled
+  /// connection cannot grow the queue without bound.
+  void drop_queued_notifications() noexcept;
 
  private:
   // SQL text -> statement name, for this connection (statements die with it).
@@ -133,6 +152,7 @@ class pooled_connection final {
   void close_conn() noexcept;
 
   std::unordered_map<std::string, std::string> statements_;
+  std::unordered_map<std::string, direct_statement> direct_;
   // Names are never reused: a renewed statement never meets its old plan.
   std::uint64_t next_statement_ = 0;
   bool pooler_seen_ = false;

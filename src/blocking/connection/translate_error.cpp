@@ -2,6 +2,8 @@
 // the same error_code and diagnostics as the async driver.
 #include <pgpipe/blocking_lease.hpp>
 
+#include "blocking/connection/translate_error.hpp"
+
 #include "blocking/connection/pooled_connection.hpp"
 #include "pq/libpq_failure.hpp"
 
@@ -12,6 +14,8 @@
 
 namespace pgpipe::detail {
 namespace {
+
+constexpr const char* lost_during_statement = "connection lost during the statement (it may have executed)";
 
 std::string trim(std::string_view s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.remove_suffix(1);
@@ -105,7 +109,7 @@ std::error_code code_of_current(blocking_lease* lease, diagnostics& d) {
       return make_sqlstate(d.sqlstate);
     }
     if (lease != nullptr) lease->mark_broken();
-    d.client_message = "connection lost during the statement (it may have executed)";
+    d.client_message = lost_during_statement;
     return errc::connection_lost;
   } catch (const pqxx::in_doubt_error& e) {
     if (lease != nullptr) lease->mark_broken();
@@ -120,7 +124,7 @@ std::error_code code_of_current(blocking_lease* lease, diagnostics& d) {
       // a crash): the caller needs "connection lost" more than the SQLSTATE,
       // which stays in the diagnostics.
       lease->mark_broken();
-      d.client_message = "connection lost during the statement (it may have executed)";
+      d.client_message = lost_during_statement;
       return errc::connection_lost;
     }
     if (d.sqlstate.empty()) {
@@ -204,6 +208,32 @@ bool is_libpqxx(const std::exception_ptr& ex) {
 }
 
 }  // namespace
+
+std::error_code translate_result(const PGresult* res, PGconn* conn, blocking_lease& lease, diagnostics& d) {
+  d = diagnostics_of(res);
+  if (conn == nullptr || PQstatus(conn) == CONNECTION_BAD || (res != nullptr && is_session_fatal(res))) {
+    // The server's fields (57P01 terminated, a crash) stay in the diagnostics;
+    // the caller needs "connection lost" more than the SQLSTATE.
+    lease.mark_broken();
+    std::string libpq = d.message.empty() && conn != nullptr ? trim(PQerrorMessage(conn)) : std::string();
+    d.client_message = lost_during_statement;
+    if (!libpq.empty()) d.client_message += ": " + libpq;
+    return errc::connection_lost;
+  }
+  if (res == nullptr) {
+    d.client_message = trim(PQerrorMessage(conn));
+    return errc::protocol_error;
+  }
+  if (d.sqlstate.empty()) {
+    // libpq's own refusal (a limit, out of memory): diagnostics_of kept its message.
+    if (!d.message.empty()) {
+      d.client_message = "the server reported an error without a SQLSTATE";
+      return make_sqlstate("XX000");
+    }
+    return errc::protocol_error;
+  }
+  return make_sqlstate(d.sqlstate);
+}
 
 void throw_nul_param(std::size_t one_based_index) {
   throw error(errc::invalid_argument, nul_byte_message(one_based_index));

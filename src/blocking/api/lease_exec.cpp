@@ -1,0 +1,189 @@
+// blocking_lease::exec: one statement on the leased connection, with libpq
+// directly. libpqxx's way (a nontransaction object, then get_notifs(), which
+// reads the socket once more after every statement) cost a system call and
+// allocations per statement for nothing this call needs; the result is the
+// async driver's pgpipe::result, so both drivers read rows alike.
+#include <pgpipe/blocking_lease.hpp>
+
+#include "blocking/connection/pooled_connection.hpp"
+#include "blocking/connection/translate_error.hpp"
+#include "blocking/pool/blocking_pool_impl.hpp"
+#include "core/sql/commit_check.hpp"
+#include "pq/libpq_failure.hpp"
+
+#include <libpq-fe.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace pgpipe {
+
+namespace {
+
+using pgresult_ptr = std::unique_ptr<PGresult, detail::pgresult_deleter>;
+
+// The Bind message counts parameters in 16 bits.
+constexpr std::size_t max_params = 65535;
+
+// libpq's view of the encoded parameters (pointers into `params`).
+struct libpq_args {
+  explicit libpq_args(const detail::encoded_params& params) : typed(!params.all_text_untyped()) {
+    static_assert(std::is_same_v<type_oid, Oid>, "parameter types are passed to libpq as they are");
+    values.reserve(params.values.size());
+    lengths.reserve(params.values.size());
+    for (const auto& v : params.values) {
+      values.push_back(v ? v->data() : nullptr);
+      // encode_params refused a value over max_param_bytes: the int holds it.
+      lengths.push_back(v ? static_cast<int>(v->size()) : 0);
+    }
+    count = static_cast<int>(values.size());  // at most max_params, checked by the caller
+    if (typed) {
+      types = params.types.data();
+      formats = params.formats.data();
+    }
+  }
+  const char* const* value_ptrs() const noexcept { return values.empty() ? nullptr : values.data(); }
+  const int* length_ptrs() const noexcept { return typed ? lengths.data() : nullptr; }
+
+  bool typed;
+  int count = 0;
+  std::vector<const char*> values;
+  std::vector<int> lengths;
+  const Oid* types = nullptr;
+  const int* formats = nullptr;
+};
+
+// A statement is prepared with its parameter types, so they are part of its
+// key: the same text with other types is another statement.
+std::string statement_key(std::string_view sql, const detail::encoded_params& params, bool typed) {
+  std::string key(sql);
+  if (typed) {
+    key.push_back('\0');
+    key.append(reinterpret_cast<const char*>(params.types.data()), params.types.size() * sizeof(type_oid));
+  }
+  return key;
+}
+
+bool succeeded(const PGresult* r) noexcept {
+  const ExecStatusType st = r != nullptr ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+  return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK || st == PGRES_EMPTY_QUERY;
+}
+
+std::string_view sqlstate_of(const PGresult* r) noexcept {
+  const char* s = r != nullptr ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+  return s != nullptr ? std::string_view(s) : std::string_view();
+}
+
+bool stale(const PGresult* r) noexcept {
+  const char* primary = r != nullptr ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
+  return detail::is_stale_statement(sqlstate_of(r), primary != nullptr ? primary : "");
+}
+
+}  // namespace
+
+void blocking_lease::pooler_suspected(const PGresult* res) {
+  diagnostics d = detail::diagnostics_of(res);
+  const std::error_code ec = make_sqlstate(d.sqlstate);
+  d.client_message = detail::pooler_suspected_message(d.sqlstate);
+  if (conn_->stop_naming_statements() && pool_) {
+    pool_->metrics.log(log_level::warning, "slot " + std::to_string(slot_) + ": " + d.client_message);
+  }
+  note_error(ec);
+  throw error(ec, std::move(d));
+}
+
+result blocking_lease::exec_encoded(std::string_view sql, detail::encoded_params params) {
+  if (params.ec) throw error(params.ec, std::move(params.error_message));
+  if (params.values.size() > max_params) {
+    throw error(errc::invalid_argument, "too many parameters (" + std::to_string(params.values.size()) +
+                                            "; the protocol allows 65535)");
+  }
+  PGconn* c = conn_->raw();
+  auto fail = [&](const PGresult* r) {
+    diagnostics d;
+    const std::error_code ec = detail::translate_result(r, c, *this, d);
+    note_error(ec);
+    throw error(ec, std::move(d));
+  };
+  if (c == nullptr || PQstatus(c) != CONNECTION_OK) fail(nullptr);
+
+  const libpq_args a(params);
+  const bool naming = pool_ == nullptr || pool_->params.prepared_statements;
+  std::string key = statement_key(sql, params, a.typed);
+  auto prepare = [&](const std::string& name) {
+    pgresult_ptr r{PQprepare(c, name.c_str(), key.c_str(), a.typed ? a.count : 0, a.types)};
+    if (succeeded(r.get())) return;
+    conn_->forget_direct(key);
+    // The name is new on this connection: the server knowing it means the
+    // session is not the one this connection prepared its statements in.
+    if (sqlstate_of(r.get()) == "42P05") pooler_suspected(r.get());
+    fail(r.get());
+  };
+  auto run_prepared = [&](const std::string& name) {
+    return pgresult_ptr{PQexecPrepared(c, name.c_str(), a.count, a.value_ptrs(), a.length_ptrs(), a.formats, 0)};
+  };
+
+  pgresult_ptr r;
+  detail::pooled_connection::direct_statement* st = naming ? conn_->find_direct(key) : nullptr;
+  if (st != nullptr) {
+    st->fresh = false;
+  } else if (naming && (st = conn_->add_direct(key)) != nullptr) {
+    prepare(st->name);  // key holds the SQL text first, NUL-terminated
+  }
+  if (st != nullptr) {
+    r = run_prepared(st->name);
+    if (!succeeded(r.get()) && stale(r.get())) {
+      if (st->fresh) {
+        if (sqlstate_of(r.get()) == "26000") {
+          conn_->forget_direct(key);
+          pooler_suspected(r.get());
+        }
+      } else if (PQtransactionStatus(c) == PQTRANS_IDLE) {
+        // A migration changed what the statement reads, and the server
+        // refused it before executing anything: prepare it again and run it
+        // once more, so the caller never sees the stale plan. (After 26000
+        // the DEALLOCATE fails: nothing was left to free.)
+        const std::string old = "DEALLOCATE " + st->name;
+        pgresult_ptr gone{PQexec(c, old.c_str())};
+        prepare(conn_->rename_direct(*st));
+        r = run_prepared(st->name);
+        if (!succeeded(r.get()) && detail::is_pooler_symptom(sqlstate_of(r.get()))) {
+          conn_->forget_direct(key);
+          pooler_suspected(r.get());
+        }
+      } else {
+        // Inside a transaction block the error has already aborted it: a
+        // re-run would only fail with 25P02. Prepare afresh next time.
+        conn_->forget_direct(key);
+      }
+    }
+  } else {
+    r = pgresult_ptr{PQexecParams(c, key.c_str(), a.count, a.types, a.value_ptrs(), a.length_ptrs(), a.formats, 0)};
+  }
+
+  if (!succeeded(r.get())) {
+    const ExecStatusType status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
+    if (status == PGRES_COPY_IN || status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH) {
+      // The connection is in the middle of a COPY nobody will finish: the
+      // pool closes it rather than hand it on.
+      mark_broken();
+      note_error(make_error_code(errc::invalid_argument));
+      throw error(errc::invalid_argument,
+                  "exec() cannot run COPY ... FROM STDIN / TO STDOUT: use pgpipe::copy_in or pgpipe::copy_out");
+    }
+    fail(r.get());
+  }
+  if (detail::commit_rolled_back(sql, PQcmdStatus(r.get()))) {
+    const std::error_code ec = make_sqlstate("25P02");
+    note_error(ec);
+    throw error(ec, detail::rolled_back_commit_diagnostics(detail::commit_statement_name(sql)));
+  }
+  return result(r.release());
+}
+
+}  // namespace pgpipe
