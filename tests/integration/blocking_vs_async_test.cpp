@@ -5,6 +5,7 @@
 #include <pgpipe/async_client.hpp>
 #include <pgpipe/blocking_pool.hpp>
 
+#include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
 
 #include <boost/asio/use_future.hpp>
@@ -94,7 +95,7 @@ class blocking_vs_async : public ::testing::Test {
   template <typename... Args>
   std::pair<table, table> both(std::string_view sql, const Args&... args) {
     table b = from_pqxx(blocking_.exec(sql, args...));
-    auto [ec, r] = async_.async_query(sql, args..., asio::use_future).get();
+    auto [ec, r] = async_.async_query(sql, args..., pgpipe::test::use_future_ec).get();
     EXPECT_FALSE(ec) << ec.message() << " " << r.diag().to_string();
     return {b, from_async(r)};
   }
@@ -156,7 +157,7 @@ TEST_F(blocking_vs_async, same_error_codes_for_the_same_failures) {
       blocking_ec = e.code();
       blocking_sqlstate = e.diag().sqlstate;
     }
-    auto [ec, r] = async_.async_query(sql, asio::use_future).get();
+    auto [ec, r] = async_.async_query(sql, pgpipe::test::use_future_ec).get();
     EXPECT_TRUE(blocking_ec) << sql;
     EXPECT_EQ(blocking_ec, ec) << sql;
     EXPECT_EQ(blocking_sqlstate, r.diag().sqlstate) << sql;
