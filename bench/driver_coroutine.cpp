@@ -70,12 +70,12 @@ class coroutine_driver final : public driver {
       auto& random = thread_rng();
       for (std::size_t k = 0; k < args.size(); ++k) args[k] = draw(p_.work.params[k], random);
       const auto started = bench_clock::now();
-      // The signature starts with error_code, so use_awaitable yields the
-      // (error_code, result) pair instead of throwing. (Not a ?: of two
-      // co_awaits: g++ 12 destroys that temporary twice.)
+      // as_tuple: the (error_code, result) pair, so that a failed query is
+      // counted rather than thrown (use_awaitable alone throws). (Not a ?: of
+      // two co_awaits: g++ 12 destroys that temporary twice.)
       std::tuple<std::error_code, pgpipe::result> done;
       if (args.size() == 1) {
-        done = co_await client_->async_query(p_.work.sql, args[0], asio::use_awaitable);
+        done = co_await client_->async_query(p_.work.sql, args[0], asio::as_tuple(asio::use_awaitable));
       } else {
         done = co_await query_n(args);
       }
@@ -91,7 +91,7 @@ class coroutine_driver final : public driver {
   }
 
   asio::awaitable<std::tuple<std::error_code, pgpipe::result>> query_n(const std::vector<std::string>& args) {
-    co_return co_await async_query_n(*client_, p_.work.sql, args, asio::use_awaitable);
+    co_return co_await async_query_n(*client_, p_.work.sql, args, asio::as_tuple(asio::use_awaitable));
   }
 
   driver_params p_;

@@ -10,10 +10,11 @@
 // Every operation takes any Asio completion token (a callback,
 // asio::use_awaitable, asio::use_future, asio::deferred...):
 //   client.async_query("select $1::int8", 42, [](std::error_code ec, pgpipe::result r) {...});
+//   pgpipe::result r = co_await client.async_query("select 1", asio::use_awaitable);
+//       // a failure throws pgpipe::error (code and diagnostics): use_awaitable
+//       // and use_future get pgpipe::with_diagnostics applied by every operation
 //   auto [ec, r] = co_await client.async_query("select 1", asio::as_tuple(asio::use_awaitable));
-//   auto [ec, r] = co_await client.async_query("select 1", asio::use_awaitable);  // same: the
-//       // signature starts with std::error_code, so use_awaitable/use_future yield a
-//       // std::tuple<std::error_code, result> and keep the diagnostics.
+//       // the explicit form: the error code and the result (its diag())
 //
 // Executors: a handler runs on its associated executor when it has one (a
 // coroutine's executor, a strand bound with bind_executor); otherwise on the
@@ -161,13 +162,33 @@ class async_client {
   ///   on a shared connection (it could hit a neighbour's query).
   template <class... ArgsAndToken>
   auto async_query(std::string_view sql, ArgsAndToken&&... args_and_token) {
-    return detail::initiate_query_args(target(), query_options{}, sql,
+    return detail::initiate_query_args(target(), query_options{}, detail::rows_expected::any, sql,
                                        std::forward<ArgsAndToken>(args_and_token)...);
   }
   /// As above, with per-call options (a timeout overriding the pool's).
   template <class... ArgsAndToken>
   auto async_query(const query_options& opts, std::string_view sql, ArgsAndToken&&... args_and_token) {
-    return detail::initiate_query_args(target(), opts, sql, std::forward<ArgsAndToken>(args_and_token)...);
+    return detail::initiate_query_args(target(), opts, detail::rows_expected::any, sql,
+                                       std::forward<ArgsAndToken>(args_and_token)...);
+  }
+
+  /// async_query for a statement that must return exactly one row (a lookup
+  /// by key): a successful query with another row count fails with
+  /// errc::out_of_range, diag().client_message naming the count. Read the
+  /// row with result::one(); with use_awaitable:
+  ///   auto r = co_await c.async_query_one("select name from users where id = $1", id, asio::use_awaitable);
+  ///   std::string name = r.one().get<std::string>(0);
+  template <class... ArgsAndToken>
+  auto async_query_one(std::string_view sql, ArgsAndToken&&... args_and_token) {
+    return detail::initiate_query_args(target(), query_options{}, detail::rows_expected::one, sql,
+                                       std::forward<ArgsAndToken>(args_and_token)...);
+  }
+  /// The same for a statement that returns at most one row (none is fine):
+  /// read it with result::opt().
+  template <class... ArgsAndToken>
+  auto async_query_opt(std::string_view sql, ArgsAndToken&&... args_and_token) {
+    return detail::initiate_query_args(target(), query_options{}, detail::rows_expected::at_most_one, sql,
+                                       std::forward<ArgsAndToken>(args_and_token)...);
   }
 
   /// Takes a whole connection exclusively: token for void(std::error_code, lease).
@@ -178,7 +199,7 @@ class async_client {
   /// Executor: as async_query (the lease's loop when the handler has none).
   template <class CompletionToken>
   auto async_acquire(CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken, void(std::error_code, lease)>(
+    return detail::initiate_op<lease>(
         [](auto handler, std::shared_ptr<detail::client_impl> impl) {
           using H = decltype(handler);
           auto slot = boost::asio::get_associated_cancellation_slot(handler);
@@ -197,7 +218,7 @@ class async_client {
   /// handler's, else one of the client's loops.
   template <class CompletionToken>
   auto async_close(CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken, void(std::error_code)>(
+    return detail::initiate_op<std::monostate>(
         [](auto handler, std::shared_ptr<detail::client_impl> impl) {
           using H = decltype(handler);
           submit_close(impl, std::make_unique<detail::completion_impl<std::monostate, H>>(std::move(handler)));

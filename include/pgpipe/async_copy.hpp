@@ -82,7 +82,7 @@ class async_copy_in {
   /// errc::closed on an empty object.
   template <class CompletionToken>
   auto async_write(std::string_view chunk, CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken, void(std::error_code)>(
+    return detail::initiate_op<std::monostate>(
         [](auto handler, std::shared_ptr<detail::copy_state> st, std::string data) {
           using H = decltype(handler);
           submit_write(st, std::move(data),
@@ -102,7 +102,7 @@ class async_copy_in {
   /// rows may or may not have been committed). Asking again gives the same.
   template <class CompletionToken>
   auto async_finish(CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken, void(std::error_code, result)>(
+    return detail::initiate_op<result>(
         [](auto handler, std::shared_ptr<detail::copy_state> st) {
           using H = decltype(handler);
           submit_finish(st, std::make_unique<detail::completion_impl<result, H>>(std::move(handler)));
@@ -118,7 +118,7 @@ class async_copy_in {
   /// broke (nothing stays then either; the lease's connection is replaced).
   template <class CompletionToken>
   auto async_abort(std::string_view reason, CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken, void(std::error_code)>(
+    return detail::initiate_op<std::monostate>(
         [](auto handler, std::shared_ptr<detail::copy_state> st, std::string why) {
           using H = decltype(handler);
           submit_abort(st, std::move(why),
@@ -171,7 +171,7 @@ class async_copy_out {
   /// errc::connection_lost, errc::closed on an empty object.
   template <class CompletionToken>
   auto async_next(CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken, void(std::error_code, std::string)>(
+    return detail::initiate_op<std::string>(
         [](auto handler, std::shared_ptr<detail::copy_state> st) {
           using H = decltype(handler);
           submit_next(st, std::make_unique<detail::completion_impl<std::string, H>>(std::move(handler)));

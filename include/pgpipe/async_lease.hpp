@@ -88,13 +88,33 @@ class lease {
   /// transaction the server opened is still the caller's to end.
   template <class... ArgsAndToken>
   auto async_query(std::string_view sql, ArgsAndToken&&... args_and_token) {
-    return detail::initiate_query_args(target(), query_options{}, sql,
+    return detail::initiate_query_args(target(), query_options{}, detail::rows_expected::any, sql,
                                        std::forward<ArgsAndToken>(args_and_token)...);
   }
   /// The same with per-call options (see query_options).
   template <class... ArgsAndToken>
   auto async_query(const query_options& opts, std::string_view sql, ArgsAndToken&&... args_and_token) {
-    return detail::initiate_query_args(target(), opts, sql, std::forward<ArgsAndToken>(args_and_token)...);
+    return detail::initiate_query_args(target(), opts, detail::rows_expected::any, sql,
+                                       std::forward<ArgsAndToken>(args_and_token)...);
+  }
+
+  /// async_query for a statement that must return exactly one row (a lookup
+  /// by key): a successful query with another row count fails with
+  /// errc::out_of_range, diag().client_message naming the count. Read the
+  /// row with result::one(); with use_awaitable:
+  ///   auto r = co_await c.async_query_one("select name from users where id = $1", id, asio::use_awaitable);
+  ///   std::string name = r.one().get<std::string>(0);
+  template <class... ArgsAndToken>
+  auto async_query_one(std::string_view sql, ArgsAndToken&&... args_and_token) {
+    return detail::initiate_query_args(target(), query_options{}, detail::rows_expected::one, sql,
+                                       std::forward<ArgsAndToken>(args_and_token)...);
+  }
+  /// The same for a statement that returns at most one row (none is fine):
+  /// read it with result::opt().
+  template <class... ArgsAndToken>
+  auto async_query_opt(std::string_view sql, ArgsAndToken&&... args_and_token) {
+    return detail::initiate_query_args(target(), query_options{}, detail::rows_expected::at_most_one, sql,
+                                       std::forward<ArgsAndToken>(args_and_token)...);
   }
 
   /// Starts `sql` in single-row mode and returns a row_stream to read it

@@ -120,7 +120,7 @@ class listener {
   /// the handler runs (Asio's rule for slots).
   template <class CompletionToken>
   auto async_receive(CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken, void(std::error_code, notification)>(
+    return detail::initiate_op<notification>(
         [](auto handler, std::shared_ptr<detail::listener_impl> impl) {
           using H = decltype(handler);
           auto slot = boost::asio::get_associated_cancellation_slot(handler);
@@ -139,7 +139,7 @@ class listener {
  private:
   template <class CompletionToken>
   auto initiate_command(std::string channel, bool listen, CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken, void(std::error_code)>(
+    return detail::initiate_op<std::monostate>(
         [](auto handler, std::shared_ptr<detail::listener_impl> impl, std::string ch, bool on) {
           using H = decltype(handler);
           submit_command(impl, std::move(ch), on,

@@ -25,6 +25,7 @@
 #include <pgpipe/read_router.hpp>
 #include <pgpipe/row_stream.hpp>
 #include <pgpipe/transaction.hpp>
+#include <pgpipe/with_diagnostics.hpp>
 
 // The blocking driver.
 #include <pgpipe/blocking_copy.hpp>

@@ -68,7 +68,7 @@ class read_router {
   /// An unmarked query: always the primary (async_client::async_query).
   template <class... ArgsAndToken>
   auto async_query(std::string_view sql, ArgsAndToken&&... args_and_token) {
-    return detail::initiate_query_args(primary_target(), query_options{}, sql,
+    return detail::initiate_query_args(primary_target(), query_options{}, detail::rows_expected::any, sql,
                                        std::forward<ArgsAndToken>(args_and_token)...);
   }
   /// With opts.read_only, the query goes to a healthy replica within
@@ -96,7 +96,8 @@ class read_router {
   ///  - a read may see data older than the primary's by the replica's lag.
   template <class... ArgsAndToken>
   auto async_query(const query_options& opts, std::string_view sql, ArgsAndToken&&... args_and_token) {
-    return detail::initiate_query_args(opts.read_only ? read_target() : primary_target(), opts, sql,
+    return detail::initiate_query_args(opts.read_only ? read_target() : primary_target(), opts,
+                                       detail::rows_expected::any, sql,
                                        std::forward<ArgsAndToken>(args_and_token)...);
   }
 

@@ -227,6 +227,25 @@ class [[nodiscard]] result {
   }
   ///@}
 
+  /// The only row of a query that must return exactly one (a lookup by
+  /// key). Throws pgpipe::error(errc::out_of_range) naming the row count
+  /// when there are none or several, or the query's error when it failed.
+  /// The row is a view: it lives as long as this result.
+  [[nodiscard]] pgpipe::row one() const {
+    const std::size_t n = size();
+    if (n != 1) throw error(errc::out_of_range, "expected exactly one row, the query returned " + std::to_string(n));
+    return (*this)[0];
+  }
+  /// The row of a query that returns at most one: std::nullopt for none.
+  /// Throws pgpipe::error(errc::out_of_range) naming the row count when
+  /// there are several, or the query's error when it failed. A view, as one().
+  [[nodiscard]] std::optional<pgpipe::row> opt() const {
+    const std::size_t n = size();
+    if (n > 1) throw error(errc::out_of_range, "expected at most one row, the query returned " + std::to_string(n));
+    if (n == 0) return std::nullopt;
+    return (*this)[0];
+  }
+
   /// Shorthand for at(r).at(col).get<T>(): `r.value<std::int64_t>()` reads a
   /// single-value result.
   template <class T>

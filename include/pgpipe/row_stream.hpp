@@ -49,7 +49,7 @@ class row_stream {
   /// operation: use cancel().
   template <class CompletionToken>
   auto async_next(CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken, void(std::error_code, result)>(
+    return detail::initiate_op<result>(
         [](auto handler, std::shared_ptr<detail::stream_state> st) {
           using H = decltype(handler);
           submit_next(st, std::make_unique<detail::completion_impl<result, H>>(std::move(handler)));

@@ -3,12 +3,11 @@
 //
 //   pgpipe::transaction_options opts{.isolation = pgpipe::isolation_level::serializable,
 //                                    .retry = {.max_attempts = 10}};
-//   auto [ec, report] = co_await pgpipe::async_transaction(client, opts,
+//   pgpipe::transaction_report report = co_await pgpipe::async_transaction(client, opts,
 //       [](pgpipe::lease& l) -> asio::awaitable<void> {
-//         auto [ec, r] = co_await l.async_query("update counter set n = n + 1", asio::use_awaitable);
-//         pgpipe::throw_if_error(ec, r);   // or co_return ec from a work returning std::error_code
+//         co_await l.async_query("update counter set n = n + 1", asio::use_awaitable);  // throws
 //       },
-//       asio::use_awaitable);
+//       asio::use_awaitable);   // throws pgpipe::error(code, report.diag) when it failed
 //
 // The work is a coroutine (asio::awaitable) that gets the lease, or a plain
 // callback (pgpipe::transaction_callback) that gets the lease and a `done`
@@ -62,12 +61,12 @@ namespace pgpipe {
 struct transaction_report {
   /// How many times the work ran (1 + retries); 0 when no lease was obtained.
   unsigned attempts = 0;
-  /// The server's fields for a server error (from pgpipe::error, BEGIN or
-  /// COMMIT), or the client's message.
+  /// Why it failed, the one place besides the code: the server's fields for
+  /// a server error (from the work's pgpipe::error, BEGIN or COMMIT, or the
+  /// connect error of the acquire), else the client's message (a work that
+  /// threw something other than std::system_error: its what(), the code
+  /// being std::errc::state_not_recoverable).
   diagnostics diag;
-  /// A work that threw something other than std::system_error: the exception
-  /// (the code is then std::errc::state_not_recoverable). Rethrow it if you like.
-  std::exception_ptr exception;
 };
 
 /// The caller's work in its canonical form (see the file comment).
@@ -182,14 +181,16 @@ transaction_work to_transaction_work(Work&& work) {
 ///   serializable COMMIT fails); the acquire errors (errc::pool_timeout,
 ///   queue_full, closed, connect errors); errc::connection_lost when the
 ///   connection died with COMMIT in flight (it may have committed);
-///   std::errc::state_not_recoverable with report.exception for other exceptions.
+///   std::errc::state_not_recoverable for other exceptions (report.diag
+///   holds their what()). With use_awaitable/use_future the failure throws
+///   pgpipe::error(code, report.diag).
 /// `client` must outlive the operation. The work runs on the handler's
 /// event-loop executor when it has one (a coroutine's: no hop back to it),
 /// else on the client's first loop. Not cancellable.
 /// Executor of the handler: its own, else the client's first loop.
 template <class Work, class CompletionToken>
 auto async_transaction(async_client& client, transaction_options opts, Work&& work, CompletionToken&& token) {
-  return boost::asio::async_initiate<CompletionToken, void(std::error_code, transaction_report)>(
+  return detail::initiate_op<transaction_report>(
       [](auto handler, async_client* c, transaction_options o, transaction_work w) {
         using H = decltype(handler);
         boost::asio::any_io_executor ex = detail::helper_executor(handler, c->get_executor());
@@ -221,7 +222,7 @@ auto async_transaction(async_client& client, transaction_options opts, Work&& wo
 template <class CompletionToken>
 auto async_transaction_batch(async_client& client, transaction_options opts, std::vector<statement> statements,
                              CompletionToken&& token) {
-  return boost::asio::async_initiate<CompletionToken, void(std::error_code, batch_report)>(
+  return detail::initiate_op<batch_report>(
       [](auto handler, async_client* c, transaction_options o, std::vector<statement> s) {
         using H = decltype(handler);
         boost::asio::any_io_executor ex = detail::helper_executor(handler, c->get_executor());
@@ -240,7 +241,7 @@ auto async_transaction_batch(async_client& client, transaction_options opts, std
 template <class CompletionToken>
 auto async_transaction_batch(lease& l, transaction_options opts, std::vector<statement> statements,
                              CompletionToken&& token) {
-  return boost::asio::async_initiate<CompletionToken, void(std::error_code, batch_report)>(
+  return detail::initiate_op<batch_report>(
       [](auto handler, lease* target, transaction_options o, std::vector<statement> s) {
         using H = decltype(handler);
         boost::asio::any_io_executor fallback = target->get_executor();
@@ -261,7 +262,7 @@ auto async_transaction_batch(lease& l, transaction_options opts, std::vector<sta
 /// SAVEPOINT's). `l` must outlive the operation; do not use it meanwhile.
 template <class Work, class CompletionToken>
 auto async_savepoint(lease& l, Work&& work, CompletionToken&& token) {
-  return boost::asio::async_initiate<CompletionToken, void(std::error_code, transaction_report)>(
+  return detail::initiate_op<transaction_report>(
       [](auto handler, lease* target, transaction_work w) {
         using H = decltype(handler);
         detail::start_savepoint(*target, std::move(w),

@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <string>
 #include <system_error>
-#include <tuple>
 
 int main() {
   pgpipe::pool_params params;
@@ -18,11 +17,13 @@ int main() {
   params.max_size = 1;
   params.acquire_timeout = std::chrono::seconds(10);
   pgpipe::async_client client(params, 1);
-  // The handler's error is a std::error_code, so use_future hands back the
-  // (error, result) pair instead of throwing.
-  auto [ec, res] = client.async_query("select 1", boost::asio::use_future).get();
-  if (ec) {
-    const std::string what = ec.message() + ": " + res.diag().to_string();
+  // use_future throws pgpipe::error (the code and the diagnostics) when the
+  // query fails.
+  try {
+    pgpipe::result res = client.async_query("select 1", boost::asio::use_future).get();
+    (void)res;
+  } catch (const pgpipe::error& e) {
+    const std::string what = e.what();
     if (what.find("hunter2") != std::string::npos) {
       std::puts("pgpipe async consumer: the password leaked into an error");
       return 1;

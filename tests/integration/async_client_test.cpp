@@ -3,6 +3,7 @@
 // blocked-loop watchdog, max_lifetime rotation and idle_timeout.
 #include <pgpipe/pgpipe.hpp>
 
+#include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
 #include "support/kit.hpp"
 #include "support/wait.hpp"
@@ -70,11 +71,11 @@ int sockets_of_this_process() {
 TEST(async_client, close_lets_in_flight_work_finish_and_rejects_new_work) {
   pgpipe::async_client client(params_for(app_conninfo("async_close"), 2));
   std::vector<std::future<std::tuple<std::error_code, pgpipe::result>>> in_flight;
-  for (int i = 0; i < 50; ++i) in_flight.push_back(client.async_query("select $1::int from pg_sleep(0.002)", i, asio::use_future));
+  for (int i = 0; i < 50; ++i) in_flight.push_back(client.async_query("select $1::int from pg_sleep(0.002)", i, pgpipe::test::use_future_ec));
   // Wait until they are on connections (none queued), then close.
   ASSERT_TRUE(pgpipe::test::wait_until([&] { return client.stats().queued == 0 && client.stats().in_flight > 0; }));
   client.close();
-  auto [ec, r] = client.async_query("select 1", asio::use_future).get();
+  auto [ec, r] = client.async_query("select 1", pgpipe::test::use_future_ec).get();
   EXPECT_EQ(ec, pgpipe::errc::closed);
   for (int i = 0; i < 50; ++i) {
     auto [e, rr] = in_flight[i].get();
@@ -123,7 +124,7 @@ TEST(async_client, destroyed_with_a_query_in_flight_then_its_io_context_leaks_no
       io.poll();
       return connected;
     }));
-    in_flight = client.async_query("select pg_sleep(1)", asio::use_future);
+    in_flight = client.async_query("select pg_sleep(1)", pgpipe::test::use_future_ec);
     // The server runs it: the request is written on the connection.
     ASSERT_TRUE(wait_until([&] {
       io.poll();
@@ -156,7 +157,7 @@ TEST(async_client, handler_without_executor_runs_on_a_client_loop_thread) {
 TEST(async_client, stats_count_work_and_render_as_prometheus) {
   pgpipe::async_client client(params_for(app_conninfo("async_stats"), 2), 2);
   std::vector<std::future<std::tuple<std::error_code, pgpipe::result>>> fs;
-  for (int i = 0; i < 100; ++i) fs.push_back(client.async_query(i % 10 == 0 ? "select 1/0" : "select 1", asio::use_future));
+  for (int i = 0; i < 100; ++i) fs.push_back(client.async_query(i % 10 == 0 ? "select 1/0" : "select 1", pgpipe::test::use_future_ec));
   for (auto& f : fs) f.get();
   auto s = client.stats();
   EXPECT_EQ(s.completed, 100u);
@@ -179,7 +180,7 @@ TEST(async_client, thread_count_does_not_grow_with_pool_or_concurrency) {
     auto params = params_for(app_conninfo("async_threads"), 20);
     pgpipe::async_client client(params, 2);
     std::vector<std::future<std::tuple<std::error_code, pgpipe::result>>> fs;
-    for (int i = 0; i < 2000; ++i) fs.push_back(client.async_query("select $1::int", i, asio::use_future));
+    for (int i = 0; i < 2000; ++i) fs.push_back(client.async_query("select $1::int", i, pgpipe::test::use_future_ec));
     for (auto& f : fs) ASSERT_FALSE(std::get<0>(f.get()));
     EXPECT_EQ(threads_of_this_process(), before + 4);  // 2 loops + connector + watchdog, however many connections
   }
@@ -192,7 +193,7 @@ TEST(async_client, logger_reports_connects_and_disconnects_without_the_password)
   pgpipe::async_client_options opts;
   opts.logger = sink.fn();
   pgpipe::async_client client(params_for(app_conninfo("async_log"), 1), opts);
-  ASSERT_FALSE(std::get<0>(client.async_query("select 1", asio::use_future).get()));
+  ASSERT_FALSE(std::get<0>(client.async_query("select 1", pgpipe::test::use_future_ec).get()));
   EXPECT_TRUE(sink.contains("connected"));
   for (pid_t pid : pg.backend_pids("async_log")) pg.terminate_backend(pid);
   EXPECT_TRUE(pgpipe::test::wait_until([&] { return sink.contains("disconnected"); }));
@@ -228,7 +229,7 @@ TEST(async_client, max_lifetime_rotates_connections_without_failing_work) {
   // Keep work flowing until several connections have been replaced.
   while (client.stats().connects < 5 && std::chrono::steady_clock::now() < deadline) {
     std::vector<std::future<std::tuple<std::error_code, pgpipe::result>>> fs;
-    for (int i = 0; i < 50; ++i) fs.push_back(client.async_query("select $1::int from pg_sleep(0.001)", i, asio::use_future));
+    for (int i = 0; i < 50; ++i) fs.push_back(client.async_query("select $1::int from pg_sleep(0.001)", i, pgpipe::test::use_future_ec));
     for (auto& f : fs) {
       auto [ec, r] = f.get();
       ++done;
@@ -247,12 +248,12 @@ TEST(async_client, idle_connections_close_after_idle_timeout) {
   // The query names its backend; counting afterwards would race the 200 ms
   // idle timeout on a loaded machine.
   auto [ec0, r0] = client.async_query("select application_name = 'async_idle' from pg_stat_activity "
-                                      "where pid = pg_backend_pid()", asio::use_future).get();
+                                      "where pid = pg_backend_pid()", pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(ec0) << ec0.message();
   EXPECT_TRUE(r0.value<bool>());
   EXPECT_TRUE(pgpipe::test::wait_until([&] { return pg.backend_pids("async_idle").empty(); }));
   // And the pool opens a new one on demand.
-  auto [ec, r] = client.async_query("select 2", asio::use_future).get();
+  auto [ec, r] = client.async_query("select 2", pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(ec) << ec.message();
   EXPECT_EQ(r.value<int>(), 2);
 }
@@ -263,7 +264,7 @@ TEST(async_client, health_check_replaces_a_dead_idle_connection) {
   params.health_check_interval = 100ms;
   params.connect_timeout = 500ms;  // bounds the check of a hung backend
   pgpipe::async_client client(params);
-  ASSERT_FALSE(std::get<0>(client.async_query("select 1", asio::use_future).get()));
+  ASSERT_FALSE(std::get<0>(client.async_query("select 1", pgpipe::test::use_future_ec).get()));
   auto pids = pg.backend_pids("async_health");
   ASSERT_EQ(pids.size(), 1u);
   // A hung backend looks alive to the kernel; only a check notices.
@@ -272,7 +273,7 @@ TEST(async_client, health_check_replaces_a_dead_idle_connection) {
   pg.signal_backend(pids[0], SIGCONT);
   pg.terminate_backend(pids[0]);
   EXPECT_TRUE(replaced);
-  auto [ec, r] = client.async_query("select 3", asio::use_future).get();
+  auto [ec, r] = client.async_query("select 3", pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(ec) << ec.message();
 }
 

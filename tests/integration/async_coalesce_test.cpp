@@ -9,6 +9,7 @@
 // now()) pairs among the answers count the transactions the queries ran in.
 #include <pgpipe/pgpipe.hpp>
 
+#include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
 #include "support/kit.hpp"
 
@@ -143,7 +144,7 @@ TEST(async_coalesce, unmarked_queries_and_read_write_sessions_keep_one_sync_each
 TEST(async_coalesce, write_marked_read_only_fails_with_25006_and_writes_nothing) {
   {
     pgpipe::async_client rw(params_for(shared_cluster().conninfo(), 1));
-    auto [ec, r] = rw.async_query("create table if not exists coalesce_writes(a int)", asio::use_future).get();
+    auto [ec, r] = rw.async_query("create table if not exists coalesce_writes(a int)", pgpipe::test::use_future_ec).get();
     ASSERT_FALSE(ec) << r.diag().to_string();
   }
   pgpipe::async_client client(coalesce_params(true));
@@ -151,12 +152,12 @@ TEST(async_coalesce, write_marked_read_only_fails_with_25006_and_writes_nothing)
   ro.read_only = true;
   // A burst so the write sits in a batch between reads, with a failing read behind it.
   std::vector<std::future<std::tuple<std::error_code, pgpipe::result>>> reads;
-  for (int i = 0; i < 20; ++i) reads.push_back(client.async_query(ro, "select $1::int", i, asio::use_future));
-  auto write = client.async_query(ro, "insert into coalesce_writes values (1)", asio::use_future);
+  for (int i = 0; i < 20; ++i) reads.push_back(client.async_query(ro, "select $1::int", i, pgpipe::test::use_future_ec));
+  auto write = client.async_query(ro, "insert into coalesce_writes values (1)", pgpipe::test::use_future_ec);
   auto cte = client.async_query(ro, "with w as (insert into coalesce_writes values (2) returning a) select a from w",
-                                asio::use_future);
-  auto fail = client.async_query(ro, "select 1/0", asio::use_future);
-  for (int i = 0; i < 20; ++i) reads.push_back(client.async_query(ro, "select $1::int", 20 + i, asio::use_future));
+                                pgpipe::test::use_future_ec);
+  auto fail = client.async_query(ro, "select 1/0", pgpipe::test::use_future_ec);
+  for (int i = 0; i < 20; ++i) reads.push_back(client.async_query(ro, "select $1::int", 20 + i, pgpipe::test::use_future_ec));
   for (int i = 0; i < 40; ++i) {
     auto [ec, r] = reads[static_cast<std::size_t>(i)].get();
     ASSERT_FALSE(ec) << r.diag().to_string();
@@ -167,11 +168,11 @@ TEST(async_coalesce, write_marked_read_only_fails_with_25006_and_writes_nothing)
   auto [cec, cr] = cte.get();
   EXPECT_EQ(cec, pgpipe::make_sqlstate("25006")) << cr.diag().to_string();
   EXPECT_EQ(std::get<0>(fail.get()), pgpipe::make_sqlstate("22012"));
-  auto [kec, kr] = client.async_query("select count(*)::int from coalesce_writes", asio::use_future).get();
+  auto [kec, kr] = client.async_query("select count(*)::int from coalesce_writes", pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(kec) << kr.diag().to_string();
   EXPECT_EQ(kr[0].get<int>(0), 0);
   // Unmarked, the session still refuses the write: the pool itself is read-only.
-  EXPECT_EQ(std::get<0>(client.async_query("insert into coalesce_writes values (3)", asio::use_future).get()),
+  EXPECT_EQ(std::get<0>(client.async_query("insert into coalesce_writes values (3)", pgpipe::test::use_future_ec).get()),
             pgpipe::make_sqlstate("25006"));
 }
 
@@ -189,7 +190,7 @@ TEST(async_coalesce, a_coalesced_write_is_refused_with_25006_and_writes_nothing)
           "insert into coalesce_fn_writes values (v); return v; exception when read_only_sql_transaction then "
           "raise exception using errcode = '25006', message = 'txn ' || pg_backend_pid() || ' ' || now()::text; "
           "end $$"}) {
-      auto [ec, r] = rw.async_query(sql, asio::use_future).get();
+      auto [ec, r] = rw.async_query(sql, pgpipe::test::use_future_ec).get();
       ASSERT_FALSE(ec) << r.diag().to_string();
     }
   }
@@ -202,8 +203,8 @@ TEST(async_coalesce, a_coalesced_write_is_refused_with_25006_and_writes_nothing)
   std::vector<reply> reads, writes;
   for (int round = 0; round < 20; ++round) {
     for (int i = 0; i < 4; ++i)
-      reads.push_back(client.async_query(ro, "select pg_backend_pid(), now()::text", asio::use_future));
-    writes.push_back(client.async_query(ro, "select coalesce_write($1)", round, asio::use_future));
+      reads.push_back(client.async_query(ro, "select pg_backend_pid(), now()::text", pgpipe::test::use_future_ec));
+    writes.push_back(client.async_query(ro, "select coalesce_write($1)", round, pgpipe::test::use_future_ec));
   }
   std::set<std::string> read_transactions;
   for (auto& f : reads) {
@@ -218,7 +219,7 @@ TEST(async_coalesce, a_coalesced_write_is_refused_with_25006_and_writes_nothing)
     shared_with_a_read += read_transactions.count(r.diag().message);
   }
   EXPECT_GT(shared_with_a_read, 0u) << "no write was coalesced with a read: the test proves nothing";
-  auto [kec, kr] = client.async_query("select count(*)::int from coalesce_fn_writes", asio::use_future).get();
+  auto [kec, kr] = client.async_query("select count(*)::int from coalesce_fn_writes", pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(kec) << kr.diag().to_string();
   EXPECT_EQ(kr[0].get<int>(0), 0);
 }

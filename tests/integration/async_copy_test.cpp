@@ -11,6 +11,7 @@
 #include "support/kit.hpp"
 #include "support/rss.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -39,16 +40,16 @@ pgpipe::pool_params copy_params(const std::string& app) {
 
 
 std::error_code write(pgpipe::async_copy_in& in, std::string_view chunk) {
-  return in.async_write(chunk, asio::use_future).get();
+  return in.async_write(chunk, pgpipe::test::use_future_ec).get();
 }
 
 std::tuple<std::error_code, pgpipe::result> finish(pgpipe::async_copy_in& in) {
-  return in.async_finish(asio::use_future).get();
+  return in.async_finish(pgpipe::test::use_future_ec).get();
 }
 
 // The lease answers a query (and is the same, unpoisoned connection).
 void expect_serves(pgpipe::lease& l) {
-  auto [ec, r] = l.async_query("select 41 + 1", asio::use_future).get();
+  auto [ec, r] = l.async_query("select 41 + 1", pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(ec) << r.diag().to_string();
   EXPECT_EQ(r.value<int>(), 42);
 }
@@ -80,12 +81,12 @@ TEST(async_copy, a_million_rows_in_and_out_in_bounded_memory) {
         copy_row_chunks source(rows);
         std::string chunk;
         while (source.next(chunk)) {
-          if (auto ec = co_await in.async_write(chunk, asio::use_awaitable)) {
+          if (auto [ec] = co_await in.async_write(chunk, asio::as_tuple(asio::use_awaitable)); ec) {
             failure = "write: " + ec.message();
             co_return;
           }
         }
-        auto [ec, r] = co_await in.async_finish(asio::use_awaitable);
+        auto [ec, r] = co_await in.async_finish(asio::as_tuple(asio::use_awaitable));
         if (ec) {
           failure = "finish: " + r.diag().to_string();
           co_return;
@@ -95,7 +96,7 @@ TEST(async_copy, a_million_rows_in_and_out_in_bounded_memory) {
 
         auto out = l.copy_out("copy acopy_big to stdout");
         for (;;) {
-          auto [nec, c] = co_await out.async_next(asio::use_awaitable);
+          auto [nec, c] = co_await out.async_next(asio::as_tuple(asio::use_awaitable));
           if (nec) {
             failure = "next: " + nec.message();
             co_return;
@@ -172,7 +173,7 @@ TEST(async_copy, a_client_abort_leaves_nothing_and_the_lease_goes_on) {
   auto l = acquire(client);
   auto in = l.copy_in("copy acopy_abort from stdin");
   EXPECT_FALSE(write(in, "1\n2\n3\n"));
-  EXPECT_FALSE(in.async_abort("the producer failed", asio::use_future).get());
+  EXPECT_FALSE(in.async_abort("the producer failed", pgpipe::test::use_future_ec).get());
   EXPECT_EQ(write(in, "4\n"), pgpipe::errc::invalid_argument) << "nothing after an abort";
   EXPECT_EQ(pg.query_value("select count(*) from acopy_abort"), "0");
   expect_serves(l);
@@ -189,7 +190,7 @@ TEST(async_copy, destroying_an_unfinished_copy_leaves_nothing_and_does_not_poiso
   }  // destroyed without finish
   {
     auto out = l.copy_out("copy (select g from generate_series(1, 5000000) g) to stdout");
-    auto [ec, chunk] = out.async_next(asio::use_future).get();
+    auto [ec, chunk] = out.async_next(pgpipe::test::use_future_ec).get();
     ASSERT_FALSE(ec);
     EXPECT_EQ(chunk.substr(0, 4), "1\n2\n");
   }  // stopped mid-stream
@@ -211,10 +212,10 @@ TEST(async_copy, a_query_started_while_a_copy_is_open_waits_for_its_end) {
   pg.exec("drop table if exists acopy_order; create table acopy_order(id int)");
   pgpipe::async_client client(copy_params("acopy_order"));
   auto l = acquire(client);
-  auto before = l.async_query("select count(*) from acopy_order", asio::use_future);
+  auto before = l.async_query("select count(*) from acopy_order", pgpipe::test::use_future_ec);
   auto in = l.copy_in("copy acopy_order from stdin");
   EXPECT_FALSE(write(in, "1\n2\n"));
-  auto during = l.async_query("select count(*) from acopy_order", asio::use_future);
+  auto during = l.async_query("select count(*) from acopy_order", pgpipe::test::use_future_ec);
   EXPECT_FALSE(write(in, "3\n"));
   EXPECT_EQ(during.wait_for(200ms), std::future_status::timeout) << "it runs after the COPY";
   auto [ec, r] = finish(in);
@@ -238,9 +239,9 @@ TEST(async_copy, statements_that_are_not_the_right_copy_are_refused) {
   auto dir = l.copy_in("copy acopy_wrong to stdout");
   EXPECT_EQ(std::get<0>(finish(dir)), pgpipe::errc::invalid_argument);
   auto dir2 = l.copy_out("copy acopy_wrong from stdin");
-  EXPECT_EQ(std::get<0>(dir2.async_next(asio::use_future).get()), pgpipe::errc::invalid_argument);
+  EXPECT_EQ(std::get<0>(dir2.async_next(pgpipe::test::use_future_ec).get()), pgpipe::errc::invalid_argument);
   auto missing = l.copy_out("copy no_such_table to stdout");
-  EXPECT_EQ(pgpipe::sqlstate_of(std::get<0>(missing.async_next(asio::use_future).get())), "42P01");
+  EXPECT_EQ(pgpipe::sqlstate_of(std::get<0>(missing.async_next(pgpipe::test::use_future_ec).get())), "42P01");
   expect_serves(l);
   EXPECT_EQ(pg.query_value("select count(*) from acopy_wrong"), "1");
 }
@@ -256,7 +257,7 @@ TEST(async_copy, a_timeout_mid_copy_ends_it_once_and_leaves_nothing) {
   EXPECT_FALSE(write(in, "1\n2\n"));
   // The producer stalls past the timeout. A query queued behind the COPY is
   // the event to wait on: it runs once the timeout has ended the COPY.
-  auto [qec, qr] = l.async_query("select count(*) from acopy_timeout", asio::use_future).get();
+  auto [qec, qr] = l.async_query("select count(*) from acopy_timeout", pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(qec) << qr.diag().to_string();
   EXPECT_EQ(qr.value<std::int64_t>(), 0);
   EXPECT_EQ(write(in, "3\n"), pgpipe::errc::query_timeout);
@@ -276,7 +277,7 @@ TEST(async_copy, a_backend_killed_mid_copy_fails_it_once_as_lost) {
   {
     pgpipe::async_client client(copy_params("acopy_kill"));
     auto l = acquire(client);
-    auto [ec0, pid] = l.async_query("select pg_backend_pid()", asio::use_future).get();
+    auto [ec0, pid] = l.async_query("select pg_backend_pid()", pgpipe::test::use_future_ec).get();
     ASSERT_FALSE(ec0);
     auto in = l.copy_in("copy acopy_kill from stdin");
     EXPECT_FALSE(write(in, "1\n2\n"));
@@ -296,7 +297,7 @@ TEST(async_copy, a_backend_killed_mid_copy_fails_it_once_as_lost) {
     const auto [fec, diag] = first.get_future().get();
     EXPECT_EQ(fec, pgpipe::errc::connection_lost) << fec.message() << " " << diag;
     EXPECT_EQ(pg.query_value("select count(*) from acopy_kill"), "0");
-    auto [qec, qr] = l.async_query("select 1", asio::use_future).get();
+    auto [qec, qr] = l.async_query("select 1", pgpipe::test::use_future_ec).get();
     EXPECT_EQ(qec, pgpipe::errc_condition::connection_lost) << "the lease's connection is gone: " << qec.message();
     l.release();
     auto l2 = acquire(client);
@@ -345,7 +346,7 @@ TEST(async_copy, a_second_statement_after_the_copy_is_refused_before_sending) {
   EXPECT_EQ(ec, pgpipe::errc::invalid_argument) << r.diag().to_string();
   EXPECT_NE(r.diag().to_string().find("one statement"), std::string::npos) << r.diag().to_string();
   auto out = l.copy_out("copy acopy_two to stdout; delete from acopy_two");
-  EXPECT_EQ(std::get<0>(out.async_next(asio::use_future).get()), pgpipe::errc::invalid_argument);
+  EXPECT_EQ(std::get<0>(out.async_next(pgpipe::test::use_future_ec).get()), pgpipe::errc::invalid_argument);
   EXPECT_EQ(pg.query_value("select string_agg(id::text, ',' order by id) from acopy_two"), "1,2");
   {
     auto one = l.copy_in("copy acopy_two from stdin;");  // a trailing semicolon: one statement

@@ -3,6 +3,7 @@
 // a hung backend, and connect failures (without leaking the password).
 #include <pgpipe/pgpipe.hpp>
 
+#include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
 #include "support/kit.hpp"
 #include "support/wait.hpp"
@@ -69,7 +70,7 @@ void expect_recovers(pgpipe::async_client& client) {
   // safe to retry), so retry that case only, a bounded number of times.
   std::error_code ec;
   for (int attempt = 0; attempt < 50; ++attempt) {
-    auto [e, r] = client.async_query("select 1", asio::use_future).get();
+    auto [e, r] = client.async_query("select 1", pgpipe::test::use_future_ec).get();
     ec = e;
     if (!ec) break;
     ASSERT_TRUE(pgpipe::is_connection_lost(ec) || ec == pgpipe::errc_condition::connect_error) << ec.message();
@@ -123,11 +124,11 @@ TEST(async_failure, queue_full_when_max_queued_are_waiting) {
   params.max_queued = 5;
   pgpipe::async_client client(params);
   // Hold the only connection so that everything else has to queue.
-  auto [lec, l] = client.async_acquire(asio::use_future).get();
+  auto [lec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(lec);
   std::vector<std::future<std::tuple<std::error_code, pgpipe::result>>> queued;
-  for (int i = 0; i < 5; ++i) queued.push_back(client.async_query("select $1::int", i, asio::use_future));
-  auto [ec, r] = client.async_query("select 99", asio::use_future).get();
+  for (int i = 0; i < 5; ++i) queued.push_back(client.async_query("select $1::int", i, pgpipe::test::use_future_ec));
+  auto [ec, r] = client.async_query("select 99", pgpipe::test::use_future_ec).get();
   EXPECT_EQ(ec, pgpipe::errc::queue_full);
   EXPECT_EQ(client.stats().queued, 5u);
   EXPECT_EQ(client.stats().errors.queue_full, 1u);
@@ -141,7 +142,7 @@ TEST(async_failure, queue_full_when_max_queued_are_waiting) {
 
 TEST(async_failure, cancelling_a_queued_query_removes_it) {
   pgpipe::async_client client(params_for(app_conninfo("async_cq"), 1));
-  auto [lec, l] = client.async_acquire(asio::use_future).get();
+  auto [lec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(lec);
   asio::cancellation_signal sig;
   std::promise<std::error_code> p;
@@ -168,7 +169,7 @@ TEST(async_failure, cancelling_a_written_query_detaches_it_and_keeps_the_pipelin
                           "state = 'active' and query like 'select pg_sleep(1)%'") == "1";
   }));
   // Queued behind it on the same connection.
-  auto next = client.async_query("select 'next'::text", asio::use_future);
+  auto next = client.async_query("select 'next'::text", pgpipe::test::use_future_ec);
   asio::post(client.get_executor(), [&] { sig.emit(asio::cancellation_type::terminal); });
   auto f = p.get_future();
   EXPECT_EQ(f.get(), pgpipe::errc::cancelled);
@@ -202,17 +203,17 @@ TEST(async_failure, per_query_timeout_and_pool_default_timeout) {
   auto params = params_for(app_conninfo("async_to"), 1);
   params.query_timeout = 300ms;
   pgpipe::async_client client(params);
-  auto [ec, r] = client.async_query("select pg_sleep(3)", asio::use_future).get();
+  auto [ec, r] = client.async_query("select pg_sleep(3)", pgpipe::test::use_future_ec).get();
   EXPECT_EQ(ec, pgpipe::errc::query_timeout);
   EXPECT_EQ(ec, pgpipe::errc_condition::timeout);
   // A per-call option overrides the default.
   pgpipe::query_options longer{std::chrono::milliseconds(20'000)};
-  auto [ec2, r2] = client.async_query(longer, "select 'ok'::text from pg_sleep(0.5)", asio::use_future).get();
+  auto [ec2, r2] = client.async_query(longer, "select 'ok'::text from pg_sleep(0.5)", pgpipe::test::use_future_ec).get();
   // Behind the detached pg_sleep(3) on the same connection: still within 20 s.
   ASSERT_FALSE(ec2) << r2.diag().to_string();
   EXPECT_EQ(r2.value<std::string>(), "ok");
   pgpipe::query_options tiny{std::chrono::milliseconds(50)};
-  auto [ec3, r3] = client.async_query(tiny, "select pg_sleep(2)", asio::use_future).get();
+  auto [ec3, r3] = client.async_query(tiny, "select pg_sleep(2)", pgpipe::test::use_future_ec).get();
   EXPECT_EQ(ec3, pgpipe::errc::query_timeout);
   EXPECT_GE(client.stats().errors.query_timeout, 2u);
 }
@@ -222,11 +223,11 @@ TEST(async_failure, stalled_backend_is_declared_broken_after_stall_timeout) {
   auto params = params_for(app_conninfo("async_stall"), 1);
   params.stall_timeout = 500ms;
   pgpipe::async_client client(params);
-  ASSERT_FALSE(std::get<0>(client.async_query("select 1", asio::use_future).get()));
+  ASSERT_FALSE(std::get<0>(client.async_query("select 1", pgpipe::test::use_future_ec).get()));
   auto pids = pg.backend_pids("async_stall");
   ASSERT_EQ(pids.size(), 1u);
   pg.signal_backend(pids[0], SIGSTOP);  // a hung server: the socket stays open, nothing comes back
-  auto f = client.async_query("select 2", asio::use_future);
+  auto f = client.async_query("select 2", pgpipe::test::use_future_ec);
   auto [ec, r] = f.get();
   pg.signal_backend(pids[0], SIGCONT);
   EXPECT_EQ(ec, pgpipe::errc::connection_lost) << ec.message();
@@ -247,7 +248,7 @@ TEST(async_failure, wrong_password_is_auth_failed_and_never_echoed) {
     logs.emplace_back(line);
   };
   pgpipe::async_client client(params, opts);
-  auto [ec, r] = client.async_query("select 1", asio::use_future).get();
+  auto [ec, r] = client.async_query("select 1", pgpipe::test::use_future_ec).get();
   EXPECT_EQ(ec, pgpipe::errc_condition::auth_error) << ec.message();
   EXPECT_EQ(ec, pgpipe::errc_condition::connect_error);
   EXPECT_EQ(r.diag().to_string().find(secret), std::string::npos);
@@ -264,7 +265,7 @@ TEST(async_failure, unreachable_server_fails_with_server_unreachable_within_acqu
   params.acquire_timeout = 1s;
   pgpipe::async_client client(params);
   const auto t0 = std::chrono::steady_clock::now();
-  auto [ec, r] = client.async_query("select 1", asio::use_future).get();
+  auto [ec, r] = client.async_query("select 1", pgpipe::test::use_future_ec).get();
   const auto took = std::chrono::steady_clock::now() - t0;
   // The cause, not a timeout: the caller learns the server is unreachable.
   EXPECT_EQ(ec, pgpipe::errc::server_unreachable) << ec.message() << ": " << r.diag().to_string();
@@ -278,7 +279,7 @@ TEST(async_failure, bad_conninfo_fails_with_bad_conninfo) {
   auto params = params_for("host=127.0.0.1 no_such_option=1", 1);
   params.acquire_timeout = 2s;
   pgpipe::async_client client(params);
-  auto [ec, r] = client.async_query("select 1", asio::use_future).get();
+  auto [ec, r] = client.async_query("select 1", pgpipe::test::use_future_ec).get();
   EXPECT_EQ(ec, pgpipe::errc::bad_conninfo) << ec.message() << " " << r.diag().to_string();
 }
 
@@ -292,13 +293,13 @@ TEST(async_failure, begin_on_the_shared_path_never_leaks_into_neighbours) {
   pg.exec("drop table if exists shared_tx");
   pg.exec("create table shared_tx (v int)");
   pgpipe::async_client client(params_for(pg.conninfo(), 1));
-  auto [ec, r] = client.async_query("begin", asio::use_future).get();
+  auto [ec, r] = client.async_query("begin", pgpipe::test::use_future_ec).get();
   EXPECT_TRUE(ec) << "a transaction was opened on a shared connection";
   // A neighbour's write: inside a leaked transaction it would stay invisible
   // to every other session (and be lost with the connection).
-  auto [ec2, r2] = client.async_query("insert into shared_tx values (1)", asio::use_future).get();
+  auto [ec2, r2] = client.async_query("insert into shared_tx values (1)", pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(ec2) << r2.diag().to_string();
   EXPECT_EQ(pg.query_value("select count(*) from shared_tx"), "1") << "the neighbour ran inside the transaction";
-  auto [ec3, r3] = client.async_query("select 1", asio::use_future).get();
+  auto [ec3, r3] = client.async_query("select 1", pgpipe::test::use_future_ec).get();
   EXPECT_FALSE(ec3) << r3.diag().to_string();
 }

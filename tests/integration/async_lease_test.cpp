@@ -7,6 +7,7 @@
 #include "support/kit.hpp"
 #include "support/wait.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -27,7 +28,7 @@ namespace {
 using namespace pgpipe::test;  // the shared kit (tests/support)
 
 std::tuple<std::error_code, pgpipe::result> q(pgpipe::lease& l, std::string_view sql) {
-  return l.async_query(sql, asio::use_future).get();
+  return l.async_query(sql, pgpipe::test::use_future_ec).get();
 }
 
 }  // namespace
@@ -39,14 +40,14 @@ TEST(async_lease, committed_transaction_is_visible_rolled_back_is_not) {
   {
     auto l = acquire(client);
     ASSERT_FALSE(std::get<0>(q(l, "begin")));
-    auto [ec, r] = l.async_query("insert into lease_tx values ($1)", "committed", asio::use_future).get();
+    auto [ec, r] = l.async_query("insert into lease_tx values ($1)", "committed", pgpipe::test::use_future_ec).get();
     ASSERT_FALSE(ec) << r.diag().to_string();
     ASSERT_FALSE(std::get<0>(q(l, "commit")));
   }
   {
     auto l = acquire(client);
     ASSERT_FALSE(std::get<0>(q(l, "begin")));
-    ASSERT_FALSE(std::get<0>(l.async_query("insert into lease_tx values ($1)", "rolled back", asio::use_future).get()));
+    ASSERT_FALSE(std::get<0>(l.async_query("insert into lease_tx values ($1)", "rolled back", pgpipe::test::use_future_ec).get()));
     ASSERT_FALSE(std::get<0>(q(l, "rollback")));
   }
   EXPECT_EQ(pg.query_value("select string_agg(v, ',') from lease_tx"), "committed");
@@ -93,11 +94,11 @@ TEST(async_lease, pipelined_statements_on_a_lease_run_in_order) {
   pgpipe::async_client client(params_for(app_conninfo("async_lease"), 1));
   auto l = acquire(client);
   std::vector<std::future<std::tuple<std::error_code, pgpipe::result>>> fs;
-  fs.push_back(l.async_query("begin", asio::use_future));
-  fs.push_back(l.async_query("create temporary table ord(n int) on commit drop", asio::use_future));
-  for (int i = 0; i < 100; ++i) fs.push_back(l.async_query("insert into ord values ($1)", i, asio::use_future));
-  fs.push_back(l.async_query("select string_agg(n::text, ',' order by n), count(*) from ord", asio::use_future));
-  fs.push_back(l.async_query("commit", asio::use_future));
+  fs.push_back(l.async_query("begin", pgpipe::test::use_future_ec));
+  fs.push_back(l.async_query("create temporary table ord(n int) on commit drop", pgpipe::test::use_future_ec));
+  for (int i = 0; i < 100; ++i) fs.push_back(l.async_query("insert into ord values ($1)", i, pgpipe::test::use_future_ec));
+  fs.push_back(l.async_query("select string_agg(n::text, ',' order by n), count(*) from ord", pgpipe::test::use_future_ec));
+  fs.push_back(l.async_query("commit", pgpipe::test::use_future_ec));
   std::string agg;
   for (std::size_t i = 0; i < fs.size(); ++i) {
     auto [ec, r] = fs[i].get();
@@ -194,10 +195,10 @@ TEST(async_lease, transaction_in_a_coroutine) {
   asio::co_spawn(
       client.get_executor(),
       [&]() -> asio::awaitable<std::error_code> {
-        auto [ec, l] = co_await client.async_acquire(asio::use_awaitable);
+        auto [ec, l] = co_await client.async_acquire(asio::as_tuple(asio::use_awaitable));
         if (ec) co_return ec;
         for (auto sql : {"begin", "insert into lease_co values (1)", "insert into lease_co values (2)", "commit"}) {
-          auto [e, r] = co_await l.async_query(sql, asio::use_awaitable);
+          auto [e, r] = co_await l.async_query(sql, asio::as_tuple(asio::use_awaitable));
           if (e) co_return e;
         }
         co_return std::error_code{};
@@ -222,7 +223,7 @@ TEST(async_lease, waiting_acquire_can_be_cancelled_and_times_out_with_pool_timeo
   pgpipe::async_client client(params);
   auto held = acquire(client);
   // Times out: the only connection is held.
-  auto [ec, l] = client.async_acquire(asio::use_future).get();
+  auto [ec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
   EXPECT_EQ(ec, pgpipe::errc::pool_timeout);
   EXPECT_FALSE(l.valid());
   // Cancelled while waiting.

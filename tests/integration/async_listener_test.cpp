@@ -6,6 +6,7 @@
 #include <pgpipe/async_client.hpp>
 #include <pgpipe/listener.hpp>
 
+#include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
 #include "support/kit.hpp"
 #include "support/listener_scenarios.hpp"
@@ -44,21 +45,21 @@ struct async_listener_adapter {
       : client(params_for(app_conninfo("listener_client"), 1), 1), l(client, std::move(p)) {}
 
   void subscribe(const std::string& channel) {
-    auto ec = l.async_subscribe(channel, asio::use_future).get();
+    auto ec = l.async_subscribe(channel, pgpipe::test::use_future_ec).get();
     ASSERT_FALSE(ec) << ec.message();
   }
   std::error_code try_subscribe(const std::string& channel) {
-    return l.async_subscribe(channel, asio::use_future).get();
+    return l.async_subscribe(channel, pgpipe::test::use_future_ec).get();
   }
   std::future<std::error_code> subscribe_later(const std::string& channel) {
-    return l.async_subscribe(channel, asio::use_future);
+    return l.async_subscribe(channel, pgpipe::test::use_future_ec);
   }
   void unsubscribe(const std::string& channel) {
-    auto ec = l.async_unsubscribe(channel, asio::use_future).get();
+    auto ec = l.async_unsubscribe(channel, pgpipe::test::use_future_ec).get();
     ASSERT_FALSE(ec) << ec.message();
   }
   pgpipe::notification receive() {
-    auto f = l.async_receive(asio::use_future);
+    auto f = l.async_receive(pgpipe::test::use_future_ec);
     if (f.wait_for(60s) != std::future_status::ready) throw std::runtime_error("no notification within 60 s");
     auto [ec, n] = f.get();
     if (ec) throw std::system_error(ec);
@@ -107,11 +108,11 @@ TEST(listener, a_listener_that_cannot_connect_fails_subscribe_with_the_connect_e
 TEST(listener, close_fails_a_pending_receive) {
   async_listener_adapter a("listener_close");
   a.subscribe("lt_quiet");
-  auto f = a.l.async_receive(asio::use_future);
+  auto f = a.l.async_receive(pgpipe::test::use_future_ec);
   a.l.close();
   auto [ec, n] = f.get();
   EXPECT_EQ(ec, pgpipe::errc::closed);
-  EXPECT_EQ(a.l.async_subscribe("x", asio::use_future).get(), pgpipe::errc::closed);
+  EXPECT_EQ(a.l.async_subscribe("x", pgpipe::test::use_future_ec).get(), pgpipe::errc::closed);
 }
 
 // listener.hpp: async_receive fails with errc::closed after close(), as
@@ -121,7 +122,7 @@ TEST(listener, a_receive_after_close_fails_with_closed) {
   async_listener_adapter a("listener_closed_receive");
   a.subscribe("lt_quiet");
   a.l.close();
-  auto f = a.l.async_receive(asio::use_future);
+  auto f = a.l.async_receive(pgpipe::test::use_future_ec);
   ASSERT_EQ(f.wait_for(10s), std::future_status::ready) << "async_receive after close() never completed";
   auto [ec, n] = f.get();
   EXPECT_EQ(ec, pgpipe::errc::closed);

@@ -4,6 +4,7 @@
 // style (callback, coroutine, future, deferred).
 #include <pgpipe/pgpipe.hpp>
 
+#include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
 #include "support/kit.hpp"
 
@@ -41,7 +42,7 @@ pgpipe::pool_params query_params(std::size_t max_size, bool prepared = true) {
 }
 
 std::tuple<std::error_code, pgpipe::result> run_sync(pgpipe::async_client& c, std::string_view sql) {
-  auto f = c.async_query(sql, asio::use_future);
+  auto f = c.async_query(sql, pgpipe::test::use_future_ec);
   return f.get();
 }
 
@@ -145,7 +146,7 @@ TEST(async_query, prepared_and_unnamed_modes_give_the_same_answers) {
   for (bool prepared : {true, false}) {
     pgpipe::async_client client(query_params(1, prepared));
     for (int round = 0; round < 3; ++round) {
-      auto f = client.async_query("select $1::int + $2::int", 20, round, asio::use_future);
+      auto f = client.async_query("select $1::int + $2::int", 20, round, pgpipe::test::use_future_ec);
       auto [ec, r] = f.get();
       ASSERT_FALSE(ec) << r.diag().to_string();
       EXPECT_EQ(r.value<int>(), 20 + round);
@@ -175,7 +176,7 @@ TEST(async_query, parameters_round_trip_through_the_server) {
       "select $1::int2, $2::int4, $3::int8, $4::float8, $5::bool, $6::text, $7::text, $8::int4, $9::float8, $10::float4",
       std::int16_t{-32768}, std::int32_t{2147483647}, std::numeric_limits<std::int64_t>::min(), 0.1, true,
       std::string("ünïcødé 'quoted'"), std::string_view("view"), std::optional<int>{}, 1e308, 3.25f,
-      asio::use_future);
+      pgpipe::test::use_future_ec);
   auto [ec, r] = f.get();
   ASSERT_FALSE(ec) << r.diag().to_string();
   auto row = r[0];
@@ -196,7 +197,7 @@ TEST(async_query, parameters_round_trip_through_the_server) {
 
 TEST(async_query, nul_byte_in_a_text_parameter_is_rejected_not_truncated) {
   pgpipe::async_client client(query_params(1));
-  auto f = client.async_query("select $1::text, $2::text", "ok", std::string("a\0b", 3), asio::use_future);
+  auto f = client.async_query("select $1::text, $2::text", "ok", std::string("a\0b", 3), pgpipe::test::use_future_ec);
   auto [ec, r] = f.get();
   EXPECT_EQ(ec, pgpipe::errc::invalid_argument);
   EXPECT_NE(r.diag().client_message.find("$2"), std::string::npos) << r.diag().client_message;
@@ -206,7 +207,7 @@ TEST(async_query, commands_report_affected_rows) {
   pgpipe::async_client client(query_params(1));
   auto& pg = pgpipe::test::shared_cluster();
   pg.exec("drop table if exists async_affected; create table async_affected(n int)");
-  auto f = client.async_query("insert into async_affected select generate_series(1, $1::int)", 17, asio::use_future);
+  auto f = client.async_query("insert into async_affected select generate_series(1, $1::int)", 17, pgpipe::test::use_future_ec);
   auto [ec, r] = f.get();
   ASSERT_FALSE(ec) << r.diag().to_string();
   EXPECT_EQ(r.affected_rows(), 17u);
@@ -249,7 +250,7 @@ TEST(async_query, coroutine_style_with_use_awaitable) {
       io,
       [&]() -> asio::awaitable<void> {
         for (int i = 1; i <= 50; ++i) {
-          auto [ec, r] = co_await client.async_query("select $1::int8 * 2", std::int64_t{i}, asio::use_awaitable);
+          auto [ec, r] = co_await client.async_query("select $1::int8 * 2", std::int64_t{i}, asio::as_tuple(asio::use_awaitable));
           if (ec) {
             last = ec;
             co_return;

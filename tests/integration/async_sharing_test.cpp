@@ -6,6 +6,7 @@
 // never stderr.
 #include <pgpipe/pgpipe.hpp>
 
+#include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
 #include "support/stderr_capture.hpp"
 
@@ -31,7 +32,7 @@ pgpipe::pool_params one_connection() {
 }
 
 std::tuple<std::error_code, pgpipe::result> run(pgpipe::async_client& c, std::string_view sql) {
-  return c.async_query(sql, asio::use_future).get();
+  return c.async_query(sql, pgpipe::test::use_future_ec).get();
 }
 
 std::string value(pgpipe::async_client& c, std::string_view sql) {
@@ -113,11 +114,11 @@ TEST(async_sharing, allows_statements_that_only_mention_keywords) {
 TEST(async_sharing, a_lease_may_open_transactions_and_change_its_session) {
   pgpipe::async_client client(one_connection(), 1);
   {
-    auto [ec, l] = client.async_acquire(asio::use_future).get();
+    auto [ec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
     ASSERT_FALSE(ec);
     for (const char* sql : {"begin", "set local statement_timeout = 7000", "create temp table pgpipe_lease_tmp (a int)",
                             "commit"}) {
-      auto [qec, r] = l.async_query(sql, asio::use_future).get();
+      auto [qec, r] = l.async_query(sql, pgpipe::test::use_future_ec).get();
       EXPECT_FALSE(qec) << sql << ": " << r.diag().to_string();
     }
   }
@@ -136,7 +137,7 @@ TEST(async_sharing, on_connect_sets_the_session_of_every_connection) {
     fs.push_back(client.async_query(
         "select current_setting('search_path') || '|' || current_setting('TimeZone') || '|' || "
         "current_setting('application_name') || '|' || pg_sleep(0.001)::text",
-        asio::use_future));
+        pgpipe::test::use_future_ec));
   for (auto& f : fs) {
     auto [ec, r] = f.get();
     ASSERT_FALSE(ec) << r.diag().to_string();
@@ -197,12 +198,12 @@ TEST(async_sharing, a_lease_that_changed_its_session_is_not_shared_afterwards) {
   pgpipe::async_client client(one_connection(), 1);
   std::string lease_pid;
   {
-    auto [ec, l] = client.async_acquire(asio::use_future).get();
+    auto [ec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
     ASSERT_FALSE(ec);
-    auto [pec, pr] = l.async_query("select pg_backend_pid()::text", asio::use_future).get();
+    auto [pec, pr] = l.async_query("select pg_backend_pid()::text", pgpipe::test::use_future_ec).get();
     ASSERT_FALSE(pec);
     lease_pid = pr[0].get<std::string>(0);
-    auto [sec, sr] = l.async_query("set statement_timeout = 4321", asio::use_future).get();
+    auto [sec, sr] = l.async_query("set statement_timeout = 4321", pgpipe::test::use_future_ec).get();
     ASSERT_FALSE(sec) << sr.diag().to_string();
   }
   // The connection was retired: the shared callers get a fresh session.
@@ -214,10 +215,10 @@ TEST(async_sharing, a_lease_that_only_used_its_transaction_keeps_its_connection)
   pgpipe::async_client client(one_connection(), 1);
   const std::string pid = value(client, "select pg_backend_pid()::text");
   {
-    auto [ec, l] = client.async_acquire(asio::use_future).get();
+    auto [ec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
     ASSERT_FALSE(ec);
     for (const char* sql : {"begin", "set local statement_timeout = 4321", "commit"}) {
-      auto [qec, r] = l.async_query(sql, asio::use_future).get();
+      auto [qec, r] = l.async_query(sql, pgpipe::test::use_future_ec).get();
       ASSERT_FALSE(qec) << sql << ": " << r.diag().to_string();
     }
   }
@@ -228,10 +229,10 @@ TEST(async_sharing, a_lease_with_a_temp_table_dropped_at_commit_keeps_its_connec
   pgpipe::async_client client(one_connection(), 1);
   const std::string pid = value(client, "select pg_backend_pid()::text");
   {
-    auto [ec, l] = client.async_acquire(asio::use_future).get();
+    auto [ec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
     ASSERT_FALSE(ec);
     for (const char* sql : {"begin", "create temporary table pgpipe_ord(n int) on commit drop", "commit"}) {
-      auto [qec, r] = l.async_query(sql, asio::use_future).get();
+      auto [qec, r] = l.async_query(sql, pgpipe::test::use_future_ec).get();
       ASSERT_FALSE(qec) << sql << ": " << r.diag().to_string();
     }
   }

@@ -6,6 +6,7 @@
 #include "support/kit.hpp"
 #include "support/wait.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -35,7 +36,7 @@ TEST(async_stream, reads_every_row_then_the_end_in_a_coroutine) {
         auto s = l.stream("select g::int8 from generate_series(1, $1::int) g", 20000);
         std::int64_t rows = 0, sum = 0;
         for (;;) {
-          auto [ec, r] = co_await s.async_next(asio::use_awaitable);
+          auto [ec, r] = co_await s.async_next(asio::as_tuple(asio::use_awaitable));
           if (ec) {
             p.set_value({ec, rows, sum, ""});
             co_return;
@@ -57,7 +58,7 @@ TEST(async_stream, reads_every_row_then_the_end_in_a_coroutine) {
   EXPECT_EQ(sum, std::int64_t{20000} * 20001 / 2);
   EXPECT_EQ(tag, "SELECT 20000");
   // The lease carries on normally afterwards.
-  auto [ec2, r2] = l.async_query("select 'after'::text", asio::use_future).get();
+  auto [ec2, r2] = l.async_query("select 'after'::text", pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(ec2);
   EXPECT_EQ(r2.value<std::string>(), "after");
 }
@@ -69,7 +70,7 @@ TEST(async_stream, a_slow_reader_makes_the_server_wait_instead_of_the_client_buf
   // About 1 GB if it were buffered whole.
   auto s = l.stream("select g, repeat('x', 1000) from generate_series(1, 1000000) g");
   for (int i = 0; i < 10; ++i) {
-    auto [ec, r] = s.async_next(asio::use_future).get();
+    auto [ec, r] = s.async_next(pgpipe::test::use_future_ec).get();
     ASSERT_FALSE(ec) << ec.message();
     ASSERT_FALSE(r.empty());
   }
@@ -80,9 +81,9 @@ TEST(async_stream, a_slow_reader_makes_the_server_wait_instead_of_the_client_buf
   }));
   // Stop early: the query is cancelled and the lease is usable again.
   s.cancel();
-  auto [ec, r] = s.async_next(asio::use_future).get();
+  auto [ec, r] = s.async_next(pgpipe::test::use_future_ec).get();
   EXPECT_EQ(ec, pgpipe::errc::cancelled);
-  auto [ec2, r2] = l.async_query("select 42", asio::use_future).get();
+  auto [ec2, r2] = l.async_query("select 42", pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(ec2) << ec2.message() << " " << r2.diag().to_string();
   EXPECT_EQ(r2.value<int>(), 42);
 }
@@ -94,7 +95,7 @@ TEST(async_stream, an_error_midway_arrives_after_the_rows_before_it) {
   std::size_t rows = 0;
   std::error_code ec;
   for (;;) {
-    auto [e, r] = s.async_next(asio::use_future).get();
+    auto [e, r] = s.async_next(pgpipe::test::use_future_ec).get();
     if (e) {
       ec = e;
       break;
@@ -105,7 +106,7 @@ TEST(async_stream, an_error_midway_arrives_after_the_rows_before_it) {
   EXPECT_EQ(pgpipe::sqlstate_of(ec), "22012");
   EXPECT_LT(rows, 3000u);
   // After the error, the stream stays at its end.
-  auto [e2, r2] = s.async_next(asio::use_future).get();
+  auto [e2, r2] = s.async_next(pgpipe::test::use_future_ec).get();
   EXPECT_FALSE(e2);
   EXPECT_TRUE(r2.empty());
 }
@@ -115,10 +116,10 @@ TEST(async_stream, dropping_a_stream_midway_leaves_the_lease_usable) {
   auto l = acquire(client);
   {
     auto s = l.stream("select g from generate_series(1, 500000) g");
-    auto [ec, r] = s.async_next(asio::use_future).get();
+    auto [ec, r] = s.async_next(pgpipe::test::use_future_ec).get();
     ASSERT_FALSE(ec);
   }
-  auto [ec, r] = l.async_query("select 7", asio::use_future).get();
+  auto [ec, r] = l.async_query("select 7", pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(ec) << r.diag().to_string();
   EXPECT_EQ(r.value<int>(), 7);
 }
@@ -127,6 +128,6 @@ TEST(async_stream, bad_parameter_is_reported_by_the_first_next) {
   pgpipe::async_client client(params_for(app_conninfo("async_stream_bad"), 1));
   auto l = acquire(client);
   auto s = l.stream("select $1::text", std::string("a\0b", 3));
-  auto [ec, r] = s.async_next(asio::use_future).get();
+  auto [ec, r] = s.async_next(pgpipe::test::use_future_ec).get();
   EXPECT_EQ(ec, pgpipe::errc::invalid_argument);
 }

@@ -6,6 +6,7 @@
 #include <pgpipe/async_client.hpp>
 #include <pgpipe/transaction.hpp>
 
+#include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
 #include "support/kit.hpp"
 #include "support/wait.hpp"
@@ -70,9 +71,9 @@ TEST(async_transaction_batch, the_whole_transaction_is_written_before_the_server
   auto& pg = shared_cluster();
   pg.exec("drop table if exists txb_one; create table txb_one(v int primary key)");
   pgpipe::async_client client(params_for(app_conninfo("async_txb_one"), 1), 1);
-  auto [aec, l] = client.async_acquire(asio::use_future).get();
+  auto [aec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(aec) << aec.message();
-  auto [iec, ids] = l.async_query("select pg_backend_pid(), inet_client_port()", asio::use_future).get();
+  auto [iec, ids] = l.async_query("select pg_backend_pid(), inet_client_port()", pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(iec) << ids.diag().to_string();
   const auto pid = static_cast<pid_t>(ids[0].get<int>(0));
   const int client_port = ids[0].get<int>(1);
@@ -84,7 +85,7 @@ TEST(async_transaction_batch, the_whole_transaction_is_written_before_the_server
   std::future<std::tuple<std::error_code, pgpipe::batch_report>> done;
   {
     stopped_backend stop(pid);
-    done = pgpipe::async_transaction_batch(l, {}, statements, asio::use_future);
+    done = pgpipe::async_transaction_batch(l, {}, statements, pgpipe::test::use_future_ec);
     // The backend reads nothing while stopped: whatever it would answer
     // with, the client sent the whole transaction without waiting for it.
     EXPECT_TRUE(pgpipe::test::wait_until(
@@ -102,7 +103,7 @@ TEST(async_transaction_batch, the_whole_transaction_is_written_before_the_server
   EXPECT_EQ(report.results[2].value<int>(), 30);
   EXPECT_EQ(pg.query_value("select string_agg(v::text, ',' order by v) from txb_one"), "1,2,3");
   // Committed, and the lease is idle again (no transaction left open).
-  auto [sec, st] = l.async_query("select txid_current_if_assigned() is null", asio::use_future).get();
+  auto [sec, st] = l.async_query("select txid_current_if_assigned() is null", pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(sec) << st.diag().to_string();
   EXPECT_TRUE(st.value<bool>());
 
@@ -113,7 +114,7 @@ TEST(async_transaction_batch, on_the_client_it_takes_a_lease_and_reads_options) 
   pg.exec("drop table if exists txb_client; create table txb_client(v int primary key)");
   pgpipe::async_client client(params_for(app_conninfo("async_txb_client"), 2), 1);
   auto [ec, report] =
-      pgpipe::async_transaction_batch(client, {}, three_inserts("txb_client", 4, 5, 6), asio::use_future).get();
+      pgpipe::async_transaction_batch(client, {}, three_inserts("txb_client", 4, 5, 6), pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(ec) << report.diag.to_string();
   EXPECT_EQ(pg.query_value("select count(*) from txb_client"), "3");
   // BEGIN carries the isolation level and access mode.
@@ -122,13 +123,13 @@ TEST(async_transaction_batch, on_the_client_it_takes_a_lease_and_reads_options) 
   ro.read_only = true;
   std::vector<pgpipe::statement> s;
   s.emplace_back("select current_setting('transaction_isolation'), current_setting('transaction_read_only')");
-  auto [rec, rreport] = pgpipe::async_transaction_batch(client, ro, s, asio::use_future).get();
+  auto [rec, rreport] = pgpipe::async_transaction_batch(client, ro, s, pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(rec) << rreport.diag.to_string();
   EXPECT_EQ(rreport.results.at(0)[0].get<std::string>(0), "serializable");
   EXPECT_EQ(rreport.results.at(0)[0].get<std::string>(1), "on");
   std::vector<pgpipe::statement> w;
   w.emplace_back("insert into txb_client values (7)");
-  auto [wec, wreport] = pgpipe::async_transaction_batch(client, ro, w, asio::use_future).get();
+  auto [wec, wreport] = pgpipe::async_transaction_batch(client, ro, w, pgpipe::test::use_future_ec).get();
   EXPECT_EQ(pgpipe::sqlstate_of(wec), "25006") << wreport.diag.to_string();
   EXPECT_EQ(wreport.failed_statement, std::optional<std::size_t>(0));
   EXPECT_EQ(pg.query_value("select count(*) from txb_client"), "3");
@@ -138,14 +139,14 @@ TEST(async_transaction_batch, a_failing_middle_statement_is_named_and_nothing_st
   auto& pg = shared_cluster();
   pg.exec("drop table if exists txb_fail; create table txb_fail(v int primary key); insert into txb_fail values (2)");
   pgpipe::async_client client(params_for(app_conninfo("async_txb_fail"), 1), 1);
-  auto [aec, l] = client.async_acquire(asio::use_future).get();
+  auto [aec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(aec) << aec.message();
   // Statement 1 violates the key; statement 2 would divide by zero if it ran.
   std::vector<pgpipe::statement> s;
   s.emplace_back("insert into txb_fail values ($1)", 1);
   s.emplace_back("insert into txb_fail values ($1)", 2);
   s.emplace_back("select 1 / 0");
-  auto [ec, report] = pgpipe::async_transaction_batch(l, {}, s, asio::use_future).get();
+  auto [ec, report] = pgpipe::async_transaction_batch(l, {}, s, pgpipe::test::use_future_ec).get();
   EXPECT_EQ(pgpipe::sqlstate_of(ec), "23505") << ec.message() << " " << report.diag.to_string();
   EXPECT_EQ(report.failed_statement, std::optional<std::size_t>(1));
   EXPECT_EQ(report.diag.sqlstate, "23505");
@@ -155,7 +156,7 @@ TEST(async_transaction_batch, a_failing_middle_statement_is_named_and_nothing_st
   // The same lease serves the next transaction: it was rolled back to idle.
   s.clear();
   s.emplace_back("insert into txb_fail values ($1)", 3);
-  auto [ec2, report2] = pgpipe::async_transaction_batch(l, {}, s, asio::use_future).get();
+  auto [ec2, report2] = pgpipe::async_transaction_batch(l, {}, s, pgpipe::test::use_future_ec).get();
   EXPECT_FALSE(ec2) << report2.diag.to_string();
   EXPECT_EQ(pg.query_value("select string_agg(v::text, ',' order by v) from txb_fail"), "2,3");
   // A COMMIT that fails (a deferred constraint) is named as the batch's size.
@@ -163,11 +164,11 @@ TEST(async_transaction_batch, a_failing_middle_statement_is_named_and_nothing_st
   s.clear();
   s.emplace_back("insert into txb_deferred values (1)");
   s.emplace_back("insert into txb_deferred values (1)");
-  auto [ec3, report3] = pgpipe::async_transaction_batch(l, {}, s, asio::use_future).get();
+  auto [ec3, report3] = pgpipe::async_transaction_batch(l, {}, s, pgpipe::test::use_future_ec).get();
   EXPECT_EQ(pgpipe::sqlstate_of(ec3), "23505") << report3.diag.to_string();
   EXPECT_EQ(report3.failed_statement, std::optional<std::size_t>(2));
   EXPECT_EQ(pg.query_value("select count(*) from txb_deferred"), "0");
-  auto [sec, st] = l.async_query("select 1", asio::use_future).get();
+  auto [sec, st] = l.async_query("select 1", pgpipe::test::use_future_ec).get();
   EXPECT_FALSE(sec) << st.diag().to_string();
 }
 
@@ -178,16 +179,16 @@ TEST(async_transaction_batch, bad_input_is_refused_before_anything_is_sent) {
   std::vector<pgpipe::statement> s;
   s.emplace_back("insert into txb_bad values ($1)", std::string("fine"));
   s.emplace_back("insert into txb_bad values ($1)", std::string("nul\0byte", 8));
-  auto [ec, report] = pgpipe::async_transaction_batch(client, {}, s, asio::use_future).get();
+  auto [ec, report] = pgpipe::async_transaction_batch(client, {}, s, pgpipe::test::use_future_ec).get();
   EXPECT_EQ(ec, pgpipe::errc::invalid_argument);
   EXPECT_EQ(report.failed_statement, std::optional<std::size_t>(1));
   EXPECT_NE(report.diag.client_message.find("statement 1"), std::string::npos) << report.diag.client_message;
   EXPECT_EQ(pg.query_value("select count(*) from txb_bad"), "0");
-  auto [eec, ereport] = pgpipe::async_transaction_batch(client, {}, {}, asio::use_future).get();
+  auto [eec, ereport] = pgpipe::async_transaction_batch(client, {}, {}, pgpipe::test::use_future_ec).get();
   EXPECT_EQ(eec, pgpipe::errc::invalid_argument) << ereport.diag.client_message;
   pgpipe::lease empty;
   auto [lec, lreport] = pgpipe::async_transaction_batch(empty, {}, three_inserts("txb_bad", 1, 2, 3),
-                                                        asio::use_future).get();
+                                                        pgpipe::test::use_future_ec).get();
   EXPECT_EQ(lec, pgpipe::errc::closed) << lreport.diag.client_message;
 }
 
@@ -205,7 +206,7 @@ TEST(async_transaction_batch, a_serialization_failure_is_retried) {
   opts.retry = {.max_attempts = 5, .initial_backoff = 1ms, .max_backoff = 10ms};
   std::vector<pgpipe::statement> s;
   s.emplace_back("update txb_ser set n = n + 1 where id = $1 returning n", 1);
-  auto done = pgpipe::async_transaction_batch(client, opts, s, asio::use_future);
+  auto done = pgpipe::async_transaction_batch(client, opts, s, pgpipe::test::use_future_ec);
   ASSERT_TRUE(pgpipe::test::wait_until(
       [&] { return pg.query_value("select count(*) from pg_locks where not granted") != "0"; }));
   holder.commit();
@@ -218,7 +219,7 @@ TEST(async_transaction_batch, a_serialization_failure_is_retried) {
   pqxx::work holder2(other);
   holder2.exec("update txb_ser set n = n + 1 where id = 1");
   opts.retry.max_attempts = 1;
-  auto once = pgpipe::async_transaction_batch(client, opts, s, asio::use_future);
+  auto once = pgpipe::async_transaction_batch(client, opts, s, pgpipe::test::use_future_ec);
   ASSERT_TRUE(pgpipe::test::wait_until(
       [&] { return pg.query_value("select count(*) from pg_locks where not granted") != "0"; }));
   holder2.commit();
@@ -233,7 +234,7 @@ TEST(async_transaction_pipelined_begin, a_work_with_no_query_and_one_that_starts
   pg.exec("drop table if exists txb_begin; create table txb_begin(v int)");
   pgpipe::async_client client(params_for(app_conninfo("async_txb_begin"), 1), 1);
   auto [ec, report] = pgpipe::async_transaction(
-                          client, {}, [](pgpipe::lease&) -> asio::awaitable<void> { co_return; }, asio::use_future)
+                          client, {}, [](pgpipe::lease&) -> asio::awaitable<void> { co_return; }, pgpipe::test::use_future_ec)
                           .get();
   EXPECT_FALSE(ec) << report.diag.to_string();
   pgpipe::transaction_options opts;
@@ -244,10 +245,10 @@ TEST(async_transaction_pipelined_begin, a_work_with_no_query_and_one_that_starts
                               auto [e, r] = co_await l.async_query(
                                   "insert into txb_begin select 1 where current_setting('transaction_isolation') = "
                                   "'repeatable read'",
-                                  asio::use_awaitable);
+                                  asio::as_tuple(asio::use_awaitable));
                               pgpipe::throw_if_error(e, r);
                             },
-                            asio::use_future)
+                            pgpipe::test::use_future_ec)
                             .get();
   EXPECT_FALSE(ec2) << report2.diag.to_string();
   EXPECT_EQ(pg.query_value("select count(*) from txb_begin"), "1");

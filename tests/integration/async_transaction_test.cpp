@@ -3,6 +3,7 @@
 #include <pgpipe/async_client.hpp>
 #include <pgpipe/transaction.hpp>
 
+#include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
 #include "support/kit.hpp"
 
@@ -67,14 +68,14 @@ counter_run run_increments(pgpipe::async_client& client, const std::string& tabl
         client, opts,
         [&](pgpipe::lease& l) -> asio::awaitable<void> {
           const bool first_run = runs.fetch_add(1) < n;
-          auto [ec, r] = co_await l.async_query("select n from " + table, asio::use_awaitable);
+          auto [ec, r] = co_await l.async_query("select n from " + table, asio::as_tuple(asio::use_awaitable));
           pgpipe::throw_if_error(ec, r);
           const int seen = r.value<int>();
           if (first_run) co_await gate.arrive_and_wait();
-          auto [uec, ur] = co_await l.async_query("update " + table + " set n = $1", seen + 1, asio::use_awaitable);
+          auto [uec, ur] = co_await l.async_query("update " + table + " set n = $1", seen + 1, asio::as_tuple(asio::use_awaitable));
           pgpipe::throw_if_error(uec, ur);
         },
-        asio::use_future));
+        pgpipe::test::use_future_ec));
   }
   counter_run out;
   for (auto& f : done) {
@@ -125,15 +126,14 @@ TEST(async_transaction, a_throw_rolls_back_and_the_connection_serves_the_next_ca
                           client, {},
                           [](pgpipe::lease& l) -> asio::awaitable<void> {
                             auto [ec, r] = co_await l.async_query("insert into tx_throw values ('thrown')",
-                                                                  asio::use_awaitable);
+                                                                  asio::as_tuple(asio::use_awaitable));
                             pgpipe::throw_if_error(ec, r);
                             throw std::runtime_error("the work gave up");
                           },
-                          asio::use_future)
+                          pgpipe::test::use_future_ec)
                           .get();
   EXPECT_EQ(ec, std::make_error_code(std::errc::state_not_recoverable));
-  ASSERT_TRUE(report.exception);
-  EXPECT_THROW(std::rethrow_exception(report.exception), std::runtime_error);
+  EXPECT_NE(report.diag.client_message.find("the work gave up"), std::string::npos) << report.diag.to_string();
   EXPECT_EQ(report.attempts, 1u);
   EXPECT_EQ(pg.query_value("select count(*) from tx_throw"), "0");
 
@@ -141,10 +141,10 @@ TEST(async_transaction, a_throw_rolls_back_and_the_connection_serves_the_next_ca
                             client, {},
                             [](pgpipe::lease& l) -> asio::awaitable<std::error_code> {
                               auto [ec, r] = co_await l.async_query("insert into tx_throw values ('next')",
-                                                                    asio::use_awaitable);
+                                                                    asio::as_tuple(asio::use_awaitable));
                               co_return ec;
                             },
-                            asio::use_future)
+                            pgpipe::test::use_future_ec)
                             .get();
   EXPECT_FALSE(ec2) << report2.diag.to_string();
   EXPECT_EQ(pg.query_value("select string_agg(v, ',') from tx_throw"), "next");
@@ -159,12 +159,12 @@ TEST(async_transaction, a_server_error_rolls_back_with_its_diagnostics) {
   auto [ec, report] = pgpipe::async_transaction(
                           client, opts,
                           [](pgpipe::lease& l) -> asio::awaitable<void> {
-                            auto [ec, r] = co_await l.async_query("insert into tx_err values (1)", asio::use_awaitable);
+                            auto [ec, r] = co_await l.async_query("insert into tx_err values (1)", asio::as_tuple(asio::use_awaitable));
                             pgpipe::throw_if_error(ec, r);
-                            auto [ec2, r2] = co_await l.async_query("select 1 / 0", asio::use_awaitable);
+                            auto [ec2, r2] = co_await l.async_query("select 1 / 0", asio::as_tuple(asio::use_awaitable));
                             pgpipe::throw_if_error(ec2, r2);
                           },
-                          asio::use_future)
+                          pgpipe::test::use_future_ec)
                           .get();
   EXPECT_EQ(pgpipe::sqlstate_of(ec), "22012");
   EXPECT_EQ(report.diag.sqlstate, "22012");
@@ -186,14 +186,14 @@ TEST(async_transaction, options_reach_the_server) {
                                 "select current_setting('transaction_isolation') || ',' || "
                                 "current_setting('transaction_read_only') || ',' || "
                                 "current_setting('transaction_deferrable')",
-                                asio::use_awaitable);
+                                asio::as_tuple(asio::use_awaitable));
                             pgpipe::throw_if_error(ec, r);
                             *seen = r.value<std::string>();
                             auto [wec, wr] = co_await l.async_query("create table tx_ro_refused(v int)",
-                                                                    asio::use_awaitable);
+                                                                    asio::as_tuple(asio::use_awaitable));
                             pgpipe::throw_if_error(wec, wr);
                           },
-                          asio::use_future)
+                          pgpipe::test::use_future_ec)
                           .get();
   EXPECT_EQ(*seen, "serializable,on,on");
   EXPECT_EQ(pgpipe::sqlstate_of(ec), "25006");  // read-only transaction
@@ -207,32 +207,32 @@ TEST(async_transaction, savepoints_undo_only_their_own_work) {
   auto [ec, report] = pgpipe::async_transaction(
                           client, {},
                           [inner_ec](pgpipe::lease& l) -> asio::awaitable<void> {
-                            auto [e1, r1] = co_await l.async_query("insert into tx_sp values ('a')", asio::use_awaitable);
+                            auto [e1, r1] = co_await l.async_query("insert into tx_sp values ('a')", asio::as_tuple(asio::use_awaitable));
                             pgpipe::throw_if_error(e1, r1);
                             auto [sec, srep] = co_await pgpipe::async_savepoint(
                                 l,
                                 [](pgpipe::lease& inner) -> asio::awaitable<void> {
                                   auto [e, r] = co_await inner.async_query("insert into tx_sp values ('b')",
-                                                                           asio::use_awaitable);
+                                                                           asio::as_tuple(asio::use_awaitable));
                                   pgpipe::throw_if_error(e, r);
                                   auto [e2, r2] = co_await inner.async_query("insert into tx_sp values (1/0)",
-                                                                             asio::use_awaitable);
+                                                                             asio::as_tuple(asio::use_awaitable));
                                   pgpipe::throw_if_error(e2, r2);
                                 },
-                                asio::use_awaitable);
+                                asio::as_tuple(asio::use_awaitable));
                             *inner_ec = sec;
                             // A nested savepoint that succeeds keeps its row.
                             auto [okec, okrep] = co_await pgpipe::async_savepoint(
                                 l,
                                 [](pgpipe::lease& inner) -> asio::awaitable<std::error_code> {
                                   auto [e, r] = co_await inner.async_query("insert into tx_sp values ('c')",
-                                                                           asio::use_awaitable);
+                                                                           asio::as_tuple(asio::use_awaitable));
                                   co_return e;
                                 },
-                                asio::use_awaitable);
+                                asio::as_tuple(asio::use_awaitable));
                             if (okec) throw pgpipe::error(okec, okrep.diag);
                           },
-                          asio::use_future)
+                          pgpipe::test::use_future_ec)
                           .get();
   EXPECT_FALSE(ec) << report.diag.to_string();
   EXPECT_EQ(pgpipe::sqlstate_of(*inner_ec), "22012");
@@ -246,11 +246,11 @@ TEST(async_transaction, a_swallowed_error_is_not_reported_as_committed) {
   auto [ec, report] = pgpipe::async_transaction(
                           client, {},
                           [](pgpipe::lease& l) -> asio::awaitable<std::error_code> {
-                            co_await l.async_query("insert into tx_swallow values (1)", asio::use_awaitable);
-                            co_await l.async_query("select 1 / 0", asio::use_awaitable);  // error ignored
+                            co_await l.async_query("insert into tx_swallow values (1)", asio::as_tuple(asio::use_awaitable));
+                            co_await l.async_query("select 1 / 0", asio::as_tuple(asio::use_awaitable));  // ignored
                             co_return std::error_code{};
                           },
-                          asio::use_future)
+                          pgpipe::test::use_future_ec)
                           .get();
   EXPECT_EQ(pgpipe::sqlstate_of(ec), "25P02") << report.diag.to_string();
   EXPECT_EQ(pg.query_value("select count(*) from tx_swallow"), "0");
@@ -269,9 +269,9 @@ TEST(async_transaction, a_callback_work_commits_or_rolls_back_by_its_outcome) {
                     });
     };
   };
-  auto [ec, report] = pgpipe::async_transaction(client, {}, insert_then("kept", false), asio::use_future).get();
+  auto [ec, report] = pgpipe::async_transaction(client, {}, insert_then("kept", false), pgpipe::test::use_future_ec).get();
   EXPECT_FALSE(ec) << report.diag.to_string();
-  auto [ec2, report2] = pgpipe::async_transaction(client, {}, insert_then("undone", true), asio::use_future).get();
+  auto [ec2, report2] = pgpipe::async_transaction(client, {}, insert_then("undone", true), pgpipe::test::use_future_ec).get();
   EXPECT_EQ(ec2, pgpipe::errc::cancelled);
   EXPECT_EQ(pg.query_value("select string_agg(v, ',') from tx_cb"), "kept");
 }

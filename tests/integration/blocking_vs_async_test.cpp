@@ -6,6 +6,7 @@
 #include <pgpipe/async_client.hpp>
 #include <pgpipe/blocking_pool.hpp>
 
+#include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
 
 #include <boost/asio/use_future.hpp>
@@ -80,7 +81,7 @@ class blocking_vs_async : public ::testing::Test {
   template <typename... Args>
   std::pair<table, table> both(std::string_view sql, const Args&... args) {
     table b = from_result(blocking_.exec(sql, args...));
-    auto [ec, r] = async_.async_query(sql, args..., asio::use_future).get();
+    auto [ec, r] = async_.async_query(sql, args..., pgpipe::test::use_future_ec).get();
     EXPECT_FALSE(ec) << ec.message() << " " << r.diag().to_string();
     return {b, from_result(r)};
   }
@@ -142,7 +143,7 @@ TEST_F(blocking_vs_async, same_error_codes_for_the_same_failures) {
       blocking_ec = e.code();
       blocking_sqlstate = e.diag().sqlstate;
     }
-    auto [ec, r] = async_.async_query(sql, asio::use_future).get();
+    auto [ec, r] = async_.async_query(sql, pgpipe::test::use_future_ec).get();
     EXPECT_TRUE(blocking_ec) << sql;
     EXPECT_EQ(blocking_ec, ec) << sql;
     EXPECT_EQ(blocking_sqlstate, r.diag().sqlstate) << sql;
@@ -159,7 +160,7 @@ TEST_F(blocking_vs_async, parameters_are_typed_alike) {
   } catch (const pgpipe::error& e) {
     blocking_sqlstate = e.diag().sqlstate;
   }
-  auto [ec, r] = async_.async_query(sql, std::int64_t{1}, asio::use_future).get();
+  auto [ec, r] = async_.async_query(sql, std::int64_t{1}, pgpipe::test::use_future_ec).get();
   EXPECT_EQ(r.diag().sqlstate, "42883");
   EXPECT_EQ(blocking_sqlstate, r.diag().sqlstate);
   // And the parameter's type is the one the async driver sends.
@@ -171,7 +172,7 @@ TEST_F(blocking_vs_async, parameters_are_typed_alike) {
 TEST_F(blocking_vs_async, rows_read_alike_with_the_same_type_checks) {
   const std::string_view sql = "select ma, so_luong from san_pham_cmp where ma = $1";
   const pgpipe::result b = blocking_.exec(sql, std::string("SP000007"));
-  auto [ec, a] = async_.async_query(sql, std::string("SP000007"), asio::use_future).get();
+  auto [ec, a] = async_.async_query(sql, std::string("SP000007"), pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(ec) << ec.message();
   EXPECT_EQ(b.value<std::string>(0, 0), a.value<std::string>(0, 0));
   // so_luong is NULL for multiples of 7: the same NULL rule.

@@ -8,6 +8,7 @@
 // fault_cancel_test.cpp.
 #include <pgpipe/async_client.hpp>
 
+#include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
 #include "support/kit.hpp"
 #include "support/wait.hpp"
@@ -146,7 +147,7 @@ struct log_sink {
 };
 
 std::pair<std::error_code, pgpipe::result> run_sync(async_client& c, std::string_view sql) {
-  auto f = c.async_query(sql, asio::use_future);
+  auto f = c.async_query(sql, pgpipe::test::use_future_ec);
   if (f.wait_for(30s) != std::future_status::ready) return {make_error_code(std::errc::timed_out), pgpipe::result{}};
   auto [ec, r] = f.get();
   return {ec, std::move(r)};
@@ -283,9 +284,9 @@ TEST(fault_async, broken_pipeline_fails_the_written_query_as_connection_lost_and
   params.stall_timeout = 500ms;
   params.query_timeout = 0ms;  // none: only the stall may end the wait
   async_client client(params, 1);
-  auto [lec, l] = client.async_acquire(asio::use_future).get();
+  auto [lec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(lec) << lec.message();
-  auto [pec, pr] = l.async_query("select pg_backend_pid()", asio::use_future).get();
+  auto [pec, pr] = l.async_query("select pg_backend_pid()", pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(pec) << pec.message();
   const pid_t backend = pr.value<int>();
   constexpr std::size_t n = 5;
@@ -321,7 +322,7 @@ TEST(fault_async, broken_pipeline_fails_the_written_query_as_connection_lost_and
 // and returns their codes in order.
 std::vector<std::error_code> pipelined_on_lease(pgpipe::lease& l, const std::vector<std::string>& sqls) {
   std::vector<std::future<std::tuple<std::error_code, pgpipe::result>>> fs;
-  for (const auto& s : sqls) fs.push_back(l.async_query(s, asio::use_future));
+  for (const auto& s : sqls) fs.push_back(l.async_query(s, pgpipe::test::use_future_ec));
   std::vector<std::error_code> out;
   for (auto& f : fs) {
     if (f.wait_for(30s) != std::future_status::ready) {
@@ -337,7 +338,7 @@ TEST(fault_async, error_mid_pipeline_fails_only_the_statement_and_what_depends_o
   auto& pg = pgpipe::test::shared_cluster();
   pg.exec("drop table if exists fault_a_tx; create table fault_a_tx(n int)");
   async_client client(fault_params(pg.conninfo(), 1), 1);
-  auto [lec, l] = client.async_acquire(asio::use_future).get();
+  auto [lec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(lec) << lec.message();
 
   // Implicit transactions: each statement has its own Sync, so only the
@@ -363,14 +364,14 @@ TEST(fault_async, error_mid_pipeline_fails_only_the_statement_and_what_depends_o
   EXPECT_EQ(pgpipe::sqlstate_of(block[3]), "25P02") << block[3].message();
   EXPECT_EQ(pgpipe::sqlstate_of(block[4]), "25P02") << block[4].message();
   EXPECT_FALSE(block[5]) << block[5].message();
-  auto [ec, r] = l.async_query("select array_agg(n order by n)::text from fault_a_tx", asio::use_future).get();
+  auto [ec, r] = l.async_query("select array_agg(n order by n)::text from fault_a_tx", pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(ec) << ec.message();
   EXPECT_EQ(r.value<std::string>(), "{1,2}");
   l.release();
 
   // The shared pipeline: a failure in one caller's query leaves the others.
   auto shared = std::vector<std::future<std::tuple<std::error_code, pgpipe::result>>>{};
-  for (int i = 0; i < 30; ++i) shared.push_back(client.async_query(i == 15 ? "select 1/0" : "select 1", asio::use_future));
+  for (int i = 0; i < 30; ++i) shared.push_back(client.async_query(i == 15 ? "select 1/0" : "select 1", pgpipe::test::use_future_ec));
   for (int i = 0; i < 30; ++i) {
     auto c = std::get<0>(shared[i].get());
     if (i == 15) EXPECT_EQ(pgpipe::sqlstate_of(c), "22012");

@@ -11,6 +11,7 @@
 // emit() happens on that thread.
 #include <pgpipe/async_client.hpp>
 
+#include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -192,7 +193,7 @@ TEST(fault_cancel, random_cancels_on_a_lease_never_hit_a_later_query_with_57014)
   params.conninfo = pgpipe::test::shared_cluster().conninfo();
   params.max_size = 1;
   auto client = std::make_unique<pgpipe::async_client>(params, loop.io());
-  auto [aec, l] = client->async_acquire(asio::use_future).get();
+  auto [aec, l] = client->async_acquire(pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(aec) << aec.message();
 
   constexpr int iterations = 150;
@@ -263,7 +264,7 @@ TEST(fault_cancel, random_cancels_on_a_lease_never_hit_a_later_query_with_57014)
   l.release();
   int pool_errors = 0;
   for (int i = 0; i < 50; ++i) {
-    auto [ec, r] = client->async_query("select 1", asio::use_future).get();
+    auto [ec, r] = client->async_query("select 1", pgpipe::test::use_future_ec).get();
     if (ec) ++pool_errors;
   }
   EXPECT_EQ(pool_errors, 0);

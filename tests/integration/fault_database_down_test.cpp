@@ -13,6 +13,7 @@
 #include <pgpipe/async_client.hpp>
 #include <pgpipe/blocking_pool.hpp>
 
+#include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
 
 #include <boost/asio/use_future.hpp>
@@ -88,7 +89,7 @@ op_record blocking_op(pgpipe::blocking_pool& pool) {
 op_record async_op(pgpipe::async_client& client) {
   op_record r;
   r.start = steady::now();
-  auto f = client.async_query("select 1", asio::use_future);
+  auto f = client.async_query("select 1", pgpipe::test::use_future_ec);
   if (f.wait_for(hang_guard) != std::future_status::ready) {
     r.hung = true;
     r.end = steady::now();

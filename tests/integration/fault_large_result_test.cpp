@@ -6,6 +6,7 @@
 #include <pgpipe/async_client.hpp>
 #include <pgpipe/blocking_pool.hpp>
 
+#include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
 #include "support/kit.hpp"
 
@@ -126,7 +127,7 @@ TEST(fault_large_result, async_row_stream_delivers_a_large_result_in_chunks_with
   const long rows = stream_rows();
   const std::string big_query = "select g, 'row number ' || g from generate_series(1, " + std::to_string(rows) + ") g";
   pgpipe::async_client client(params(), 1);
-  auto [aec, l] = client.async_acquire(asio::use_future).get();
+  auto [aec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(aec) << aec.message();
   reset_peak_rss();
   const long rss0 = status_kib("VmHWM");
@@ -171,7 +172,7 @@ TEST(fault_large_result, async_row_stream_delivers_a_large_result_in_chunks_with
               "peak_rss_growth_kib=%ld\n",
               seen, chunks, biggest, elapsed, growth);
   // The lease serves ordinary queries after the stream.
-  auto [ec, r] = l.async_query("select 1", asio::use_future).get();
+  auto [ec, r] = l.async_query("select 1", pgpipe::test::use_future_ec).get();
   EXPECT_FALSE(ec) << ec.message();
   PGPIPE_SKIP_IF_RSS_UNCHECKED();
 }
@@ -181,7 +182,7 @@ TEST(fault_large_result, async_row_stream_delivers_a_large_result_in_chunks_with
 // that cancel (57014), whether the stop came early or after the last row.
 TEST(fault_large_result, async_row_stream_stops_early_and_the_lease_serves_the_next_query) {
   pgpipe::async_client client(params(), 1);
-  auto [aec, l] = client.async_acquire(asio::use_future).get();
+  auto [aec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(aec) << aec.message();
   long worst_stop_ms = 0;
   int next_query_errors = 0;
@@ -192,14 +193,14 @@ TEST(fault_large_result, async_row_stream_stops_early_and_the_lease_serves_the_n
     {
       auto st = l.stream(stop_after == -1 ? std::string("select generate_series(1, 1000)") : big_query);
       for (int i = 0; stop_after == -1 || i < stop_after; ++i) {
-        auto [ec, r] = st.async_next(asio::use_future).get();
+        auto [ec, r] = st.async_next(pgpipe::test::use_future_ec).get();
         ASSERT_FALSE(ec) << ec.message();
         if (r.empty()) break;
         got += static_cast<long>(r.size());
       }
       st.cancel();
       // After cancel() the stream reports cancelled or its end, never more rows.
-      auto [ec, r] = st.async_next(asio::use_future).get();
+      auto [ec, r] = st.async_next(pgpipe::test::use_future_ec).get();
       if (ec) {
         EXPECT_EQ(ec, pgpipe::errc::cancelled) << ec.message();
         EXPECT_THROW((void)r.empty(), pgpipe::error);  // a failed chunk holds no rows to read
@@ -207,7 +208,7 @@ TEST(fault_large_result, async_row_stream_stops_early_and_the_lease_serves_the_n
         EXPECT_TRUE(r.empty());
       }
     }
-    auto [ec, r] = l.async_query("select 42", asio::use_future).get();
+    auto [ec, r] = l.async_query("select 42", pgpipe::test::use_future_ec).get();
     const long stop_ms = ms_since(t0);
     if (ec) ++next_query_errors;
     EXPECT_FALSE(ec) << "query after stopping a stream: " << ec.message();
@@ -239,7 +240,7 @@ TEST(fault_large_result, async_buffered_result_of_5_million_rows_costs_memory_in
   long long sum = 0;
   std::size_t n = 0;
   {
-    auto [ec, r] = client.async_query(big_query, asio::use_future).get();
+    auto [ec, r] = client.async_query(big_query, pgpipe::test::use_future_ec).get();
     ASSERT_FALSE(ec) << ec.message() << ": " << r.diag().to_string();
     n = r.size();
     for (std::size_t i = 0; i < r.size(); i += 1000) sum += r[i].get<long long>(0);
@@ -258,7 +259,7 @@ TEST(fault_large_result, async_buffered_result_of_5_million_rows_costs_memory_in
     EXPECT_LE(growth, rows * 400 / 1024) << "peak RSS grew by " << growth << " KiB";
   }
   std::printf("[figure] large_result.async_buffered.rows=%zu elapsed_ms=%ld peak_rss_growth_kib=%ld\n", n, elapsed, growth);
-  auto [ec, r] = client.async_query("select 1", asio::use_future).get();
+  auto [ec, r] = client.async_query("select 1", pgpipe::test::use_future_ec).get();
   EXPECT_FALSE(ec);
   PGPIPE_SKIP_IF_RSS_UNCHECKED();
 }

@@ -7,6 +7,7 @@
 #include <pgpipe/async_client.hpp>
 #include <pgpipe/blocking_pool.hpp>
 
+#include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
 
 #include <boost/asio/use_future.hpp>
@@ -167,7 +168,7 @@ TEST(fault_migration, async_callers_never_see_a_stale_statement) {
 
   // Every connection now serves the new shape.
   std::vector<std::future<std::tuple<std::error_code, pgpipe::result>>> fs;
-  for (int i = 0; i < 64; ++i) fs.push_back(client.async_query(sql, boost::asio::use_future));
+  for (int i = 0; i < 64; ++i) fs.push_back(client.async_query(sql, pgpipe::test::use_future_ec));
   for (auto& f : fs) {
     auto [ec, r] = f.get();
     ASSERT_FALSE(ec) << r.diag().to_string();

@@ -227,7 +227,7 @@ TEST(query_observer_blocking, a_statement_timeout_is_seen_with_its_code) {
 std::pair<std::error_code, std::uint64_t> drain(pgpipe::row_stream& s) {
   std::uint64_t rows = 0;
   for (;;) {
-    auto [ec, r] = s.async_next(boost::asio::use_future).get();
+    auto [ec, r] = s.async_next(pgpipe::test::use_future_ec).get();
     if (ec) return {ec, rows};
     if (r.empty()) return {ec, rows};
     rows += r.size();

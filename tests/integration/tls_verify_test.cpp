@@ -8,6 +8,7 @@
 #include <pgpipe/async_client.hpp>
 #include <pgpipe/blocking_pool.hpp>
 
+#include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
 #include "support/kit.hpp"
 #include "support/tls_certs.hpp"
@@ -68,7 +69,7 @@ attempt via_async(const std::string& conninfo) {
   attempt a;
   const auto t0 = std::chrono::steady_clock::now();
   pgpipe::async_client client(tls_params(conninfo), 1);
-  auto f = client.async_query(ssl_query, asio::use_future);
+  auto f = client.async_query(ssl_query, pgpipe::test::use_future_ec);
   if (f.wait_for(30s) != std::future_status::ready) {
     a.ec = std::make_error_code(std::errc::timed_out);
     a.message = "the async query never completed";

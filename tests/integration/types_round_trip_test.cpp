@@ -7,6 +7,7 @@
 #include <pgpipe/blocking_pool.hpp>
 #include <pgpipe/type_traits.hpp>
 
+#include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
 
 #include <boost/asio/use_future.hpp>
@@ -44,7 +45,7 @@ struct async_driver {
   using result_type = pgpipe::result;
   template <class... A>
   pgpipe::result run(std::string_view sql, const A&... args) {
-    auto [ec, r] = client.async_query(sql, args..., asio::use_future).get();
+    auto [ec, r] = client.async_query(sql, args..., pgpipe::test::use_future_ec).get();
     if (ec) throw pgpipe::error(ec, r.diag().to_string());
     return std::move(r);
   }

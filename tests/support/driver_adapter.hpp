@@ -16,6 +16,8 @@
 //   std::string log();                              what the driver logged
 #pragma once
 
+#include "support/async_kit.hpp"
+
 #include <pgpipe/async_client.hpp>
 #include <pgpipe/blocking_pool.hpp>
 
@@ -149,7 +151,7 @@ class async_driver {
 
   template <class... Args>
   outcome run(std::string_view sql, Args&&... args) {
-    auto f = client_->async_query(sql, std::forward<Args>(args)..., boost::asio::use_future);
+    auto f = client_->async_query(sql, std::forward<Args>(args)..., pgpipe::test::use_future_ec);
     outcome o;
     if (f.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
       o.ec = make_error_code(std::errc::timed_out);
@@ -170,7 +172,7 @@ class async_driver {
   }
   /// A lease; throws std::system_error if none comes.
   lease hold() {
-    auto [ec, l] = client_->async_acquire(boost::asio::use_future).get();
+    auto [ec, l] = client_->async_acquire(pgpipe::test::use_future_ec).get();
     if (ec) throw std::system_error(ec);
     return std::move(l);
   }

@@ -6,6 +6,7 @@
 // ("never completed") instead of hanging the test.
 #pragma once
 
+#include "support/async_kit.hpp"
 #include "support/driver_adapter.hpp"
 
 #include <pgpipe/blocking_read_router.hpp>
@@ -34,13 +35,13 @@ class async_router {
     router_ = std::make_unique<pgpipe::read_router>(pgpipe::async_client(primary, std::size_t{1}),
                                                     std::move(replicas), rp);
   }
-  outcome read(std::string_view sql) { return wait(router_->async_query(read_only(), sql, boost::asio::use_future)); }
-  outcome write(std::string_view sql) { return wait(router_->async_query(sql, boost::asio::use_future)); }
+  outcome read(std::string_view sql) { return wait(router_->async_query(read_only(), sql, pgpipe::test::use_future_ec)); }
+  outcome write(std::string_view sql) { return wait(router_->async_query(sql, pgpipe::test::use_future_ec)); }
   // A statement on a lease: leases always come from the primary.
   outcome on_lease(std::string_view sql) {
-    auto [ec, l] = router_->async_acquire(boost::asio::use_future).get();
+    auto [ec, l] = router_->async_acquire(pgpipe::test::use_future_ec).get();
     if (ec) return outcome_of(ec, pgpipe::result{});
-    return wait(l.async_query(sql, boost::asio::use_future));
+    return wait(l.async_query(sql, pgpipe::test::use_future_ec));
   }
   pgpipe::read_routing_stats stats() const { return router_->stats(); }
   /// Destroys the router (its probes, then its clients).

@@ -7,16 +7,22 @@
 #include <pgpipe/detail/text_convert.hpp>
 #include <pgpipe/query_options.hpp>
 #include <pgpipe/result.hpp>
+#include <pgpipe/with_diagnostics.hpp>
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/system_executor.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
 
 #include <cassert>
 #include <chrono>
@@ -149,38 +155,114 @@ class query_target {
                             boost::asio::cancellation_slot slot) = 0;
 };
 
+/// How many rows an operation's caller accepts (async_query_one / _opt).
+enum class rows_expected { any, one, at_most_one };
+
+/// Fails a successful result whose row count the caller does not accept,
+/// with errc::out_of_range naming the count (the rows stay readable through
+/// the PGresult kept in the failed result's native_handle()).
+class row_count_completion final : public completion<result> {
+ public:
+  row_count_completion(rows_expected expect, std::unique_ptr<completion<result>> inner) noexcept
+      : expect_(expect), inner_(std::move(inner)) {}
+  void complete(const boost::asio::any_io_executor& fallback, bool must_post, std::error_code ec,
+                result value) override {
+    if (!ec) {
+      const std::size_t n = value.size();
+      const bool ok = expect_ == rows_expected::one ? n == 1 : n <= 1;
+      if (!ok) {
+        ec = make_error_code(errc::out_of_range);
+        diagnostics d;
+        d.client_message = std::string(expect_ == rows_expected::one ? "expected exactly one row"
+                                                                      : "expected at most one row") +
+                           ", the query returned " + std::to_string(n);
+        PGresult* res = value.release();
+        value = result(ec, std::move(d), res);
+      }
+    }
+    inner_->complete(fallback, must_post, ec, std::move(value));
+  }
+
+ private:
+  rows_expected expect_;
+  std::unique_ptr<completion<result>> inner_;
+};
+
 /// A target for operations started on a moved-from or empty object: completes
 /// with errc::closed (on the system executor when the handler has none).
 std::shared_ptr<query_target> null_query_target();
 
+/// Tokens whose completion is a value or an exception: asio::use_awaitable
+/// and asio::use_future, also under the binders that keep a token's kind.
+/// The operations give them with_diagnostics() by themselves, so that a
+/// failed operation throws pgpipe::error instead of yielding an error code
+/// that is easy to ignore.
 template <class Token>
-auto initiate_query(std::shared_ptr<query_target> target, query_spec spec, Token&& token) {
-  return boost::asio::async_initiate<Token, void(std::error_code, result)>(
-      [](auto handler, std::shared_ptr<query_target> t, query_spec s) {
+struct throws_by_default : std::false_type {};
+template <class Executor>
+struct throws_by_default<boost::asio::use_awaitable_t<Executor>> : std::true_type {};
+template <class Allocator>
+struct throws_by_default<boost::asio::use_future_t<Allocator>> : std::true_type {};
+template <class Token, class Slot>
+struct throws_by_default<boost::asio::cancellation_slot_binder<Token, Slot>> : throws_by_default<Token> {};
+template <class Token, class Executor>
+struct throws_by_default<boost::asio::executor_binder<Token, Executor>> : throws_by_default<Token> {};
+template <class Token, class Allocator>
+struct throws_by_default<boost::asio::allocator_binder<Token, Allocator>> : throws_by_default<Token> {};
+
+/// The completion signature of an operation producing T (std::monostate: none).
+template <class T>
+using signature_of =
+    std::conditional_t<std::is_same_v<T, std::monostate>, void(std::error_code), void(std::error_code, T)>;
+
+/// The one place every async operation starts: asio::async_initiate with
+/// the signature (std::error_code, T), the token wrapped in
+/// with_diagnostics() when it throws by default (see throws_by_default).
+/// `initiation` gets the handler (wrap it in completion_impl<T, H>) and `args`.
+template <class T, class Token, class Initiation, class... Args>
+auto initiate_op(Initiation&& initiation, Token& token, Args&&... args) {
+  if constexpr (throws_by_default<std::decay_t<Token>>::value) {
+    auto wrapped = with_diagnostics(token);
+    return boost::asio::async_initiate<decltype(wrapped), signature_of<T>>(std::forward<Initiation>(initiation),
+                                                                           wrapped, std::forward<Args>(args)...);
+  } else {
+    return boost::asio::async_initiate<Token, signature_of<T>>(std::forward<Initiation>(initiation), token,
+                                                               std::forward<Args>(args)...);
+  }
+}
+
+template <class Token>
+auto initiate_query(std::shared_ptr<query_target> target, query_spec spec, Token&& token,
+                    rows_expected expect = rows_expected::any) {
+  return initiate_op<result>(
+      [](auto handler, std::shared_ptr<query_target> t, query_spec s, rows_expected e) {
         using H = decltype(handler);
         auto slot = boost::asio::get_associated_cancellation_slot(handler);
-        t->submit_query(std::move(s), std::make_unique<completion_impl<result, H>>(std::move(handler)), slot);
+        std::unique_ptr<completion<result>> done = std::make_unique<completion_impl<result, H>>(std::move(handler));
+        if (e != rows_expected::any) done = std::make_unique<row_count_completion>(e, std::move(done));
+        t->submit_query(std::move(s), std::move(done), slot);
       },
-      token, std::move(target), std::move(spec));
+      token, std::move(target), std::move(spec), expect);
 }
 
 // async_query(sql, args..., token): the last argument is the token, the ones
 // before it are the query parameters.
 template <class Tuple, std::size_t... I>
-auto initiate_query_split(std::shared_ptr<query_target> target, const query_options& opts, std::string_view sql,
-                          Tuple&& t, std::index_sequence<I...>) {
+auto initiate_query_split(std::shared_ptr<query_target> target, const query_options& opts, rows_expected expect,
+                          std::string_view sql, Tuple&& t, std::index_sequence<I...>) {
   constexpr std::size_t n = sizeof...(I);
   query_spec spec{std::string(sql), encode_params(std::get<I>(t)...), opts.timeout, opts.read_only};
   return initiate_query(std::move(target), std::move(spec),
-                        std::forward<std::tuple_element_t<n, std::remove_reference_t<Tuple>>>(std::get<n>(t)));
+                        std::forward<std::tuple_element_t<n, std::remove_reference_t<Tuple>>>(std::get<n>(t)),
+                        expect);
 }
 
 template <class... ArgsAndToken>
-auto initiate_query_args(std::shared_ptr<query_target> target, const query_options& opts, std::string_view sql,
-                         ArgsAndToken&&... args_and_token) {
+auto initiate_query_args(std::shared_ptr<query_target> target, const query_options& opts, rows_expected expect,
+                         std::string_view sql, ArgsAndToken&&... args_and_token) {
   static_assert(sizeof...(ArgsAndToken) >= 1, "async_query: the last argument must be a completion token");
   if (!target) target = null_query_target();
-  return initiate_query_split(std::move(target), opts, sql,
+  return initiate_query_split(std::move(target), opts, expect, sql,
                               std::forward_as_tuple(std::forward<ArgsAndToken>(args_and_token)...),
                               std::make_index_sequence<sizeof...(ArgsAndToken) - 1>{});
 }

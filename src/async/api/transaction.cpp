@@ -31,7 +31,7 @@ namespace asio = boost::asio;
 struct work_outcome {
   std::error_code ec;
   diagnostics diag;
-  std::exception_ptr other;
+  bool threw_other = false;  ///< not a system_error: never retried
 };
 
 asio::awaitable<work_outcome> run_work(const transaction_work& work, lease& l) {
@@ -44,10 +44,16 @@ asio::awaitable<work_outcome> run_work(const transaction_work& work, lease& l) {
   } catch (const std::system_error& e) {
     out.ec = e.code();
     out.diag.client_message = e.what();
-  } catch (...) {
-    out.other = std::current_exception();
+  } catch (const std::exception& e) {
+    // The report has one place for a failure, the code and the diagnostics:
+    // what any other exception says goes into the client message.
+    out.threw_other = true;
     out.ec = std::make_error_code(std::errc::state_not_recoverable);
-    out.diag.client_message = "the transaction's work threw an exception (see transaction_report::exception)";
+    out.diag.client_message = std::string("the transaction's work threw: ") + e.what();
+  } catch (...) {
+    out.threw_other = true;
+    out.ec = std::make_error_code(std::errc::state_not_recoverable);
+    out.diag.client_message = "the transaction's work threw an exception that is not a std::exception";
   }
   co_return out;
 }
@@ -61,8 +67,11 @@ asio::awaitable<std::pair<std::error_code, transaction_report>> run_transaction(
   for (unsigned attempt = 1;; ++attempt) {
     auto [aec, l] = co_await client.async_acquire(asio::as_tuple(asio::use_awaitable));
     if (aec) {
-      report.diag = diagnostics{};
-      report.diag.client_message = "could not acquire a lease for the transaction: " + aec.message();
+      // The failed lease carries the connect error's server text (28P01...).
+      report.diag = l.diag();
+      if (!report.diag.has_server_error()) {
+        report.diag.client_message = "could not acquire a lease for the transaction: " + aec.message();
+      }
       co_return std::pair{aec, std::move(report)};
     }
     report.attempts = attempt;
@@ -97,8 +106,7 @@ asio::awaitable<std::pair<std::error_code, transaction_report>> run_transaction(
     }
     l.release();
     report.diag = std::move(w.diag);
-    report.exception = w.other;
-    if (w.other || !is_retryable_transaction_error(w.ec) || attempt >= max_attempts) {
+    if (w.threw_other || !is_retryable_transaction_error(w.ec) || attempt >= max_attempts) {
       co_return std::pair{w.ec, std::move(report)};
     }
     asio::steady_timer backoff(co_await asio::this_coro::executor);
@@ -127,7 +135,6 @@ asio::awaitable<std::pair<std::error_code, transaction_report>> run_savepoint(le
   co_await l.async_query("ROLLBACK TO SAVEPOINT pgpipe_savepoint", asio::as_tuple(asio::use_awaitable));
   co_await l.async_query("RELEASE SAVEPOINT pgpipe_savepoint", asio::as_tuple(asio::use_awaitable));
   report.diag = std::move(w.diag);
-  report.exception = w.other;
   co_return std::pair{w.ec, std::move(report)};
 }
 
@@ -139,7 +146,8 @@ void spawn_to_completion(const asio::any_io_executor& ex, Coro coro,
                                               std::pair<std::error_code, transaction_report> out) mutable {
                    if (e) {  // only allocation failures get here: the coroutines catch the work's exceptions
                      out.first = std::make_error_code(std::errc::state_not_recoverable);
-                     out.second.exception = e;
+                     out.second.diag = diagnostics{};
+                     out.second.diag.client_message = "the transaction's coroutine failed to run";
                    }
                    done->complete(ex, true, out.first, std::move(out.second));
                  });
