@@ -205,7 +205,7 @@ class async_client {
           auto slot = boost::asio::get_associated_cancellation_slot(handler);
           submit_acquire(impl, std::make_unique<detail::completion_impl<lease, H>>(std::move(handler)), slot);
         },
-        token, impl_);
+        std::forward<CompletionToken>(token), impl_);
   }
 
   /// Stops taking work: new operations fail with errc::closed, queued ones
@@ -223,7 +223,7 @@ class async_client {
           using H = decltype(handler);
           submit_close(impl, std::make_unique<detail::completion_impl<std::monostate, H>>(std::move(handler)));
         },
-        token, impl_);
+        std::forward<CompletionToken>(token), impl_);
   }
 
   /// A snapshot: connections by state, requests in flight and queued,

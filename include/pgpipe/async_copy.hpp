@@ -3,14 +3,15 @@
 // mirror the blocking driver's (<pgpipe/blocking_copy.hpp>).
 //
 //   auto in = lease.copy_in("copy items(id, name) from stdin");
-//   std::error_code ec = co_await in.async_write(chunk, use_awaitable);  // rows may straddle chunks
-//   auto [ec2, r] = co_await in.async_finish(use_awaitable);  // r.affected_rows(); or async_abort(reason)
+//   co_await in.async_write(chunk, use_awaitable);  // rows may straddle chunks; throws pgpipe::error
+//   pgpipe::result r = co_await in.async_finish(use_awaitable);  // r.affected_rows(); or async_abort(reason)
 //
 //   auto out = lease.copy_out("copy items to stdout");
 //   for (;;) {
-//     auto [ec, chunk] = co_await out.async_next(use_awaitable);  // whole rows, up to ~64 KiB
-//     if (ec || chunk.empty()) break;                             // the end: out.rows() is known
+//     auto chunk = co_await out.async_next(use_awaitable);  // whole rows, up to ~64 KiB
+//     if (chunk.empty()) break;                             // the end: out.rows() is known
 //   }
+// (asio::as_tuple(use_awaitable) gives (ec, value) instead of throwing.)
 //
 // How it runs: libpq 15 allows no COPY in pipeline mode, so a COPY waits
 // until every query started before it on the lease has been answered, then
@@ -88,7 +89,7 @@ class async_copy_in {
           submit_write(st, std::move(data),
                        std::make_unique<detail::completion_impl<std::monostate, H>>(std::move(handler)));
         },
-        token, st_, std::string(chunk));
+        std::forward<CompletionToken>(token), st_, std::string(chunk));
   }
 
   /// Ends the data and waits for the server's verdict: token for
@@ -107,7 +108,7 @@ class async_copy_in {
           using H = decltype(handler);
           submit_finish(st, std::make_unique<detail::completion_impl<result, H>>(std::move(handler)));
         },
-        token, st_);
+        std::forward<CompletionToken>(token), st_);
   }
 
   /// Ends the COPY with a failure `reason` (the server answers 57014 "COPY
@@ -124,7 +125,7 @@ class async_copy_in {
           submit_abort(st, std::move(why),
                        std::make_unique<detail::completion_impl<std::monostate, H>>(std::move(handler)));
         },
-        token, st_, std::string(reason));
+        std::forward<CompletionToken>(token), st_, std::string(reason));
   }
 
  private:
@@ -176,7 +177,7 @@ class async_copy_out {
           using H = decltype(handler);
           submit_next(st, std::make_unique<detail::completion_impl<std::string, H>>(std::move(handler)));
         },
-        token, st_);
+        std::forward<CompletionToken>(token), st_);
   }
 
   /// Rows the server reported, once async_next has delivered the end (0 before).

@@ -4,7 +4,7 @@
 //   pgpipe::listener l(client, params);   // or (executor, params)
 //   co_await l.async_subscribe("orders", asio::use_awaitable);
 //   for (;;) {
-//     auto [ec, n] = co_await l.async_receive(asio::use_awaitable);
+//     auto [ec, n] = co_await l.async_receive(asio::as_tuple(asio::use_awaitable));
 //     if (ec) break;                            // errc::closed after close()
 //     if (n.gap) { resynchronise(); continue; } // the connection was lost
 //     handle(n.channel, n.payload, n.sender_pid);
@@ -126,7 +126,7 @@ class listener {
           auto slot = boost::asio::get_associated_cancellation_slot(handler);
           submit_receive(impl, std::make_unique<detail::completion_impl<notification, H>>(std::move(handler)), slot);
         },
-        token, impl_);
+        std::forward<CompletionToken>(token), impl_);
   }
 
   /// Closes the connection; pending operations fail with errc::closed.
@@ -145,7 +145,7 @@ class listener {
           submit_command(impl, std::move(ch), on,
                          std::make_unique<detail::completion_impl<std::monostate, H>>(std::move(handler)));
         },
-        token, impl_, std::move(channel), listen);
+        std::forward<CompletionToken>(token), impl_, std::move(channel), listen);
   }
   static void submit_command(const std::shared_ptr<detail::listener_impl>& impl, std::string channel, bool listen,
                              std::unique_ptr<detail::completion<std::monostate>> done);

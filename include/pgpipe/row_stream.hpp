@@ -54,7 +54,7 @@ class row_stream {
           using H = decltype(handler);
           submit_next(st, std::make_unique<detail::completion_impl<result, H>>(std::move(handler)));
         },
-        token, st_);
+        std::forward<CompletionToken>(token), st_);
   }
 
   /// Stops the stream (see the class comment). Idempotent; thread-safe with

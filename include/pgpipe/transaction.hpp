@@ -197,7 +197,7 @@ auto async_transaction(async_client& client, transaction_options opts, Work&& wo
         detail::start_transaction(*c, std::move(o), std::move(w), std::move(ex),
                                   std::make_unique<detail::completion_impl<transaction_report, H>>(std::move(handler)));
       },
-      token, &client, std::move(opts), detail::to_transaction_work(std::forward<Work>(work)));
+      std::forward<CompletionToken>(token), &client, std::move(opts), detail::to_transaction_work(std::forward<Work>(work)));
 }
 
 /// Runs `statements` as one transaction in one round trip: BEGIN (with
@@ -229,7 +229,7 @@ auto async_transaction_batch(async_client& client, transaction_options opts, std
         detail::start_transaction_batch(c, nullptr, std::move(o), std::move(s), std::move(ex),
                                         std::make_unique<detail::completion_impl<batch_report, H>>(std::move(handler)));
       },
-      token, &client, std::move(opts), std::move(statements));
+      std::forward<CompletionToken>(token), &client, std::move(opts), std::move(statements));
 }
 
 /// The same on a lease you hold, which must not be inside a transaction
@@ -250,7 +250,7 @@ auto async_transaction_batch(lease& l, transaction_options opts, std::vector<sta
         detail::start_transaction_batch(nullptr, target, std::move(o), std::move(s), std::move(ex),
                                         std::make_unique<detail::completion_impl<batch_report, H>>(std::move(handler)));
       },
-      token, &l, std::move(opts), std::move(statements));
+      std::forward<CompletionToken>(token), &l, std::move(opts), std::move(statements));
 }
 
 /// A savepoint on a lease already inside a transaction: SAVEPOINT, the work,
@@ -268,7 +268,7 @@ auto async_savepoint(lease& l, Work&& work, CompletionToken&& token) {
         detail::start_savepoint(*target, std::move(w),
                                 std::make_unique<detail::completion_impl<transaction_report, H>>(std::move(handler)));
       },
-      token, &l, detail::to_transaction_work(std::forward<Work>(work)));
+      std::forward<CompletionToken>(token), &l, detail::to_transaction_work(std::forward<Work>(work)));
 }
 
 }  // namespace pgpipe

@@ -21,6 +21,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <limits>
 #include <mutex>
@@ -62,6 +63,33 @@ TEST(async_query, returns_rows_and_values_callback_style) {
   EXPECT_EQ(r[0].get<std::string>(1), "hello");
   EXPECT_EQ(r[0].get<std::optional<int>>(2), std::nullopt);
   EXPECT_THROW((void)r[0].get<int>(2), pgpipe::error);
+}
+
+// A named handler passed again from inside itself (the way a caller chains
+// reads, as with row_stream::async_next) is the caller's: an operation copies
+// an lvalue token and never moves from it.
+TEST(async_query, a_named_handler_passed_again_from_inside_itself_runs_every_time) {
+  pgpipe::async_client client(query_params(1));
+  std::promise<std::error_code> finished;
+  int answers = 0;
+  std::function<void(std::error_code, pgpipe::result)> on_answer = [&](std::error_code ec, pgpipe::result r) {
+    if (ec) {
+      finished.set_value(ec);
+      return;
+    }
+    if (++answers == 5) {
+      finished.set_value({});
+      return;
+    }
+    EXPECT_EQ(r.value<int>(), answers);
+    client.async_query("select $1::int4", answers + 1, on_answer);
+  };
+  client.async_query("select $1::int4", 1, on_answer);
+  auto done = finished.get_future();
+  ASSERT_EQ(done.wait_for(30s), std::future_status::ready) << "a chained query never completed";
+  EXPECT_FALSE(done.get());
+  EXPECT_EQ(answers, 5);
+  EXPECT_TRUE(on_answer) << "the caller's handler was moved from";
 }
 
 TEST(async_query, ten_thousand_concurrent_over_two_connections_each_get_their_own_value) {

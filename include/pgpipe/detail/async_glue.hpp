@@ -220,9 +220,12 @@ using signature_of =
 /// with_diagnostics() when it throws by default (see throws_by_default).
 /// `initiation` gets the handler (wrap it in completion_impl<T, H>) and `args`.
 template <class T, class Token, class Initiation, class... Args>
-auto initiate_op(Initiation&& initiation, Token& token, Args&&... args) {
+auto initiate_op(Initiation&& initiation, Token&& token, Args&&... args) {
+  // Token keeps the caller's value category: an lvalue token (a named
+  // std::function the caller passes again from inside its own handler) is
+  // copied, never moved from.
   if constexpr (throws_by_default<std::decay_t<Token>>::value) {
-    auto wrapped = with_diagnostics(token);
+    auto wrapped = with_diagnostics(std::forward<Token>(token));
     return boost::asio::async_initiate<decltype(wrapped), signature_of<T>>(std::forward<Initiation>(initiation),
                                                                            wrapped, std::forward<Args>(args)...);
   } else {
@@ -242,7 +245,7 @@ auto initiate_query(std::shared_ptr<query_target> target, query_spec spec, Token
         if (e != rows_expected::any) done = std::make_unique<row_count_completion>(e, std::move(done));
         t->submit_query(std::move(s), std::move(done), slot);
       },
-      token, std::move(target), std::move(spec), expect);
+      std::forward<Token>(token), std::move(target), std::move(spec), expect);
 }
 
 // async_query(sql, args..., token): the last argument is the token, the ones
