@@ -36,15 +36,17 @@ PGconn* conn_of(blocking_lease& lease) {
 }
 
 [[noreturn]] void throw_lost(blocking_lease& lease, const std::string& what) {
-  lease.mark_broken();
-  auto ec = make_error_code(errc::connection_lost);
-  detail::lease_access::note_error(lease, ec);
-  // The password this connection logged in with, as libpq holds it: any
-  // message libpq or the server wrote is scrubbed of it.
+  // Read libpq's message before marking the lease broken: with libpqxx 7 that
+  // lets the connection go, and the message (and the password to scrub from
+  // it, as libpq holds it) with it.
   PGconn* c = conn_of(lease);
   std::vector<std::string> secrets;
   if (const char* pw = PQpass(c); pw != nullptr && *pw != '\0') secrets.emplace_back(pw);
-  throw error(ec, what + ": connection lost: " + detail::clean_message(PQerrorMessage(c), secrets));
+  std::string message = what + ": connection lost: " + detail::clean_message(PQerrorMessage(c), secrets);
+  lease.mark_broken();
+  auto ec = make_error_code(errc::connection_lost);
+  detail::lease_access::note_error(lease, ec);
+  throw error(ec, std::move(message));
 }
 
 struct result_deleter {
