@@ -29,20 +29,27 @@
 namespace pgpipe {
 namespace {
 
+[[noreturn]] void throw_lost(blocking_lease& lease, const std::string& what);
+
 PGconn* conn_of(blocking_lease& lease) {
   PGconn* c = detail::lease_access::raw(lease);
-  if (c == nullptr) throw error(make_error_code(errc::closed), "COPY on an empty lease");
-  return c;
+  if (c != nullptr) return c;
+  if (!lease) throw error(make_error_code(errc::closed), "COPY on an empty lease");
+  // A leased connection libpqxx 7 no longer hands out: its status went bad.
+  throw_lost(lease, "COPY");
 }
 
 [[noreturn]] void throw_lost(blocking_lease& lease, const std::string& what) {
-  // Read libpq's message before marking the lease broken: with libpqxx 7 that
-  // lets the connection go, and the message (and the password to scrub from
-  // it, as libpq holds it) with it.
-  PGconn* c = conn_of(lease);
-  std::vector<std::string> secrets;
-  if (const char* pw = PQpass(c); pw != nullptr && *pw != '\0') secrets.emplace_back(pw);
-  std::string message = what + ": connection lost: " + detail::clean_message(PQerrorMessage(c), secrets);
+  // libpq's own words, read before the lease is marked broken, scrubbed of
+  // the password this connection logged in with. With libpqxx 7 a connection
+  // whose status went bad is no longer handed out at all: then the loss is
+  // reported without them, never as an empty lease.
+  std::string message = what + ": connection lost";
+  if (PGconn* c = detail::lease_access::raw(lease)) {
+    std::vector<std::string> secrets;
+    if (const char* pw = PQpass(c); pw != nullptr && *pw != '\0') secrets.emplace_back(pw);
+    message += ": " + detail::clean_message(PQerrorMessage(c), secrets);
+  }
   lease.mark_broken();
   auto ec = make_error_code(errc::connection_lost);
   detail::lease_access::note_error(lease, ec);
