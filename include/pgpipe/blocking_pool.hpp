@@ -79,7 +79,7 @@ struct blocking_transaction_report {
   /// (a caller's own exception: std::errc::state_not_recoverable and its
   /// what()). Empty when it committed.
   std::error_code code;
-  diagnostics diag;
+  diagnostics diag;  ///< The server's fields (or the client's message) for `code`.
 };
 
 /// A pool of libpqxx connections for callers that block, one thread per

@@ -32,7 +32,7 @@ namespace pgpipe {
 /// The token made by with_diagnostics(): holds the caller's token.
 template <class Token>
 struct with_diagnostics_t {
-  Token token;
+  Token token;  ///< The caller's token, which receives the exception_ptr form.
 };
 
 /// Wraps `token` (see the file comment). The operation's completion
@@ -112,8 +112,11 @@ struct associator<Associator, pgpipe::detail::diag_handler<Handler, T>, DefaultC
   }
 };
 
+/// Starts an operation completing with (std::error_code, T) on a
+/// with_diagnostics() token: the caller's token gets (std::exception_ptr, T).
 template <class Token, class T>
 struct async_result<pgpipe::with_diagnostics_t<Token>, void(std::error_code, T)> {
+  /// Wraps the handler the caller's token makes so that an error becomes a pgpipe::error.
   template <class Initiation, class RawToken, class... Args>
   static auto initiate(Initiation&& initiation, RawToken&& token, Args&&... args) {
     return async_initiate<decltype((token.token)), void(std::exception_ptr, T)>(
@@ -122,8 +125,11 @@ struct async_result<pgpipe::with_diagnostics_t<Token>, void(std::error_code, T)>
   }
 };
 
+/// Starts an operation completing with (std::error_code) on a
+/// with_diagnostics() token: the caller's token gets (std::exception_ptr).
 template <class Token>
 struct async_result<pgpipe::with_diagnostics_t<Token>, void(std::error_code)> {
+  /// Wraps the handler the caller's token makes so that an error becomes a pgpipe::error.
   template <class Initiation, class RawToken, class... Args>
   static auto initiate(Initiation&& initiation, RawToken&& token, Args&&... args) {
     return async_initiate<decltype((token.token)), void(std::exception_ptr)>(
