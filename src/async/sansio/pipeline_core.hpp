@@ -35,10 +35,14 @@
 //  - Migration repair: a named statement failing with 26000, or with 0A000
 //    "cached plan must not change result type" (`plan_changed`), raised before
 //    anything executed: the statement is dropped (deallocated if it still
-//    exists), and the request is sent again once with a fresh Parse. Shared
-//    requests always qualify; a lease request only when the server is idle
-//    (no transaction, which the error would have aborted) and nothing was
-//    written behind it (it keeps its order).
+//    exists), and the request is sent again, with a fresh Parse unless
+//    another re-run prepared the statement first. A re-run that carried its
+//    own Parse is never stale; one that ran another's statement may be (a
+//    migration of several statements), and is repaired again, at most
+//    `max_statement_repairs` times in all. Shared requests always qualify; a
+//    lease request only when the server is idle (no transaction, which the
+//    error would have aborted) and nothing was written behind it (it keeps
+//    its order).
 //  - Pooler detection: a named statement whose Parse this connection has just
 //    sent fails with 42P05 (the fresh name already exists) or 26000 (it is
 //    gone at once), first use or re-run: only a server session that changes
@@ -328,6 +332,9 @@ class pipeline_core {
   static bool is_error(answer a) noexcept { return a >= answer::error; }
   /// The wire format's Bind carries at most 65535 parameters.
   static constexpr std::size_t max_params = 65535;
+  /// Re-runs of one request for a stale statement: enough for a migration of
+  /// a few statements in a row, and a bound when a plan keeps changing.
+  static constexpr std::uint8_t max_statement_repairs = 3;
 
   /// A request in the core. Its state is three values (stage, answer,
   /// recipient: each one of several exclusive cases) and the flags below,
@@ -339,7 +346,7 @@ class pipeline_core {
     answer heard = answer::none;
     recipient to = recipient::caller;
     bool carried_parse = false;   ///< its current send carried a Parse (the statement's first use)
-    bool retried = false;         ///< re-run once already for a statement repair
+    std::uint8_t repairs = 0;     ///< re-runs for a stale statement so far
     bool cancel_sent = false;     ///< a PQcancel was started for it
     bool single_row_set = false;  ///< single-row mode was set for its Execute
     bool abandoned = false;       ///< stream stopped by its reader

@@ -77,7 +77,7 @@ bool pipeline_core::pooler_symptom(const entry& e) {
 }
 
 bool pipeline_core::repair_statement(entry& e, bool lease_may_retry) {
-  if (e.heard != answer::stale_statement || e.retried || !e.awaited()) return false;
+  if (e.heard != answer::stale_statement || e.repairs >= max_statement_repairs || !e.awaited()) return false;
   if (e.req.on_lease && !lease_may_retry) return false;
   // The server refused the stale statement before executing anything; 26000
   // says it is gone already, anything else that it still exists.
@@ -90,7 +90,7 @@ bool pipeline_core::repair_statement(entry& e, bool lease_may_retry) {
     drop_statement(d, e.name);
     waiting_.push_back(std::move(d));
   }
-  e.retried = true;
+  ++e.repairs;
   return true;
 }
 

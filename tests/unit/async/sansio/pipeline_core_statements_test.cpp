@@ -202,6 +202,86 @@ TEST(pipeline_core, a_request_is_rerun_at_most_once) {
   EXPECT_EQ(h.completions(2), 1u);
 }
 
+// A migration of two statements (add a column, then change a type): a
+// re-run that executed a statement another re-run prepared between the two
+// meets the second change. It never parsed anything itself, so it is repaired
+// again instead of reporting 0A000 to its caller.
+TEST(pipeline_core, a_rerun_on_a_statement_another_rerun_prepared_is_repaired_again) {
+  harness h;
+  h.submit(1, shared_req("q"));
+  h.write();
+  h.reply();
+  h.submit(2, shared_req("q"));
+  h.submit(3, shared_req("q"));
+  h.write();
+  ASSERT_EQ(h.wire.size(), 2u);
+  h.reply({pipe_result::error, "0A000", true});  // first change: 2 repaired
+  h.reply({pipe_result::error, "0A000", true});  // 3 too, no second DEALLOCATE
+  EXPECT_EQ(h.completions(2) + h.completions(3), 0u);
+  h.write();
+  // 2 prepares the statement again; 3 executes it by name.
+  std::string fresh;
+  for (const auto& w : h.wire) {
+    if (w.id == 2) {
+      EXPECT_TRUE(w.parse);
+      fresh = w.name;
+    }
+  }
+  for (const auto& w : h.wire) {
+    if (w.id == 3) {
+      ASSERT_FALSE(w.parse) << "precondition: 3 uses 2's statement";
+      EXPECT_EQ(w.name, fresh);
+    }
+  }
+  // The second change lands after 2 ran and before 3 did.
+  while (!h.wire.empty()) {
+    if (h.wire.front().id == 3) h.reply({pipe_result::error, "0A000", true});
+    else h.reply();
+  }
+  EXPECT_EQ(h.outcome(2), pipe_outcome::ok);
+  EXPECT_EQ(h.completions(3), 0u) << "3 parsed nothing itself: its 0A000 is repaired, not reported";
+  h.write();
+  bool parsed = false;
+  for (const auto& w : h.wire) {
+    if (w.id == 3) parsed = w.parse;
+  }
+  EXPECT_TRUE(parsed) << "the second re-run prepares its own statement";
+  while (!h.wire.empty()) h.reply();
+  EXPECT_EQ(h.outcome(3), pipe_outcome::ok);
+  EXPECT_EQ(h.completions(3), 1u);
+}
+
+// A statement that keeps changing under its callers is not chased for ever:
+// eight callers, every execution meets a changed plan. Each round the
+// oldest re-run prepares the statement and the others use it, so without a
+// bound the youngest would run eight times.
+TEST(pipeline_core, a_request_is_repaired_a_bounded_number_of_times) {
+  pipeline_params p = base_params();
+  p.depth = 16;  // all eight on the wire together
+  harness h(p);
+  h.submit(1, shared_req("q"));
+  h.write();
+  h.reply();
+  for (pipe_id id = 2; id <= 9; ++id) h.submit(id, shared_req("q"));
+  for (int round = 0; round < 20 && h.core.has_written_or_waiting(); ++round) {
+    h.write();
+    while (!h.wire.empty()) {
+      if (h.wire.front().internal) h.reply();
+      else h.reply({pipe_result::error, "0A000", true});
+    }
+  }
+  for (pipe_id id = 2; id <= 9; ++id) {
+    EXPECT_EQ(h.completions(id), 1u) << id;
+    if (h.completions(id) == 1) {
+      EXPECT_EQ(h.outcome(id), pipe_outcome::sql_error) << id;
+    }
+  }
+  std::size_t runs_of_9 = 0;
+  for (const auto& w : h.sent_log) runs_of_9 += w.id == 9 ? 1 : 0;
+  EXPECT_GE(runs_of_9, 2u);
+  EXPECT_LE(runs_of_9, 4u) << "at most three repairs";
+}
+
 TEST(pipeline_core, lease_request_is_not_rerun_out_of_order_or_inside_a_transaction) {
   harness h;
   h.submit(1, lease_req("q"));
