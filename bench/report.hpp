@@ -51,6 +51,8 @@ struct summary_row {
 std::vector<summary_row> summarize(const report_input& in);
 /// "12,345"
 std::string with_commas(double v);
+/// "3.14" for (3.14159, 2): `digits` after the point.
+std::string fixed_digits(double v, int digits);
 
 std::string markdown_report(const report_input& in);
 std::string json_report(const report_input& in);

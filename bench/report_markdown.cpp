@@ -10,13 +10,7 @@
 namespace pgpipe::bench {
 namespace {
 
-std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
-std::string ms(double v) { return fixed(v, v < 10 ? 2 : 1); }
+std::string ms(double v) { return fixed_digits(v, v < 10 ? 2 : 1); }
 
 const summary_row* find(const std::vector<summary_row>& rows, const std::string& d, std::size_t pool) {
   for (const auto& r : rows) {
@@ -25,7 +19,7 @@ const summary_row* find(const std::vector<summary_row>& rows, const std::string&
   return nullptr;
 }
 
-std::string ratio(double a, double b) { return b > 0 ? fixed(a / b, 2) + "x" : "n/a"; }
+std::string ratio(double a, double b) { return b > 0 ? fixed_digits(a / b, 2) + "x" : "n/a"; }
 
 }  // namespace
 
@@ -39,8 +33,8 @@ std::string markdown_report(const report_input& in) {
   out << "- " << (o.tpcb && !o.concurrency_explicit ? std::string("one logical client per connection")
                                                     : std::to_string(o.concurrency) + " logical clients")
       << " in a closed loop (pgbench: one per connection), "
-      << fixed(o.duration_s, o.duration_s == std::floor(o.duration_s) ? 0 : 1) << " s measured after "
-      << fixed(o.warmup_s, o.warmup_s == std::floor(o.warmup_s) ? 0 : 1) << " s warm-up, " << o.repeat
+      << fixed_digits(o.duration_s, o.duration_s == std::floor(o.duration_s) ? 0 : 1) << " s measured after "
+      << fixed_digits(o.warmup_s, o.warmup_s == std::floor(o.warmup_s) ? 0 : 1) << " s warm-up, " << o.repeat
       << (o.repeat == 1 ? " round" : " rounds (medians; drivers in alternating order)") << "\n";
   out << "- server: PostgreSQL " << in.server_version << ", " << in.server << "\n";
   out << "- client: " << pgpipe::detail::runtime_text(in.runtime) << "\n";
@@ -57,10 +51,10 @@ std::string markdown_report(const report_input& in) {
       continue;
     }
     out << with_commas(r.qps) << " | " << ms(r.p50_ms) << " | " << ms(r.p95_ms) << " | " << ms(r.p99_ms) << " | "
-        << ms(r.max_ms) << " | " << with_commas(r.errors) << " | " << fixed(r.rss_peak_mb, 1) << " | "
-        << fixed(r.rss_end_mb, 1) << " | " << with_commas(r.threads_max) << " (" << with_commas(r.threads_end) << ") | " << fixed(r.client_cpu_s, 2)
+        << ms(r.max_ms) << " | " << with_commas(r.errors) << " | " << fixed_digits(r.rss_peak_mb, 1) << " | "
+        << fixed_digits(r.rss_end_mb, 1) << " | " << with_commas(r.threads_max) << " (" << with_commas(r.threads_end) << ") | " << fixed_digits(r.client_cpu_s, 2)
         << " | " << with_commas(r.server_connections_max) << " | "
-        << (r.server_cpu_s >= 0 ? fixed(r.server_cpu_s, 2) : "-") << " | "
+        << (r.server_cpu_s >= 0 ? fixed_digits(r.server_cpu_s, 2) : "-") << " | "
         << (r.startup_ms >= 0 ? ms(r.startup_ms) : "-") << " |\n";
   }
 
@@ -88,8 +82,8 @@ std::string markdown_report(const report_input& in) {
       }
       parts.push_back(d + " " + ratio(r->qps, b->qps) + " " + base + " q/s (" + with_commas(r->qps) + " vs " +
                       with_commas(b->qps) + ") with " + with_commas(r->threads_max) + " vs " +
-                      with_commas(b->threads_max) + " threads, " + fixed(r->rss_peak_mb, 0) + " vs " +
-                      fixed(b->rss_peak_mb, 0) + " MB peak RSS, p99 " + ms(r->p99_ms) + " vs " + ms(b->p99_ms) +
+                      with_commas(b->threads_max) + " threads, " + fixed_digits(r->rss_peak_mb, 0) + " vs " +
+                      fixed_digits(b->rss_peak_mb, 0) + " MB peak RSS, p99 " + ms(r->p99_ms) + " vs " + ms(b->p99_ms) +
                       " ms");
     }
     if (parts.empty()) continue;

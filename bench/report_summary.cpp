@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace pgpipe::bench {
 namespace {
@@ -16,6 +17,12 @@ double median(std::vector<double> v) {
 }
 
 }  // namespace
+
+std::string fixed_digits(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
 
 std::string with_commas(double v) {
   // Built forwards: std::string::insert here trips g++ 12's -Wrestrict

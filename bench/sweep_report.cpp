@@ -1,20 +1,9 @@
 #include "sweep_report.hpp"
 
 #include <cmath>
-#include <iomanip>
 #include <sstream>
 
 namespace pgpipe::bench {
-namespace {
-
-std::string fixed(double v, int digits) {
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(digits) << v;
-  return s.str();
-}
-
-}  // namespace
-
 std::string sweep_markdown(const report_input& in, const std::vector<driver_sweep>& sweeps, std::size_t server_cores,
                            double tolerance) {
   const auto rows = summarize(in);
@@ -40,9 +29,9 @@ std::string sweep_markdown(const report_input& in, const std::vector<driver_swee
     } else {
       out << "pool " << a->pool << ": " << with_commas(a->qps) << " q/s";
       if (a->best_pool != a->pool) out << " (best " << with_commas(a->best_qps) << " at pool " << a->best_pool << ")";
-      out << ", p99 " << fixed(row->p99_ms, row->p99_ms < 10 ? 2 : 1) << " ms, " << with_commas(row->threads_max)
-          << " client threads, peak RSS " << fixed(row->rss_peak_mb, 0) << " MB, server CPU "
-          << (row->server_cpu_s >= 0 ? fixed(row->server_cpu_s, 1) + " s" : std::string("unknown (remote server)"));
+      out << ", p99 " << fixed_digits(row->p99_ms, row->p99_ms < 10 ? 2 : 1) << " ms, " << with_commas(row->threads_max)
+          << " client threads, peak RSS " << fixed_digits(row->rss_peak_mb, 0) << " MB, server CPU "
+          << (row->server_cpu_s >= 0 ? fixed_digits(row->server_cpu_s, 1) + " s" : std::string("unknown (remote server)"));
       if (server_cores > 0) {
         // The rule's pool as measured, when the ladder passed through it.
         const std::size_t thumb = rule_of_thumb_pool(server_cores);
@@ -55,7 +44,7 @@ std::string sweep_markdown(const report_input& in, const std::vector<driver_swee
           out << " agrees";
         } else if (at_thumb && a->qps > 0) {
           const double change = (at_thumb->qps / a->qps - 1) * 100;
-          out << ": " << with_commas(at_thumb->qps) << " q/s (" << (change >= 0 ? "+" : "") << fixed(change, 0)
+          out << ": " << with_commas(at_thumb->qps) << " q/s (" << (change >= 0 ? "+" : "") << fixed_digits(change, 0)
               << "%) with " << (thumb > a->pool ? with_commas(static_cast<double>(thumb - a->pool)) + " more"
                                                 : with_commas(static_cast<double>(a->pool - thumb)) + " fewer")
               << " connections";
