@@ -28,18 +28,58 @@
 #include <pgpipe/error.hpp>
 #include <pgpipe/read_routing.hpp>
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <system_error>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 namespace pgpipe {
 
+class blocking_read_router;
+
 namespace detail {
 struct blocking_read_router_impl;
+
+/// One marked read through a blocking_read_router, across its attempts.
+/// While it lives, a pool's exec on this thread asks it whether a failed
+/// attempt runs again, so the pools count and time the caller's query once
+/// and the observer learns each attempt's number (query_event::attempt,
+/// query_event::rerun). Not for users.
+class routed_blocking_read {
+ public:
+  explicit routed_blocking_read(blocking_read_router& router);
+  ~routed_blocking_read();
+  routed_blocking_read(const routed_blocking_read&) = delete;
+  routed_blocking_read& operator=(const routed_blocking_read&) = delete;
+
+  /// The pool the current attempt runs on.
+  blocking_pool& pool() const;
+  /// The current attempt failed with `ec`: true when the read runs again
+  /// (pool() is then the next attempt's), false when the caller gets `ec`.
+  bool next(const std::error_code& ec);
+  /// Asked by the pool before it records a failed attempt; decides where the
+  /// read runs next, once per attempt.
+  bool reruns(const std::error_code& ec);
+  std::uint32_t attempt() const noexcept { return attempt_; }
+  std::chrono::steady_clock::time_point called() const noexcept { return called_; }
+  /// The read in progress on the calling thread, or null.
+  static routed_blocking_read* current() noexcept;
+
+ private:
+  blocking_read_router& router_;
+  read_route where_;
+  read_failures failed_;
+  std::optional<read_route> next_;
+  std::uint32_t attempt_ = 1;
+  std::chrono::steady_clock::time_point called_;
+  routed_blocking_read* outer_;
+};
 }  // namespace detail
 
 /// Routes read-only blocking statements to replicas (see the file comment).
@@ -79,14 +119,12 @@ class blocking_read_router {
   /// refuses it; the primary's read-only pool has read-only sessions).
   template <typename... Args>
   [[nodiscard]] result exec(read_only_t, std::string_view sql, Args&&... args) {
-    detail::read_route where = route_read();
-    detail::read_failures failed;
+    detail::routed_blocking_read read(*this);
     for (;;) {
       try {
-        return pool_for(where).exec(sql, args...);  // not forwarded: a re-run may need them again
+        return read.pool().exec(sql, args...);  // not forwarded: a re-run may need them again
       } catch (const pgpipe::error& e) {
-        where = reroute(where, e.code(), failed);
-        if (where.where == detail::read_route::to::nowhere) throw;
+        if (!read.next(e.code())) throw;
       }
     }
   }
@@ -113,6 +151,7 @@ class blocking_read_router {
   read_routing_stats stats() const;
 
  private:
+  friend class detail::routed_blocking_read;
   detail::read_route route_read();
   blocking_pool& pool_for(const detail::read_route& r);
   // When `ec` says the server of `failed` is unreachable: records it (a

@@ -25,6 +25,9 @@ struct query_event {
   int backend_pid = 0;
   /// async: the query ran on a lease (no wait for capacity of its own).
   bool on_lease = false;
+  /// 1 for the caller's call; 2, 3... for the runs a read router starts
+  /// after an attempt found its server unreachable (see `rerun`).
+  std::uint32_t attempt = 1;
   /// Time spent waiting for pool capacity, from the call to the grant (or,
   /// in on_end of a query that was never granted, to its failure).
   std::chrono::nanoseconds wait{0};
@@ -33,7 +36,8 @@ struct query_event {
   /// From the moment its connection took the query (it is written in the
   /// same event-loop turn; blocking: sent at once) to its result.
   std::chrono::nanoseconds server{0};
-  /// From the call to the completion: what the caller waited in all.
+  /// From the caller's call to the completion: what the caller waited in
+  /// all (for a re-run, its earlier attempts included).
   std::chrono::nanoseconds total{0};
   /// Rows returned, or affected by INSERT/UPDATE/DELETE (the command tag's
   /// count); 0 on error. async row_stream: the end's command tag count, so
@@ -45,6 +49,12 @@ struct query_event {
   std::error_code ec;
   /// The server's SQLSTATE when it reported the error ("23505"), else empty.
   std::string_view sqlstate;
+  /// This attempt failed because its server was unreachable and a read
+  /// router runs the query again elsewhere: the caller never sees `ec`, the
+  /// next attempt's events follow (attempt + 1). Such an attempt is not
+  /// counted in the pool's stats (completed, errors, query_duration): those
+  /// count what callers saw, once per call.
+  bool rerun = false;
   /// on_start was called for this query (false: it failed before reaching a
   /// connection: pool timeout, queue full, refused by the sharing rules...).
   bool started = false;
@@ -62,6 +72,10 @@ struct query_event {
 ///    sent; on_end exactly once per query, after on_start when there was one,
 ///    before the caller's handler runs (async) or exec() returns (blocking).
 ///    A query that fails before reaching a connection gets on_end alone.
+///  - A read router's read that it runs again elsewhere (its server was
+///    unreachable) is one query per attempt: the failed attempt's on_end has
+///    `rerun` set, the next attempt's events have `attempt` one higher, and
+///    only the last attempt's outcome is the caller's.
 ///  - Threads: async, the event-loop thread of the query's connection (or,
 ///    for a query that never reached one, the thread that completed it);
 ///    blocking, the caller's thread. Calls for different queries may run at

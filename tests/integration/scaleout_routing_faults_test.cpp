@@ -21,6 +21,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,6 +32,50 @@ using namespace std::chrono_literals;
 using pgpipe::test::outcome;
 
 constexpr const char* where_sql = "select case when pg_is_in_recovery() then 'standby' else 'primary' end";
+
+// The ends the observer saw of statements containing `marker`, in order.
+class attempt_recorder final : public pgpipe::query_observer {
+ public:
+  struct end {
+    std::error_code ec;
+    std::uint32_t attempt = 0;
+    bool rerun = false;
+    std::chrono::nanoseconds server{0};
+    std::chrono::nanoseconds total{0};
+  };
+  explicit attempt_recorder(std::string marker) : marker_(std::move(marker)) {}
+  void on_end(const pgpipe::query_event& e) override {
+    if (e.sql.find(marker_) == std::string_view::npos) return;
+    std::lock_guard lk(mu_);
+    ends_.push_back({e.ec, e.attempt, e.rerun, e.server, e.total});
+  }
+  std::vector<end> ends() const {
+    std::lock_guard lk(mu_);
+    return ends_;
+  }
+
+ private:
+  std::string marker_;
+  mutable std::mutex mu_;
+  std::vector<end> ends_;
+};
+
+// What every pool behind a router counted: queries timed, connections lost.
+struct counted {
+  std::uint64_t timed = 0;
+  std::uint64_t lost = 0;
+};
+inline counted counted_by(const pgpipe::read_routing_stats& s) {
+  counted c;
+  auto add = [&](const pgpipe::pool_stats& p) {
+    c.timed += p.query_duration.count;
+    c.lost += p.errors.connection_lost;
+  };
+  add(s.primary);
+  add(s.primary_read_only);
+  for (const auto& r : s.replicas) add(r.pool);
+  return c;
+}
 
 template <class Router>
 class scaleout_routing_faults : public ::testing::Test {
@@ -163,9 +208,16 @@ TYPED_TEST(scaleout_routing_faults, a_hung_primary_keeps_reads_on_the_standby_an
 // A marked read running on the primary (the standby was down when it
 // started) whose connection is lost: the standby is back and healthy, so the
 // read runs again there and the caller gets its answer.
+// The observer (one shared by every pool, as a service installs it) sees two
+// attempts of one query: the lost one marked as re-run, then the answer, and
+// the pools count and time the caller's query once.
 TYPED_TEST(scaleout_routing_faults, a_read_lost_with_its_primary_connection_runs_again_on_a_healthy_standby) {
+  auto observer = std::make_shared<attempt_recorder>("pg_sleep(case when");
   auto p = pgpipe::test::fault_params(this->primary_->conninfo(), 2);
-  TypeParam router(p, this->replica_params(), this->routing());
+  p.observer = observer;
+  auto r = this->replica_params();
+  r.observer = observer;
+  TypeParam router(p, r, this->routing());
   std::vector<std::string> errors;
   ASSERT_TRUE(this->reads_reach(router, "standby", errors)) << "reads never reached the standby";
   this->standby_->cluster().stop(pgpipe::devcluster::stop_mode::fast);
@@ -175,6 +227,7 @@ TYPED_TEST(scaleout_routing_faults, a_read_lost_with_its_primary_connection_runs
   constexpr const char* sql =
       "select case when pg_is_in_recovery() then 'standby' else 'primary' end from "
       "pg_sleep(case when pg_is_in_recovery() then 0 else 60 end)";
+  const counted before = counted_by(router.stats());
   auto read = std::async(std::launch::async, [&] { return router.read(sql); });
   std::string pid;
   ASSERT_TRUE(pgpipe::test::wait_until(
@@ -196,6 +249,20 @@ TYPED_TEST(scaleout_routing_faults, a_read_lost_with_its_primary_connection_runs
   EXPECT_EQ(o.first, "standby");
   EXPECT_EQ(router.stats().reads_retried_on_replica, 1u);
   EXPECT_TRUE(errors.empty()) << errors.front();
+
+  const std::vector<attempt_recorder::end> ends = observer->ends();
+  ASSERT_EQ(ends.size(), 2u) << "one end per attempt";
+  EXPECT_TRUE(ends[0].ec) << "the first attempt lost its connection";
+  EXPECT_EQ(ends[0].attempt, 1u);
+  EXPECT_TRUE(ends[0].rerun) << "the lost attempt is not marked as run again";
+  EXPECT_FALSE(ends[1].ec) << ends[1].ec.message();
+  EXPECT_EQ(ends[1].attempt, 2u);
+  EXPECT_FALSE(ends[1].rerun);
+  // The answer's total is what the caller waited: both attempts.
+  EXPECT_GE(ends[1].total, ends[0].server + ends[1].server);
+  const counted after = counted_by(router.stats());
+  EXPECT_EQ(after.timed - before.timed, 1u) << "the pools timed the caller's one query more than once";
+  EXPECT_EQ(after.lost - before.lost, 0u) << "an error the caller never saw was counted";
 }
 
 // The primary dies and the standby is promoted. The router's probe sees its

@@ -26,6 +26,7 @@
 
 #include <cassert>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,6 +66,14 @@ class completion {
   /// (required when completing from inside the initiating function).
   virtual void complete(const boost::asio::any_io_executor& fallback, bool must_post, std::error_code ec,
                         T value) = 0;
+  /// Asked at most once, before a pool records a failed attempt (`ec` set):
+  /// true when this completion will run the query again elsewhere (a read
+  /// router's re-run), so the pool counts nothing for the attempt and tells
+  /// its observer that a re-run follows.
+  virtual bool reruns(const std::error_code& ec) {
+    (void)ec;
+    return false;
+  }
 };
 
 template <class T, class Handler>
@@ -144,6 +153,10 @@ struct query_spec {
   encoded_params params;
   std::optional<std::chrono::milliseconds> timeout;
   bool read_only = false;  ///< query_options::read_only (or the pool's default)
+  /// A read router's re-run: the attempt's number (query_event::attempt)
+  /// and the caller's call, which the pool's timing counts from.
+  std::uint32_t attempt = 1;
+  std::chrono::steady_clock::time_point called{};
 };
 
 /// Something queries can be sent to: the pool (async_client) or one leased

@@ -90,10 +90,14 @@ class routed_read final : public completion<result> {
       : owner_(std::move(owner)), read_(std::move(read)) {}
   void complete(const boost::asio::any_io_executor& fallback, bool must_post, std::error_code ec,
                 result value) override;
+  // Decides where the re-run goes (the pool asks before it records the
+  // attempt, so the observer learns that one follows).
+  bool reruns(const std::error_code& ec) override;
 
  private:
   std::shared_ptr<routing_target> owner_;
   read_in_flight read_;
+  std::optional<read_route> next_;  // decided by reruns()
 };
 
 class routing_target final : public query_target, public std::enable_shared_from_this<routing_target> {
@@ -105,6 +109,8 @@ class routing_target final : public query_target, public std::enable_shared_from
 
   void submit_query(query_spec spec, std::unique_ptr<completion<result>> done,
                     boost::asio::cancellation_slot slot) override {
+    // The pools time a re-run from the caller's call.
+    spec.called = clock::now();
     read_in_flight read;
     {
       std::lock_guard lk(st_->mu);
@@ -123,18 +129,22 @@ class routing_target final : public query_target, public std::enable_shared_from
   }
 
   // The attempt found its server unreachable: the tracker says where the
-  // read runs next; nowhere left means the caller gets this error.
-  void attempt_failed(read_in_flight read, const boost::asio::any_io_executor& fallback, bool must_post,
-                      std::error_code ec, result value) {
-    {
-      std::lock_guard lk(st_->mu);
-      read.route = st_->tracker.reroute(read.route, clock::now(), read.failed);
-    }
+  // read runs next (once per attempt: it counts the failure and the re-run).
+  read_route next_route(read_in_flight& read) {
+    std::lock_guard lk(st_->mu);
+    return st_->tracker.reroute(read.route, clock::now(), read.failed);
+  }
+
+  // Runs the read again at `next`; nowhere left means the caller gets this error.
+  void attempt_failed(read_in_flight read, read_route next, const boost::asio::any_io_executor& fallback,
+                      bool must_post, std::error_code ec, result value) {
+    read.route = next;
     if (read.route.where == read_route::to::nowhere) {
       read.done->complete(fallback, must_post, ec, std::move(value));
       return;
     }
     query_spec spec = read.retry;
+    ++spec.attempt;
     if (!read.cancel) {
       submit(std::move(spec), std::move(read), {});
       return;
@@ -163,10 +173,17 @@ class routing_target final : public query_target, public std::enable_shared_from
   std::vector<std::shared_ptr<query_target>> replicas_;
 };
 
+bool routed_read::reruns(const std::error_code& ec) {
+  if (!server_unreachable(ec)) return false;
+  if (!next_) next_ = owner_->next_route(read_);
+  return next_->where != read_route::to::nowhere;
+}
+
 void routed_read::complete(const boost::asio::any_io_executor& fallback, bool must_post, std::error_code ec,
                            result value) {
   if (server_unreachable(ec)) {
-    owner_->attempt_failed(std::move(read_), fallback, must_post, ec, std::move(value));
+    const read_route next = next_ ? *next_ : owner_->next_route(read_);
+    owner_->attempt_failed(std::move(read_), next, fallback, must_post, ec, std::move(value));
     return;
   }
   read_.done->complete(fallback, must_post, ec, std::move(value));

@@ -118,6 +118,16 @@ struct query_request {
     return s != nullptr ? &s->stream : nullptr;
   }
 
+  /// Whether the completion runs the query again after this failed attempt
+  /// (completion::reruns). Asked once per request, before its end is
+  /// recorded: a read router decides where the re-run goes there.
+  bool reruns(const std::error_code& ec) const {
+    const auto* s = std::get_if<result_sink>(&sink);
+    return ec && s != nullptr && s->done && s->done->reruns(ec);
+  }
+  /// The caller's call: a re-run's first attempt's, else this request's.
+  time_point called() const noexcept { return spec.called == time_point{} ? submitted : spec.called; }
+
   /// Marks the request completed unless someone already did, and delivers
   /// (ec, r) to a plain query's handler; a stream or COPY has had its
   /// outcome handed to its handle by the connection. must_post: never run

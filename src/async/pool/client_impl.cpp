@@ -23,8 +23,8 @@ std::uint64_t rows_of(const result& r) {
   return r.size() != 0 ? r.size() : r.affected_rows();
 }
 
-observed_query observed_of(const query_request& req) noexcept {
-  return {req.spec.sql, req.on_lease, req.submitted, req.waited};
+observed_query observed_of(const query_request& req, bool rerun = false) noexcept {
+  return {req.spec.sql, req.on_lease, req.submitted, req.waited, req.called(), req.spec.attempt, rerun};
 }
 
 // The observer runs on the hot path: nothing it throws may reach a
@@ -39,14 +39,18 @@ void observe_request_start(query_observer& obs, query_request& req, const pipeli
 }
 
 // A query ended: its duration, then the observer (rows are read only for one).
-void end_query(query_metrics& m, const query_request& req, const std::error_code& ec, const result& r,
+// False for a failed attempt that a read router runs again: the caller never
+// sees it, so it is not timed and the caller counts nothing for it either.
+bool end_query(query_metrics& m, const query_request& req, const std::error_code& ec, const result& r,
                time_point now) {
-  m.record_query(now - req.submitted);
-  query_observer* obs = m.observer();
-  if (obs == nullptr) return;
-  const observed_start s{req.slot, req.backend_pid, req.started, req.observer_user};
-  observe_end(*obs, observed_of(req), req.observed_start ? &s : nullptr, ec, r.diag().sqlstate,
-              ec ? 0 : rows_of(r), now);
+  const bool rerun = req.reruns(ec);
+  if (!rerun) m.record_query(now - req.called());
+  if (query_observer* obs = m.observer()) {
+    const observed_start s{req.slot, req.backend_pid, req.started, req.observer_user};
+    observe_end(*obs, observed_of(req, rerun), req.observed_start ? &s : nullptr, ec, r.diag().sqlstate,
+                ec ? 0 : rows_of(r), now);
+  }
+  return !rerun;
 }
 
 class null_target final : public query_target {
@@ -102,10 +106,8 @@ void client_impl::complete_query_failure(const std::shared_ptr<query_request>& r
 void client_impl::complete_query_failure(const std::shared_ptr<query_request>& req, std::error_code ec,
                                          diagnostics diag) {
   if (req->completed.load(std::memory_order_acquire)) return;
-  metrics_.count_unstarted_failure(ec);
-  const auto now = pool_clock::now();
   result r(std::move(diag));
-  end_query(metrics_, *req, ec, r, now);
+  if (end_query(metrics_, *req, ec, r, pool_clock::now())) metrics_.count_unstarted_failure(ec);
   req->try_complete(loops_->first(), true, ec, std::move(r));
 }
 
@@ -151,8 +153,7 @@ void client_impl::complete_acquire_failure(const std::shared_ptr<acquire_request
 }
 
 void client_impl::count_outcome(const query_request& req, const std::error_code& ec, const result& r) {
-  end_query(metrics_, req, ec, r, pool_clock::now());
-  metrics_.count_completed(ec);
+  if (end_query(metrics_, req, ec, r, pool_clock::now())) metrics_.count_completed(ec);
 }
 
 void client_impl::log(log_level level, const std::string& line) { metrics_.log(level, line); }

@@ -4,6 +4,7 @@
 #include <pgpipe/blocking_lease.hpp>
 
 #include <pgpipe/blocking_pool.hpp>
+#include <pgpipe/blocking_read_router.hpp>
 
 #include "blocking/pool/blocking_pool_impl.hpp"
 #include "pq/libpq_failure.hpp"
@@ -61,7 +62,15 @@ void blocking_lease::discard() noexcept {
 }
 
 void blocking_lease::note_error(const std::error_code& ec) noexcept {
-  if (pool_) pool_->metrics.count_error(ec);
+  if (!pool_) return;
+  // An attempt a read router runs again is not an error its caller sees.
+  if (auto* routed = detail::routed_blocking_read::current()) {
+    try {
+      if (routed->reruns(ec)) return;
+    } catch (...) {
+    }
+  }
+  pool_->metrics.count_error(ec);
 }
 
 }  // namespace pgpipe

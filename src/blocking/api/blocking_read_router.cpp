@@ -84,6 +84,38 @@ detail::read_route blocking_read_router::reroute(const detail::read_route& faile
   return impl_->tracker.reroute(failed, detail::clock::now(), f);
 }
 
+namespace detail {
+
+namespace {
+thread_local routed_blocking_read* current_read = nullptr;
+}  // namespace
+
+routed_blocking_read::routed_blocking_read(blocking_read_router& router)
+    : router_(router), where_(router.route_read()), called_(clock::now()), outer_(current_read) {
+  current_read = this;
+}
+
+routed_blocking_read::~routed_blocking_read() { current_read = outer_; }
+
+routed_blocking_read* routed_blocking_read::current() noexcept { return current_read; }
+
+blocking_pool& routed_blocking_read::pool() const { return router_.pool_for(where_); }
+
+bool routed_blocking_read::reruns(const std::error_code& ec) {
+  if (!next_) next_ = router_.reroute(where_, ec, failed_);
+  return next_->where != read_route::to::nowhere;
+}
+
+bool routed_blocking_read::next(const std::error_code& ec) {
+  const bool again = reruns(ec);
+  where_ = *next_;
+  next_.reset();
+  if (again) ++attempt_;
+  return again;
+}
+
+}  // namespace detail
+
 read_routing_stats blocking_read_router::stats() const {
   read_routing_stats s;
   {

@@ -5,6 +5,7 @@
 #include "blocking/api/exec_watch.hpp"
 
 #include <pgpipe/blocking_pool.hpp>
+#include <pgpipe/blocking_read_router.hpp>
 
 #include "blocking/connection/lease_access.hpp"
 #include "blocking/pool/blocking_pool_impl.hpp"
@@ -49,7 +50,7 @@ blocking_lease exec_watch::acquire() {
     fail(nullptr);
   }
   if (query_observer* obs = pool_.metrics.observer()) {
-    const observed_start s = observe_start(*obs, {sql_, false, submitted_, waited_}, lease.slot_,
+    const observed_start s = observe_start(*obs, observed(false), lease.slot_,
                                            lease.conn_->backend_pid(), pool_clock::now());
     started_ = s.at;
     slot_ = s.slot;
@@ -85,13 +86,28 @@ void exec_watch::fail(blocking_lease* lease) {
   }
 }
 
+observed_query exec_watch::observed(bool rerun) const noexcept {
+  const routed_blocking_read* routed = routed_blocking_read::current();
+  if (routed == nullptr) return {sql_, false, submitted_, waited_};
+  return {sql_, false, submitted_, waited_, routed->called(), routed->attempt(), rerun};
+}
+
 void exec_watch::end(const std::error_code& ec, std::string_view sqlstate, std::uint64_t rows) noexcept {
   const auto now = pool_clock::now();
-  pool_.metrics.record_query(now - submitted_);
+  // A failed attempt that a read router runs again is not the caller's
+  // query: not timed (the re-run is, from the caller's call).
+  routed_blocking_read* routed = routed_blocking_read::current();
+  bool rerun = false;
+  try {
+    rerun = ec && routed != nullptr && routed->reruns(ec);
+  } catch (...) {
+    // reroute only takes a lock; if that ever fails the router decides again
+  }
+  if (!rerun) pool_.metrics.record_query(now - (routed != nullptr ? routed->called() : submitted_));
   query_observer* obs = pool_.metrics.observer();
   if (!obs) return;
   const observed_start s{slot_, backend_pid_, started_, user_};
-  observe_end(*obs, {sql_, false, submitted_, waited_}, observed_start_ ? &s : nullptr, ec, sqlstate, rows, now);
+  observe_end(*obs, observed(rerun), observed_start_ ? &s : nullptr, ec, sqlstate, rows, now);
 }
 
 }  // namespace detail

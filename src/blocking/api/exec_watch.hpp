@@ -6,6 +6,8 @@
 #include <pgpipe/blocking_lease.hpp>
 #include <pgpipe/result.hpp>
 
+#include "core/metrics/query_metrics.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <string_view>
@@ -30,6 +32,7 @@ class exec_watch {
   [[noreturn]] void fail(blocking_lease* lease);
 
  private:
+  observed_query observed(bool rerun) const noexcept;
   void end(const std::error_code& ec, std::string_view sqlstate, std::uint64_t rows) noexcept;
 
   blocking_pool_impl& pool_;

@@ -20,6 +20,7 @@ observed_start observe_start(query_observer& obs, const observed_query& q, std::
   e.slot = slot;
   e.backend_pid = backend_pid;
   e.on_lease = q.on_lease;
+  e.attempt = q.attempt;
   e.wait = q.waited;
   try {
     s.user = obs.on_start(e);
@@ -35,8 +36,10 @@ void observe_end(query_observer& obs, const observed_query& q, const observed_st
   query_event e;
   e.sql = q.sql;
   e.on_lease = q.on_lease;
+  e.attempt = q.attempt;
+  e.rerun = q.rerun;
   e.wait = q.waited;
-  e.total = now - q.submitted;
+  e.total = now - (q.called == metrics_clock::time_point{} ? q.submitted : q.called);
   e.ec = ec;
   e.sqlstate = sqlstate;
   e.rows = rows;

@@ -39,6 +39,11 @@ struct observed_query {
   bool on_lease = false;
   metrics_clock::time_point submitted{};
   std::chrono::nanoseconds waited{0};  ///< for pool capacity, until the grant (or the failure)
+  /// The caller's call when this is a re-run (query_event::attempt > 1);
+  /// otherwise unset and `submitted` is the call.
+  metrics_clock::time_point called{};
+  std::uint32_t attempt = 1;
+  bool rerun = false;  ///< query_event::rerun
 };
 
 /// What observe_start learnt, handed back to observe_end.

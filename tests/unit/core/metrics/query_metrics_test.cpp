@@ -120,6 +120,30 @@ TEST(query_metrics, the_observer_sees_start_and_end_with_what_start_returned) {
   EXPECT_FALSE(e.ec);
 }
 
+// A read router's second attempt: numbered, and its total counts from the
+// caller's call (before its own submission); the failed first one says a
+// re-run follows.
+TEST(query_metrics, a_rerun_is_numbered_and_its_total_counts_from_the_callers_call) {
+  recording_observer obs;
+  const auto t0 = metrics_clock::now();
+  const observed_query first{"select 3", false, t0, 1ms, t0, 1, true};
+  const observed_start s1 = pgpipe::detail::observe_start(obs, first, 1, 11, t0 + 1ms);
+  pgpipe::detail::observe_end(obs, first, &s1, code(errc::connection_lost), "", 0, t0 + 40ms);
+  const observed_query second{"select 3", false, t0 + 40ms, 2ms, t0, 2, false};
+  const observed_start s2 = pgpipe::detail::observe_start(obs, second, 2, 22, t0 + 42ms);
+  pgpipe::detail::observe_end(obs, second, &s2, {}, "", 1, t0 + 50ms);
+  ASSERT_EQ(obs.starts.size(), 2u);
+  ASSERT_EQ(obs.ends.size(), 2u);
+  EXPECT_EQ(obs.starts[0].attempt, 1u);
+  EXPECT_EQ(obs.starts[1].attempt, 2u);
+  EXPECT_TRUE(obs.ends[0].rerun);
+  EXPECT_EQ(obs.ends[0].total, 40ms);
+  EXPECT_FALSE(obs.ends[1].rerun);
+  EXPECT_EQ(obs.ends[1].attempt, 2u);
+  EXPECT_EQ(obs.ends[1].server, 8ms);
+  EXPECT_EQ(obs.ends[1].total, 50ms) << "the caller waited for both attempts";
+}
+
 TEST(query_metrics, a_query_that_never_reached_a_connection_ends_unstarted) {
   recording_observer obs;
   const auto t0 = metrics_clock::now();
