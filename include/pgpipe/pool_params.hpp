@@ -7,11 +7,19 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace pgpipe {
+
+/// pool_params::load_balance_hosts: the order a multi-host connection
+/// string's hosts are tried in (libpq 16's load_balance_hosts).
+enum class load_balance {
+  disable,  ///< the order given (libpq's default)
+  random,   ///< a random order per connection attempt
+};
 
 /// Configuration shared by both drivers: a plain struct with documented
 /// defaults, validated by the driver that receives it (validate()).
@@ -113,6 +121,27 @@ struct pool_params {
   /// connection could be opened). Settings a lease changes with plain SET
   /// stay on its connection after the lease ends: use SET LOCAL there.
   std::vector<std::string> on_connect{};
+
+  /// Both drivers: called before every connection attempt of the pool (and
+  /// of its listeners) with `conninfo`; what it returns is the connection
+  /// string of that attempt. The place for a credential that expires (a
+  /// cloud IAM token): `return conninfo + " password='" + token + "'";`. It
+  /// runs off the event loops (async: the client's connector thread, one
+  /// call at a time; blocking: the thread opening the connection), so it
+  /// may block, though it delays that connect. Passwords in what it returns
+  /// are scrubbed from every message, as conninfo's are. An exception fails
+  /// that attempt with errc::connect_failed and the exception's message
+  /// (the pool backs off and tries again, as after a refused connect); a
+  /// string libpq cannot parse fails it with errc::bad_conninfo.
+  std::function<std::string(const std::string& conninfo)> before_connect{};
+
+  /// Both drivers: with load_balance::random every connection attempt tries
+  /// the hosts of a multi-host conninfo ("host=a,b,c port=...") in a new
+  /// random order (each host keeps its port), so a pool spreads its
+  /// connections over them, as libpq 16's load_balance_hosts=random does
+  /// (libpq 15 does not know that keyword: set it here). Applied after
+  /// before_connect. target_session_attrs still decides which host is taken.
+  load_balance load_balance_hosts = load_balance::disable;
 
   /// Both drivers: called at the start and end of every query
   /// (query_observer.hpp: which thread, what it must not do). Null (the

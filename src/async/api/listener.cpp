@@ -135,7 +135,7 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
     core_.on_connect_started();
     const std::uint64_t attempt = ++attempt_;
     auto job = std::make_shared<connect_job>(
-        connect_ex_, params_.conninfo, secrets_, params_.connect_timeout,
+        connect_ex_, params_.conninfo, secrets_, connect_hooks_of(params_), params_.connect_timeout,
         [self = shared_from_this(), attempt](pgconn_ptr conn, std::error_code ec, std::string message) {
           asio::post(self->strand_,
                      [self, attempt, conn = std::move(conn), ec, message = std::move(message)]() mutable {

@@ -12,9 +12,14 @@ namespace pgpipe::detail {
 namespace asio = boost::asio;
 
 connect_job::connect_job(asio::any_io_executor ex, std::string conninfo, std::vector<std::string> secrets,
-                         std::chrono::milliseconds timeout, done_fn done)
-    : ex_(std::move(ex)), conninfo_(std::move(conninfo)), secrets_(std::move(secrets)), timeout_(timeout),
-      done_(std::move(done)), timer_(ex_) {}
+                         connect_hooks hooks, std::chrono::milliseconds timeout, done_fn done)
+    : ex_(std::move(ex)),
+      conninfo_(std::move(conninfo)),
+      secrets_(std::move(secrets)),
+      hooks_(std::move(hooks)),
+      timeout_(timeout),
+      done_(std::move(done)),
+      timer_(ex_) {}
 
 void connect_job::run(std::shared_ptr<connect_job> job) {
   auto ex = job->ex_;
@@ -26,6 +31,13 @@ std::string connect_job::pq_error() const {
 }
 
 void connect_job::start() {
+  connect_target t = prepare_connect(hooks_, conninfo_, secrets_);
+  if (t.ec) {
+    finish(t.ec, std::move(t.error_message));
+    return;
+  }
+  conninfo_ = std::move(t.conninfo);
+  secrets_ = std::move(t.secrets);
   // A string libpq cannot parse is the caller's mistake, not the network's:
   // say so precisely (pool_core treats bad_conninfo as permanent).
   if (auto why = conninfo_parse_error(conninfo_, secrets_); !why.empty()) {

@@ -33,6 +33,7 @@
 
 #include <libpq-fe.h>
 
+#include "pq/connect_hooks.hpp"
 #include "pq/host_walk.hpp"
 
 #include <chrono>
@@ -56,8 +57,9 @@ class connect_job : public std::enable_shared_from_this<connect_job> {
  public:
   using done_fn = std::function<void(pgconn_ptr conn, std::error_code ec, std::string message)>;
 
+  /// `hooks` run in start(), on `ex` (the connector: off the event loops).
   connect_job(boost::asio::any_io_executor ex, std::string conninfo, std::vector<std::string> secrets,
-              std::chrono::milliseconds timeout, done_fn done);
+              connect_hooks hooks, std::chrono::milliseconds timeout, done_fn done);
   connect_job(const connect_job&) = delete;
   connect_job& operator=(const connect_job&) = delete;
 
@@ -76,6 +78,7 @@ class connect_job : public std::enable_shared_from_this<connect_job> {
   boost::asio::any_io_executor ex_;
   std::string conninfo_;
   std::vector<std::string> secrets_;
+  connect_hooks hooks_;
   std::chrono::milliseconds timeout_;
   done_fn done_;
   std::vector<connect_attempt> attempts_;

@@ -21,7 +21,7 @@ void pipelined_connection::start(asio::any_io_executor connect_ex) {
     });
   };
   connect_job::run(std::make_shared<connect_job>(std::move(connect_ex), cfg_->conninfo, cfg_->secrets,
-                                                 cfg_->connect_timeout, std::move(hand_over)));
+                                                 cfg_->hooks, cfg_->connect_timeout, std::move(hand_over)));
 }
 
 void pipelined_connection::connect_done(pgconn_ptr pg, std::error_code ec, const std::string& message) {

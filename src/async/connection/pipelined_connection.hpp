@@ -81,6 +81,7 @@ class connection_owner {
 struct connection_config {
   std::string conninfo;
   std::vector<std::string> secrets;  ///< the password's spellings: scrubbed from every message
+  connect_hooks hooks;               ///< before_connect, load_balance_hosts
   std::chrono::milliseconds connect_timeout{};
   std::chrono::milliseconds stall_timeout{};
   bool prepared_statements = true;

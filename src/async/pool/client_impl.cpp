@@ -77,6 +77,7 @@ client_impl::client_impl(pool_params params, async_client_options options, asio:
   auto cfg = std::make_shared<connection_config>();
   cfg->conninfo = params_.conninfo;
   cfg->secrets = passwords_of(params_.conninfo);
+  cfg->hooks = connect_hooks_of(params_);
   cfg->connect_timeout = params_.connect_timeout;
   cfg->stall_timeout = params_.stall_timeout;
   cfg->pipeline_depth = std::max<std::size_t>(1, params_.pipeline_depth);

@@ -32,6 +32,7 @@
 #include <pgpipe/error.hpp>
 
 #include "core/listen/listener_core.hpp"
+#include "pq/connect_hooks.hpp"
 #include "pq/host_walk.hpp"
 #include "pq/libpq_failure.hpp"
 #include "pq/listen_protocol.hpp"
@@ -63,7 +64,8 @@ using std::chrono::milliseconds;
 class blocking_listener_impl {
  public:
   blocking_listener_impl(pool_params params, logger_fn logger)
-      : params_(std::move(params)), logger_(std::move(logger)), secrets_(passwords_of(params_.conninfo)),
+      : params_(std::move(params)), logger_(std::move(logger)), configured_secrets_(passwords_of(params_.conninfo)),
+        secrets_(configured_secrets_),
         core_({params_.connect_backoff_initial, params_.connect_backoff_max, blocking_listener::max_buffered,
                params_.acquire_timeout},
               clock::now()) {
@@ -228,7 +230,14 @@ class blocking_listener_impl {
       std::lock_guard lock(mu_);
       core_.on_connect_started();
     }
-    walk_ = plan_host_walk(params_.conninfo, "pgpipe");
+    // before_connect may block: this is the listener's own thread.
+    connect_target t = prepare_connect(connect_hooks_of(params_), params_.conninfo, configured_secrets_);
+    if (t.ec) {
+      connect_failed(t.ec, t.error_message, {});
+      return;
+    }
+    secrets_ = std::move(t.secrets);
+    walk_ = plan_host_walk(t.conninfo, "pgpipe");
     walk_at_ = 0;
     walk_failures_.clear();
     start_attempt();
@@ -394,7 +403,8 @@ class blocking_listener_impl {
 
   const pool_params params_;
   const logger_fn logger_;
-  const std::vector<std::string> secrets_;
+  const std::vector<std::string> configured_secrets_;
+  std::vector<std::string> secrets_;  // this connect's: configured_secrets_ and before_connect's
   int wake_[2] = {-1, -1};  // the self-pipe: callers write, the thread's poll() wakes
 
   // The listener's thread only.

@@ -27,20 +27,28 @@ connect_settings make_connect_settings(const std::string& conninfo, std::chrono:
 }
 
 PGconn* open_libpq(const connect_settings& settings) {
+  // before_connect and the host order, per open: this is the thread opening
+  // the connection, never a caller holding a lock.
+  connect_target target = prepare_connect(settings.hooks, settings.conninfo, settings.secrets);
+  if (target.ec) throw error(target.ec, std::move(target.error_message));
+  if (settings.hooks.before_connect) {
+    if (auto why = conninfo_parse_error(target.conninfo, target.secrets); !why.empty())
+      throw error(errc::bad_conninfo, "invalid connection string from pool_params::before_connect: " + why);
+  }
   // Our settings come first so that a value in the user's conninfo (expanded
   // from "dbname" by expand_dbname=1) overrides them.
   const auto seconds = std::max<long long>(
       1, (settings.connect_timeout.count() + 999) / 1000);  // libpq counts whole seconds
   const std::string timeout = std::to_string(seconds);
   const char* keys[] = {"connect_timeout", "dbname", nullptr};
-  const char* values[] = {timeout.c_str(), settings.conninfo.c_str(), nullptr};
+  const char* values[] = {timeout.c_str(), target.conninfo.c_str(), nullptr};
   PGconn* conn = PQconnectdbParams(keys, values, 1);
   if (conn == nullptr) throw std::bad_alloc();
   if (PQstatus(conn) != CONNECTION_OK) {
     std::string msg = PQerrorMessage(conn);
     const bool needs_password = PQconnectionNeedsPassword(conn) != 0;
     PQfinish(conn);
-    connect_failure f = classify_connect_failure(msg, needs_password, settings.secrets);
+    connect_failure f = classify_connect_failure(msg, needs_password, target.secrets);
     throw error(f.ec, std::move(f.diag));
   }
   return conn;

@@ -17,6 +17,7 @@
 #include <pgpipe/blocking_lease.hpp>
 #include <pgpipe/error.hpp>
 
+#include "pq/connect_hooks.hpp"
 #include "pq/notice_route.hpp"
 
 #include <libpq-fe.h>
@@ -45,6 +46,7 @@ struct connect_settings {
   std::vector<std::string> secrets;       ///< the password's spellings (passwords_of), scrubbed from messages
   std::chrono::milliseconds connect_timeout{10'000};
   std::vector<std::string> on_connect;    ///< pool_params::on_connect, run before the pool hands it out
+  connect_hooks hooks;                    ///< before_connect, load_balance_hosts: run per open
 };
 
 /// Parses conninfo (key=value or URI) with libpq. Throws

@@ -25,15 +25,16 @@ namespace {
 // that a connection idle for any human-visible time is still probed.
 constexpr std::chrono::microseconds liveness_bypass{250};
 
-connect_settings with_on_connect(connect_settings s, const std::vector<std::string>& on_connect) {
-  s.on_connect = on_connect;
+connect_settings with_pool_settings(connect_settings s, const pool_params& params) {
+  s.on_connect = session_statements(params);
+  s.hooks = connect_hooks_of(params);
   return s;
 }
 }  // namespace
 
 blocking_pool_impl::blocking_pool_impl(pool_params p, logger_fn logger)
     : params(std::move(p)),
-      settings(with_on_connect(make_connect_settings(params.conninfo, params.connect_timeout), session_statements(params))),
+      settings(with_pool_settings(make_connect_settings(params.conninfo, params.connect_timeout), params)),
       metrics(params.observer, std::move(logger)),
       core(params, 1) {
   require_supported_libpq();
