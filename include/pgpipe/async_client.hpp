@@ -38,6 +38,8 @@
 #include <pgpipe/pool_params.hpp>
 #include <pgpipe/result.hpp>
 #include <pgpipe/stats.hpp>
+#include <pgpipe/transaction_lease.hpp>
+#include <pgpipe/transaction_options.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -208,6 +210,32 @@ class async_client {
         std::forward<CompletionToken>(token), impl_);
   }
 
+  /// Starts a transaction on a lease of its own and hands it over as a
+  /// transaction_lease (<pgpipe/transaction_lease.hpp>): drive it with its
+  /// async_query, end it with async_commit or async_rollback; destroyed
+  /// before that, it is rolled back.
+  ///   token: completion token for void(std::error_code, transaction_lease).
+  /// BEGIN (with opts' isolation, access mode, deferrable) is not awaited
+  /// here: it goes out with the first statement, in the same write and
+  /// Sync. Errors: the acquire's (errc::pool_timeout, queue_full, closed,
+  /// connect errors with the server's text in the transaction's diag());
+  /// errc::invalid_argument for opts.retry with more than one attempt (a
+  /// transaction driven by hand cannot be re-run: use async_transaction).
+  /// A BEGIN that fails (only with the connection) fails the first
+  /// statement and async_commit. Cancellation: as async_acquire, until the
+  /// lease is granted.
+  template <class CompletionToken>
+  auto async_begin(transaction_options opts, CompletionToken&& token) {
+    return detail::initiate_op<transaction_lease>(
+        [](auto handler, std::shared_ptr<detail::client_impl> impl, transaction_options o) {
+          using H = decltype(handler);
+          auto slot = boost::asio::get_associated_cancellation_slot(handler);
+          submit_begin(impl, std::move(o), std::make_unique<detail::completion_impl<transaction_lease, H>>(std::move(handler)),
+                       slot);
+        },
+        std::forward<CompletionToken>(token), impl_, std::move(opts));
+  }
+
   /// Stops taking work: new operations fail with errc::closed, queued ones
   /// fail with errc::closed, work in flight completes, idle connections close,
   /// busy ones close when their work is done. Returns at once. Idempotent.
@@ -257,6 +285,9 @@ class async_client {
   friend class listener;  // its connects run on the client's connector thread
   static void submit_acquire(const std::shared_ptr<detail::client_impl>& impl,
                              std::unique_ptr<detail::completion<lease>> done, boost::asio::cancellation_slot slot);
+  static void submit_begin(const std::shared_ptr<detail::client_impl>& impl, transaction_options opts,
+                           std::unique_ptr<detail::completion<transaction_lease>> done,
+                           boost::asio::cancellation_slot slot);
   static void submit_close(const std::shared_ptr<detail::client_impl>& impl,
                            std::unique_ptr<detail::completion<std::monostate>> done);
   std::shared_ptr<detail::query_target> target() const noexcept;

@@ -25,6 +25,7 @@
 #include <pgpipe/read_router.hpp>
 #include <pgpipe/row_stream.hpp>
 #include <pgpipe/transaction.hpp>
+#include <pgpipe/transaction_lease.hpp>
 #include <pgpipe/with_diagnostics.hpp>
 
 // The blocking driver.

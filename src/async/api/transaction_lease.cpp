@@ -1,0 +1,81 @@
+// async_client::async_begin and transaction_lease's end (contract in
+// <pgpipe/transaction_lease.hpp>). Built on the public lease API and the
+// transaction helpers' chain (lease_chain.hpp): BEGIN is submitted as an
+// open chain, so it is written with the transaction's first statement and
+// shares its Sync, as async_transaction does; nobody waits for it alone.
+#include <pgpipe/async_client.hpp>
+#include <pgpipe/transaction_lease.hpp>
+
+#include "async/api/lease_chain.hpp"
+#include "async/connection/request.hpp"
+
+#include <boost/asio/system_executor.hpp>
+
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace pgpipe {
+
+namespace asio = boost::asio;
+
+void async_client::submit_begin(const std::shared_ptr<detail::client_impl>& impl, transaction_options opts,
+                                std::unique_ptr<detail::completion<transaction_lease>> done,
+                                asio::cancellation_slot slot) {
+  if (opts.retry.max_attempts > 1) {
+    diagnostics d;
+    d.client_message =
+        "async_begin cannot retry: the driver cannot run a transaction you drive yourself again; use "
+        "async_transaction with transaction_options::retry";
+    done->complete(asio::system_executor(), true, make_error_code(errc::invalid_argument),
+                   transaction_lease(std::move(d)));
+    return;
+  }
+  std::shared_ptr<detail::completion<transaction_lease>> d(std::move(done));
+  auto acquired = [d, begin = begin_statement(opts)](std::error_code ec, lease l) {
+    if (ec) {
+      diagnostics why = l.diag();
+      if (!why.has_server_error() && why.client_message.empty())
+        why.client_message = "could not acquire a lease for the transaction: " + ec.message();
+      d->complete(asio::system_executor(), true, ec, transaction_lease(std::move(why)));
+      return;
+    }
+    std::vector<detail::query_spec> specs;
+    specs.push_back(detail::query_spec{begin, {}, std::nullopt});
+    auto begun = detail::start_chain(*detail::lease_access::impl(l), std::move(specs), true);
+    auto ex = l.get_executor();
+    d->complete(ex, false, {}, transaction_lease(std::move(l), std::move(begun)));
+  };
+  submit_acquire(impl, std::make_unique<detail::completion_impl<lease, decltype(acquired)>>(std::move(acquired)),
+                 slot);
+}
+
+void transaction_lease::finish(lease l, std::shared_ptr<detail::chain_state> begun, const char* sql,
+                               std::unique_ptr<detail::completion<result>> done) {
+  if (!l.valid()) {
+    done->complete(asio::system_executor(), true, make_error_code(errc::closed),
+                   detail::client_error_result(std::string("the transaction was already ended (") + sql +
+                                               " on a transaction_lease that was committed, rolled back or "
+                                               "never begun)"));
+    return;
+  }
+  auto held = std::make_shared<lease>(std::move(l));
+  const auto ex = held->get_executor();
+  std::shared_ptr<detail::completion<result>> d(std::move(done));
+  held->async_query(sql, [held, begun, d, ex](std::error_code ec, result r) {
+    // BEGIN was answered before this statement (one connection, in order):
+    // if it failed, its error is the transaction's, not the statement's.
+    if (begun) {
+      std::lock_guard lk(begun->m);
+      if (!begun->out.empty() && begun->out[0].first) {
+        ec = begun->out[0].first;
+        r = result(diagnostics(begun->out[0].second.diag()));
+      }
+    }
+    held->release();
+    d->complete(ex, false, ec, std::move(r));
+  });
+}
+
+}  // namespace pgpipe
