@@ -53,6 +53,8 @@
 #include <string_view>
 #include <system_error>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <variant>
 
 namespace pgpipe {
@@ -210,6 +212,24 @@ class async_client {
         std::forward<CompletionToken>(token), impl_);
   }
 
+  /// lease::stream without taking a lease by hand: acquires one, starts
+  /// `sql` on it in single-row mode and hands over the row_stream, which
+  /// holds the lease until it is destroyed (then the lease goes back to the
+  /// pool, the statement cancelled if unread). Read it with async_next.
+  ///   async_stream(sql, args..., token): token for
+  ///   void(std::error_code, row_stream).
+  /// Errors here are the acquire's (errc::pool_timeout, queue_full, closed,
+  /// connect errors with the server's text in the stream's diag()); the
+  /// statement's own errors (an SQLSTATE, a NUL byte in a parameter) come
+  /// through the stream's first async_next, as with lease::stream.
+  /// Cancellation: as async_acquire, until the lease is granted.
+  template <class... ArgsAndToken>
+  auto async_stream(std::string_view sql, ArgsAndToken&&... args_and_token) {
+    static_assert(sizeof...(ArgsAndToken) >= 1, "async_stream: the last argument must be a completion token");
+    return stream_split(sql, std::forward_as_tuple(std::forward<ArgsAndToken>(args_and_token)...),
+                        std::make_index_sequence<sizeof...(ArgsAndToken) - 1>{});
+  }
+
   /// Starts a transaction on a lease of its own and hands it over as a
   /// transaction_lease (<pgpipe/transaction_lease.hpp>): drive it with its
   /// async_query, end it with async_commit or async_rollback; destroyed
@@ -279,6 +299,22 @@ class async_client {
   const pool_params& params() const;
 
  private:
+  template <class Tuple, std::size_t... I>
+  auto stream_split(std::string_view sql, Tuple&& t, std::index_sequence<I...>) {
+    constexpr std::size_t n = sizeof...(I);
+    detail::query_spec spec{std::string(sql), detail::encode_params(std::get<I>(t)...), std::nullopt};
+    return detail::initiate_op<row_stream>(
+        [](auto handler, std::shared_ptr<detail::client_impl> impl, detail::query_spec s) {
+          using H = decltype(handler);
+          auto slot = boost::asio::get_associated_cancellation_slot(handler);
+          submit_stream(impl, std::move(s), std::make_unique<detail::completion_impl<row_stream, H>>(std::move(handler)),
+                        slot);
+        },
+        std::forward<std::tuple_element_t<n, std::remove_reference_t<Tuple>>>(std::get<n>(t)), impl_, std::move(spec));
+  }
+  static void submit_stream(const std::shared_ptr<detail::client_impl>& impl, detail::query_spec spec,
+                            std::unique_ptr<detail::completion<row_stream>> done, boost::asio::cancellation_slot slot);
+
   // The read router hands encoded queries to its clients' targets directly
   // (re-running a failed replica read on the primary needs the encoded query).
   friend class read_router;

@@ -153,6 +153,7 @@ class lease {
 
  private:
   friend class detail::client_impl;
+  friend class async_client;  // async_stream starts a stream on a lease of its own
   friend struct detail::lease_access;  // the transaction helpers' pipelined batch
   explicit lease(std::shared_ptr<detail::lease_impl> impl) noexcept : impl_(std::move(impl)) {}
   std::shared_ptr<detail::query_target> target() const noexcept;

@@ -9,6 +9,7 @@
 #include <boost/asio/async_result.hpp>
 
 #include <memory>
+#include <utility>
 
 namespace pgpipe {
 
@@ -25,6 +26,8 @@ struct stream_state;
 class row_stream {
  public:
   row_stream() noexcept = default;
+  /// An empty stream carrying why async_client::async_stream failed (see diag()).
+  explicit row_stream(diagnostics failure) noexcept : failure_(std::move(failure)) {}
   /// Moves the stream; a move-assignment first stops the stream this one held.
   ///@{
   row_stream(row_stream&&) noexcept = default;
@@ -36,6 +39,10 @@ class row_stream {
 
   /// False for a default-constructed or moved-from stream.
   bool valid() const noexcept { return st_ != nullptr; }
+
+  /// Why async_client::async_stream failed (the acquire's connect error with
+  /// the server's text and SQLSTATE, or pgpipe's message); empty otherwise.
+  [[nodiscard]] const diagnostics& diag() const noexcept { return failure_; }
 
   /// The next chunk: token for void(std::error_code, pgpipe::result). A chunk
   /// holds one or more rows. The end of the stream is an empty result
@@ -63,10 +70,15 @@ class row_stream {
 
  private:
   friend class lease;
+  friend class async_client;  // async_stream: the stream holds its own lease
   explicit row_stream(std::shared_ptr<detail::stream_state> st) noexcept : st_(std::move(st)) {}
   static void submit_next(const std::shared_ptr<detail::stream_state>& st,
                           std::unique_ptr<detail::completion<result>> done);
   std::shared_ptr<detail::stream_state> st_;
+  // async_client::async_stream's lease (type-erased: this header comes
+  // before the lease's), released after the stream is cancelled or read.
+  std::shared_ptr<void> owner_;
+  diagnostics failure_;
 };
 
 }  // namespace pgpipe

@@ -11,6 +11,8 @@ row_stream& row_stream::operator=(row_stream&& other) noexcept {
   if (this != &other) {
     cancel();
     st_ = std::move(other.st_);
+    owner_ = std::move(other.owner_);  // the lease this one held goes back after its cancel
+    failure_ = std::move(other.failure_);
   }
   return *this;
 }

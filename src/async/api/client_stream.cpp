@@ -1,0 +1,34 @@
+// async_client::async_stream (contract in <pgpipe/async_client.hpp>): a
+// lease of its own, the stream started on it, the lease kept by the stream.
+#include <pgpipe/async_client.hpp>
+
+#include <boost/asio/system_executor.hpp>
+
+#include <memory>
+#include <utility>
+
+namespace pgpipe {
+
+namespace asio = boost::asio;
+
+void async_client::submit_stream(const std::shared_ptr<detail::client_impl>& impl, detail::query_spec spec,
+                                 std::unique_ptr<detail::completion<row_stream>> done, asio::cancellation_slot slot) {
+  std::shared_ptr<detail::completion<row_stream>> d(std::move(done));
+  auto acquired = [d, spec = std::move(spec)](std::error_code ec, lease l) mutable {
+    if (ec) {
+      diagnostics why = l.diag();
+      if (!why.has_server_error() && why.client_message.empty())
+        why.client_message = "could not acquire a lease for the stream: " + ec.message();
+      d->complete(asio::system_executor(), true, ec, row_stream(std::move(why)));
+      return;
+    }
+    auto ex = l.get_executor();
+    row_stream s = l.start_stream(std::move(spec));
+    s.owner_ = std::make_shared<lease>(std::move(l));
+    d->complete(ex, false, {}, std::move(s));
+  };
+  submit_acquire(impl, std::make_unique<detail::completion_impl<lease, decltype(acquired)>>(std::move(acquired)),
+                 slot);
+}
+
+}  // namespace pgpipe
