@@ -10,19 +10,23 @@
 //
 //   pgpipe::blocking_pool pool{params};
 //   pgpipe::blocking_executor workers{params};          // params.max_size threads
-//   auto [ec, rows] = co_await workers.async_run(
+//   pgpipe::result rows = co_await workers.async_run(
 //       [&] { return pool.exec("select ten from san_pham where ma = $1", key); },
-//       asio::use_awaitable);                            // std::tuple<std::error_code, pqxx::result>
+//       asio::use_awaitable);                            // throws pgpipe::error on failure
 //
 // Completion signature: void(std::error_code, R) where R is the callable's
 // return type (void(std::error_code) when it returns void), the same shape as
-// async_client's operations. An exception thrown by the callable becomes the
-// error_code: pgpipe::error gives its code, libpqxx exceptions are translated
-// as blocking_pool translates them, std::system_error gives its code, anything
-// else gives std::errc::state_not_recoverable. Pass a pgpipe::diagnostics& to
-// receive the details (server fields, message); it is written before the
-// handler runs. R must be default-constructible and move-constructible (a
-// default R is passed on error).
+// async_client's operations, and as there, asio::use_awaitable and
+// asio::use_future give the value and throw a failure as pgpipe::error with
+// its diagnostics (asio::as_tuple(asio::use_awaitable) keeps the explicit
+// (error_code, value) form; a callback gets both). An exception thrown by the
+// callable becomes the error_code: pgpipe::error gives its code, libpqxx
+// exceptions are translated as blocking_pool translates them,
+// std::system_error gives its code, anything else gives
+// std::errc::state_not_recoverable. Pass a pgpipe::diagnostics& to receive
+// the details (server fields, message); it is written before the handler
+// runs. R must be default-constructible and move-constructible (a default R
+// is passed on error).
 //
 // Executors: the handler runs on its associated executor (a coroutine's
 // executor, a strand bound with asio::bind_executor), which is kept busy
@@ -39,10 +43,11 @@
 // pointing into the coroutine frame and is freed twice or from the wrong
 // place (seen here under ASan; asio issue #858 and others). Name it first:
 //   auto call = [&pool, k] { return pool.exec(sql, k); };
-//   auto [ec, rows] = co_await workers.async_run(std::move(call), asio::use_awaitable);
+//   pgpipe::result rows = co_await workers.async_run(std::move(call), asio::use_awaitable);
 #pragma once
 
 #include <pgpipe/blocking_lease.hpp>
+#include <pgpipe/detail/throws_by_default.hpp>
 #include <pgpipe/error.hpp>
 #include <pgpipe/pool_params.hpp>
 
@@ -77,17 +82,19 @@ class blocking_job {
 
 class blocking_workers;  // the threads and the queue (src/blocking/blocking_executor.cpp)
 
-/// The completion signature for a callable returning R.
-template <typename R>
+/// The completion signature for a callable returning R: (error_code, R), or
+/// (exception_ptr, R) for a token that throws by default (use_awaitable,
+/// use_future), whose failure is then a pgpipe::error with the diagnostics.
+template <typename R, bool Throwing>
 struct blocking_signature {
-  using type = void(std::error_code, R);
+  using type = std::conditional_t<Throwing, void(std::exception_ptr, R), void(std::error_code, R)>;
 };
-template <>
-struct blocking_signature<void> {
-  using type = void(std::error_code);
+template <bool Throwing>
+struct blocking_signature<void, Throwing> {
+  using type = std::conditional_t<Throwing, void(std::exception_ptr), void(std::error_code)>;
 };
 
-template <typename Fn, typename Handler>
+template <typename Fn, typename Handler, bool Throwing>
 class blocking_job_impl final : public blocking_job {
   using result_type = std::invoke_result_t<Fn&>;
   using work_executor = std::decay_t<decltype(boost::asio::prefer(
@@ -106,13 +113,16 @@ class blocking_job_impl final : public blocking_job {
 
   void run() noexcept override {
     std::error_code ec;
+    // A throwing token's exception carries the diagnostics, asked for or not.
+    diagnostics own;
+    diagnostics* d = diag_ != nullptr ? diag_ : Throwing ? &own : nullptr;
     if constexpr (std::is_void_v<result_type>) {
       try {
         fn_();
       } catch (...) {
-        ec = translate_exception(std::current_exception(), diag_);
+        ec = translate_exception(std::current_exception(), d);
       }
-      complete(false, ec);
+      finish(false, ec, d);
     } else {
       static_assert(std::is_default_constructible_v<result_type>,
                     "blocking_executor: the callable's result must be default-constructible");
@@ -120,25 +130,44 @@ class blocking_job_impl final : public blocking_job {
       try {
         out = fn_();
       } catch (...) {
-        ec = translate_exception(std::current_exception(), diag_);
+        ec = translate_exception(std::current_exception(), d);
       }
-      complete(false, ec, std::move(out));
+      finish(false, ec, d, std::move(out));
     }
   }
 
   void abort(std::error_code ec, bool may_dispatch) noexcept override {
-    if (diag_ != nullptr) {
-      *diag_ = diagnostics{};
-      diag_->client_message = ec.message();
-    }
+    diagnostics own;
+    diagnostics* d = diag_ != nullptr ? diag_ : &own;
+    *d = diagnostics{};
+    d->client_message = ec.message();
     if constexpr (std::is_void_v<result_type>) {
-      complete(!may_dispatch, ec);
+      finish(!may_dispatch, ec, d);
     } else {
-      complete(!may_dispatch, ec, result_type{});
+      finish(!may_dispatch, ec, d, result_type{});
     }
   }
 
  private:
+  // The outcome in the handler's form: (ec, value...), or for a throwing
+  // token (exception_ptr, value...) with pgpipe::error(ec, diagnostics).
+  template <typename... Value>
+  void finish(bool must_post, const std::error_code& ec, const diagnostics* d, Value&&... value) noexcept {
+    if constexpr (Throwing) {
+      std::exception_ptr e;
+      if (ec) {
+        try {
+          e = std::make_exception_ptr(error(ec, d != nullptr ? *d : diagnostics{}));
+        } catch (...) {
+          e = std::current_exception();  // out of memory copying the diagnostics
+        }
+      }
+      complete(must_post, std::move(e), std::forward<Value>(value)...);
+    } else {
+      complete(must_post, ec, std::forward<Value>(value)...);
+    }
+  }
+
   // From async_run() (queue_full, closed) the completion is posted: a handler
   // never runs inside its initiating function. From run() on a worker, and
   // from stop(), it is dispatched: on a loop's executor that queues it; a
@@ -181,7 +210,8 @@ class blocking_executor {
   blocking_executor(const blocking_executor&) = delete;
   blocking_executor& operator=(const blocking_executor&) = delete;
 
-  /// Runs fn() on a worker and completes `token` with void(std::error_code, R).
+  /// Runs fn() on a worker and completes `token` with void(std::error_code, R)
+  /// (use_awaitable, use_future: R, a failure thrown as pgpipe::error).
   /// Thread-safe. Errors: those fn throws (see the file comment),
   /// errc::queue_full (max_queued calls already waiting; fn does not run),
   /// errc::closed (the executor stopped before fn ran).
@@ -213,12 +243,13 @@ class blocking_executor {
   auto async_run_impl(Fn&& fn, diagnostics* diag, CompletionToken&& token) {
     using fn_type = std::decay_t<Fn>;
     using result_type = std::invoke_result_t<fn_type&>;
-    using signature = typename detail::blocking_signature<result_type>::type;
+    constexpr bool throwing = detail::throws_by_default<std::decay_t<CompletionToken>>::value;
+    using signature = typename detail::blocking_signature<result_type, throwing>::type;
     return boost::asio::async_initiate<CompletionToken, signature>(
         [](auto handler, detail::blocking_workers* workers, fn_type f, diagnostics* d) {
           using handler_type = decltype(handler);
           if (d != nullptr) *d = diagnostics{};
-          submit(workers, std::make_unique<detail::blocking_job_impl<fn_type, handler_type>>(
+          submit(workers, std::make_unique<detail::blocking_job_impl<fn_type, handler_type, throwing>>(
                               std::move(f), std::move(handler), d));
         },
         token, workers_.get(), fn_type(std::forward<Fn>(fn)), diag);

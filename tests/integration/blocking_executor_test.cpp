@@ -4,7 +4,9 @@
 #include <pgpipe/blocking_pool.hpp>
 
 #include "support/cluster_fixture.hpp"
+#include "support/use_future_ec.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -41,7 +43,7 @@ TEST(blocking_executor_with_pool, many_coroutines_share_few_workers_and_connecti
           for (int i = 0; i < per_caller; ++i) {
             const int v = c * 100 + i;
             auto [ec, rows] = co_await workers.async_run(
-                [&pool, v] { return pool.exec("select $1::int + 1", v); }, asio::use_awaitable);
+                [&pool, v] { return pool.exec("select $1::int + 1", v); }, asio::as_tuple(asio::use_awaitable));
             if (!ec && rows.size() == 1 && rows[0][0].get<int>() == v + 1) {
               ++ok;
             } else {
@@ -66,7 +68,7 @@ TEST(blocking_executor_with_pool, server_error_reaches_the_caller_with_diagnosti
   pgpipe::blocking_pool pool{p};
   pgpipe::blocking_executor workers{p};
   pgpipe::diagnostics diag;
-  auto f = workers.async_run([&] { return pool.exec("select 1/0"); }, diag, asio::use_future);
+  auto f = workers.async_run([&] { return pool.exec("select 1/0"); }, diag, pgpipe::test::use_future_ec);
   auto [ec, rows] = f.get();
   EXPECT_EQ(ec, pgpipe::make_sqlstate("22012"));
   EXPECT_EQ(diag.sqlstate, "22012");

@@ -6,6 +6,7 @@
 
 #include <pgpipe/detail/text_convert.hpp>
 #include <pgpipe/query_options.hpp>
+#include <pgpipe/detail/throws_by_default.hpp>
 #include <pgpipe/result.hpp>
 #include <pgpipe/with_diagnostics.hpp>
 
@@ -205,23 +206,6 @@ class row_count_completion final : public completion<result> {
 /// with errc::closed (on the system executor when the handler has none).
 std::shared_ptr<query_target> null_query_target();
 
-/// Tokens whose completion is a value or an exception: asio::use_awaitable
-/// and asio::use_future, also under the binders that keep a token's kind.
-/// The operations give them with_diagnostics() by themselves, so that a
-/// failed operation throws pgpipe::error instead of yielding an error code
-/// that is easy to ignore.
-template <class Token>
-struct throws_by_default : std::false_type {};
-template <class Executor>
-struct throws_by_default<boost::asio::use_awaitable_t<Executor>> : std::true_type {};
-template <class Allocator>
-struct throws_by_default<boost::asio::use_future_t<Allocator>> : std::true_type {};
-template <class Token, class Slot>
-struct throws_by_default<boost::asio::cancellation_slot_binder<Token, Slot>> : throws_by_default<Token> {};
-template <class Token, class Executor>
-struct throws_by_default<boost::asio::executor_binder<Token, Executor>> : throws_by_default<Token> {};
-template <class Token, class Allocator>
-struct throws_by_default<boost::asio::allocator_binder<Token, Allocator>> : throws_by_default<Token> {};
 
 /// The completion signature of an operation producing T (std::monostate: none).
 template <class T>

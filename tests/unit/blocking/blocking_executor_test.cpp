@@ -2,6 +2,7 @@
 // executors, error mapping, the bounded queue and stop.
 #include <pgpipe/blocking_executor.hpp>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -11,6 +12,8 @@
 #include <boost/asio/use_future.hpp>
 #include <gtest/gtest.h>
 #include <pqxx/except>
+
+#include "support/use_future_ec.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -48,9 +51,39 @@ class gate {
   bool open_ = false;
 };
 
-TEST(blocking_executor, use_future_yields_error_code_and_value) {
+TEST(blocking_executor, use_future_yields_the_value) {
   blocking_executor ex{2};
   auto f = ex.async_run([] { return std::string("forty-two"); }, asio::use_future);
+  EXPECT_EQ(f.get(), "forty-two");
+}
+
+// As async_client's operations: with use_future a failure throws
+// pgpipe::error carrying the diagnostics, never a tuple to unpack.
+TEST(blocking_executor, use_future_throws_the_callables_error_with_its_diagnostics) {
+  blocking_executor ex{1};
+  auto f = ex.async_run(
+      []() -> int { throw pqxx::sql_error("ERROR:  division by zero\n", "select 1/0", "22012"); }, asio::use_future);
+  try {
+    (void)f.get();
+    ADD_FAILURE() << "no exception";
+  } catch (const pgpipe::error& e) {
+    EXPECT_EQ(e.code(), pgpipe::make_sqlstate("22012"));
+    EXPECT_EQ(e.diag().sqlstate, "22012");
+    EXPECT_EQ(e.diag().message, "division by zero");
+  }
+  auto v = ex.async_run([] { throw std::runtime_error("gave up"); }, asio::use_future);
+  try {
+    v.get();
+    ADD_FAILURE() << "no exception";
+  } catch (const pgpipe::error& e) {
+    EXPECT_EQ(e.code(), std::errc::state_not_recoverable);
+    EXPECT_EQ(e.diag().client_message, "gave up");
+  }
+}
+
+TEST(blocking_executor, the_explicit_form_yields_error_code_and_value) {
+  blocking_executor ex{2};
+  auto f = ex.async_run([] { return std::string("forty-two"); }, pgpipe::test::use_future_ec);
   auto [ec, v] = f.get();
   EXPECT_FALSE(ec);
   EXPECT_EQ(v, "forty-two");
@@ -59,7 +92,7 @@ TEST(blocking_executor, use_future_yields_error_code_and_value) {
 TEST(blocking_executor, void_callable_completes_with_error_code_only) {
   blocking_executor ex{1};
   std::atomic<bool> ran{false};
-  auto f = ex.async_run([&] { ran = true; }, asio::use_future);
+  auto f = ex.async_run([&] { ran = true; }, pgpipe::test::use_future_ec);
   std::error_code ec = f.get();
   EXPECT_FALSE(ec);
   EXPECT_TRUE(ran);
@@ -96,22 +129,34 @@ TEST(blocking_executor, callback_runs_on_the_handlers_executor_and_keeps_the_loo
   EXPECT_NE(worker, std::this_thread::get_id());
 }
 
-TEST(blocking_executor, coroutine_gets_the_tuple) {
+TEST(blocking_executor, coroutine_gets_the_value_or_the_thrown_error) {
   blocking_executor ex{2};
   asio::io_context ctx;
   int got = 0;
-  std::error_code got_ec = errc::closed;
+  std::string thrown;
+  std::string thrown_sqlstate;
+  std::error_code tuple_ec;
   asio::co_spawn(
       ctx,
       [&]() -> asio::awaitable<void> {
-        auto [ec, v] = co_await ex.async_run([] { return 5; }, asio::use_awaitable);
-        got_ec = ec;
-        got = v;
+        got = co_await ex.async_run([] { return 5; }, asio::use_awaitable);
+        try {
+          (void)co_await ex.async_run(
+              []() -> int { throw pqxx::sql_error("ERROR:  boom\n", "select boom()", "P0001"); }, asio::use_awaitable);
+        } catch (const pgpipe::error& e) {
+          thrown = e.diag().message;
+          thrown_sqlstate = e.diag().sqlstate;
+        }
+        auto [ec, v] = co_await ex.async_run([]() -> int { throw pgpipe::error(errc::pool_timeout, "busy"); },
+                                             asio::as_tuple(asio::use_awaitable));
+        tuple_ec = ec;
       },
       asio::detached);
   ctx.run();
-  EXPECT_FALSE(got_ec);
   EXPECT_EQ(got, 5);
+  EXPECT_EQ(thrown, "boom");
+  EXPECT_EQ(thrown_sqlstate, "P0001");
+  EXPECT_EQ(tuple_ec, errc::pool_timeout);
 }
 
 TEST(blocking_executor, coroutine_callers_can_pass_callables_owning_strings) {
@@ -128,7 +173,7 @@ TEST(blocking_executor, coroutine_callers_can_pass_callables_owning_strings) {
             std::string shorty = "k" + std::to_string(c);
             std::string longer(100, static_cast<char>('a' + i % 26));
             auto call = [shorty, longer] { return shorty + longer; };
-            auto [ec, v] = co_await ex.async_run(std::move(call), asio::use_awaitable);
+            auto [ec, v] = co_await ex.async_run(std::move(call), asio::as_tuple(asio::use_awaitable));
             if (!ec && v == shorty + longer) ++ok;
           }
         },
@@ -143,24 +188,24 @@ TEST(blocking_executor, exceptions_become_error_codes_with_diagnostics) {
   pgpipe::diagnostics diag;
 
   auto f1 = ex.async_run([]() -> int { throw pgpipe::error(errc::pool_timeout, "all 8 busy"); }, diag,
-                         asio::use_future);
+                         pgpipe::test::use_future_ec);
   EXPECT_EQ(std::get<0>(f1.get()), errc::pool_timeout);
   EXPECT_EQ(diag.client_message, "all 8 busy");
 
   // libpqxx's exceptions get the blocking_pool translation.
   auto f2 = ex.async_run(
       []() -> int { throw pqxx::sql_error("ERROR:  division by zero\n", "select 1/0", "22012"); }, diag,
-      asio::use_future);
+      pgpipe::test::use_future_ec);
   EXPECT_EQ(std::get<0>(f2.get()), pgpipe::make_sqlstate("22012"));
   EXPECT_EQ(diag.sqlstate, "22012");
   EXPECT_EQ(diag.message, "division by zero");
 
-  auto f3 = ex.async_run([]() -> int { throw std::runtime_error("something else"); }, diag, asio::use_future);
+  auto f3 = ex.async_run([]() -> int { throw std::runtime_error("something else"); }, diag, pgpipe::test::use_future_ec);
   EXPECT_EQ(std::get<0>(f3.get()), std::errc::state_not_recoverable);
   EXPECT_EQ(diag.client_message, "something else");
 
   // Success clears diagnostics left by an earlier failure.
-  auto f4 = ex.async_run([] { return 1; }, diag, asio::use_future);
+  auto f4 = ex.async_run([] { return 1; }, diag, pgpipe::test::use_future_ec);
   EXPECT_FALSE(std::get<0>(f4.get()));
   EXPECT_TRUE(diag.client_message.empty());
 }
@@ -176,10 +221,10 @@ TEST(blocking_executor, full_queue_fails_at_once_without_running_the_call) {
         g.wait();
         ++ran;
       },
-      asio::use_future);
+      pgpipe::test::use_future_ec);
   busy.get_future().wait();  // the only worker is now held
-  auto f2 = ex.async_run([&] { ++ran; }, asio::use_future);  // queued (1 of 1)
-  auto f3 = ex.async_run([&] { ++ran; }, asio::use_future);  // over max_queued
+  auto f2 = ex.async_run([&] { ++ran; }, pgpipe::test::use_future_ec);  // queued (1 of 1)
+  auto f3 = ex.async_run([&] { ++ran; }, pgpipe::test::use_future_ec);  // over max_queued
   EXPECT_EQ(f3.get(), errc::queue_full);                     // while the worker is still held
   EXPECT_EQ(ran.load(), 0);
   g.open();
@@ -198,12 +243,12 @@ TEST(blocking_executor, stop_fails_queued_and_new_calls_with_closed) {
         g.wait();
         return 1;
       },
-      asio::use_future);
+      pgpipe::test::use_future_ec);
   busy.get_future().wait();
-  auto queued = ex.async_run([] { return 2; }, asio::use_future);
+  auto queued = ex.async_run([] { return 2; }, pgpipe::test::use_future_ec);
   ex.stop();
   EXPECT_EQ(std::get<0>(queued.get()), errc::closed);
-  EXPECT_EQ(std::get<0>(ex.async_run([] { return 3; }, asio::use_future).get()), errc::closed);
+  EXPECT_EQ(std::get<0>(ex.async_run([] { return 3; }, pgpipe::test::use_future_ec).get()), errc::closed);
   g.open();
   auto [ec, v] = running.get();  // a running call finishes normally
   EXPECT_FALSE(ec);
@@ -221,7 +266,7 @@ TEST(blocking_executor, stop_runs_plain_callbacks_of_dropped_calls_before_return
         busy.set_value();
         g.wait();
       },
-      asio::use_future);
+      pgpipe::test::use_future_ec);
   busy.get_future().wait();
   std::error_code got;
   std::thread::id ran_on;
@@ -254,7 +299,7 @@ TEST(blocking_executor, workers_run_calls_in_parallel) {
           cv.notify_all();
           return cv.wait_for(lk, 30s, [&] { return arrived == n; });
         },
-        asio::use_future));
+        pgpipe::test::use_future_ec));
   }
   for (auto& f : fs) EXPECT_TRUE(std::get<1>(f.get()));
 }
