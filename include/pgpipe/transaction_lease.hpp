@@ -39,14 +39,18 @@ struct chain_state;
 /// Destroying it before async_commit or async_rollback rolls it back.
 class transaction_lease {
  public:
+  /// The executor type of get_executor().
   using executor_type = boost::asio::any_io_executor;
 
   transaction_lease() noexcept = default;
   /// An empty transaction carrying why async_begin failed (see diag()).
   explicit transaction_lease(diagnostics failure) noexcept : failure_(std::move(failure)) {}
+  /// Moves the transaction; a move-assignment first rolls back the one this
+  /// object held.
+  ///@{
   transaction_lease(transaction_lease&&) noexcept = default;
-  /// A move-assignment first rolls back the transaction this one held.
   transaction_lease& operator=(transaction_lease&&) noexcept = default;
+  ///@}
   transaction_lease(const transaction_lease&) = delete;
   transaction_lease& operator=(const transaction_lease&) = delete;
   ~transaction_lease() = default;
