@@ -187,7 +187,7 @@ int run(const config& c) {
   p.conninfo = conninfo;
   p.max_size = 1;
   p.query_timeout = std::chrono::minutes(10);
-  pgpipe::async_client client(p, 1);
+  pgpipe::async_client client(p, {.loops = 1});
   pgpipe::blocking_pool pool(p);
   pgpipe::lease lease = client.async_acquire(asio::use_future).get();
   auto bl = pool.acquire();

@@ -26,7 +26,7 @@ class async_driver final : public driver {
   void start(measurement& m) override {
     m_ = &m;
     const std::size_t loops = p_.loops ? p_.loops : std::max(1u, std::thread::hardware_concurrency());
-    client_ = std::make_unique<pgpipe::async_client>(async_pool_params(p_), loops);
+    client_ = std::make_unique<pgpipe::async_client>(async_pool_params(p_), pgpipe::async_client_options{.loops = loops});
     clients_.resize(p_.concurrency);
     for (auto& c : clients_) c.args.resize(p_.work.params.size());
     for (std::size_t i = 0; i < clients_.size(); ++i) issue(i);

@@ -38,7 +38,7 @@ class coroutine_driver final : public driver {
   void start(measurement& m) override {
     m_ = &m;
     const std::size_t loops = p_.loops ? p_.loops : std::max(1u, std::thread::hardware_concurrency());
-    client_ = std::make_unique<pgpipe::async_client>(async_pool_params(p_), loops);
+    client_ = std::make_unique<pgpipe::async_client>(async_pool_params(p_), pgpipe::async_client_options{.loops = loops});
     // Round-robin over the client's loops, as the callback driver's
     // handlers end up spread by the connections that run them. A query
     // served by a connection on another loop resumes its coroutine with one

@@ -45,7 +45,7 @@ class tpcb_async_driver final : public driver {
                                std::to_string(p_.concurrency) + " exceeds the pool (" + std::to_string(p_.pool) + ")");
     }
     const std::size_t loops = p_.loops ? p_.loops : std::max(1u, std::thread::hardware_concurrency());
-    client_ = std::make_unique<pgpipe::async_client>(async_pool_params(p_), loops);
+    client_ = std::make_unique<pgpipe::async_client>(async_pool_params(p_), pgpipe::async_client_options{.loops = loops});
     const std::size_t n = client_->loop_count();
     for (std::size_t i = 0; i < p_.concurrency; ++i) {
       asio::co_spawn(client_->get_executor(i % n), logical_client(), asio::detached);

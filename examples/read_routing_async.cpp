@@ -80,12 +80,12 @@ int main(int argc, char** argv) {
   }
   try {
     std::vector<pgpipe::async_client> replicas;
-    replicas.emplace_back(params_for(argv[2]), 1);
+    replicas.emplace_back(params_for(argv[2]), pgpipe::async_client_options{.loops = 1});
     pgpipe::read_routing_params routing;
     routing.probe_interval = std::chrono::milliseconds(100);
     routing.max_lag = std::chrono::seconds(5);
     routing.replica_names = {"standby"};
-    pgpipe::read_router router(pgpipe::async_client(params_for(argv[1]), 1), std::move(replicas), routing);
+    pgpipe::read_router router(pgpipe::async_client(params_for(argv[1]), {.loops = 1}), std::move(replicas), routing);
     wait_until_replica_eligible(router, std::chrono::seconds(30));
 
     // The queries run in a coroutine on the primary client's loop; main waits for it.

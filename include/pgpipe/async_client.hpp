@@ -90,13 +90,17 @@ class async_client {
   /// The executor type of get_executor().
   using executor_type = boost::asio::any_io_executor;
 
-  /// Owns `loops` event-loop threads (0 means 1). Validates params (throws
-  /// pgpipe::error(errc::bad_params)) and the libpq loaded at run time
-  /// (errc::unsupported_libpq when older than 14); opens min_size
-  /// connections in the background; never blocks on the network.
-  explicit async_client(pool_params params, std::size_t loops = std::max(1u, std::thread::hardware_concurrency()));
-  /// The same with the loops, logger and loop watchdog given in `options`.
-  async_client(pool_params params, async_client_options options);
+  /// Owns `options.loops` event-loop threads (default: one per hardware
+  /// thread), with the logger and loop watchdog given in `options`:
+  ///   pgpipe::async_client client(params, {.loops = 2});
+  /// Validates params (throws pgpipe::error(errc::bad_params)) and the libpq
+  /// loaded at run time (errc::unsupported_libpq when older than 14); opens
+  /// min_size connections in the background; never blocks on the network.
+  explicit async_client(pool_params params, async_client_options options = {});
+  /// Owns `loops` event-loop threads. Deprecated: a bare number at the call
+  /// site does not say what it counts; pass async_client_options.
+  [[deprecated("pass async_client_options, e.g. async_client(params, {.loops = 4})")]]
+  async_client(pool_params params, std::size_t loops);
   /// Runs on the caller's io_context (which the caller runs, on one or more
   /// threads); the client owns no loop thread (only the watchdog, if enabled).
   async_client(pool_params params, boost::asio::io_context& io, async_client_options options = {});

@@ -16,7 +16,7 @@ int main() {
   params.conninfo = "host=127.0.0.1 port=1 user=app password=hunter2 connect_timeout=5";
   params.max_size = 1;
   params.acquire_timeout = std::chrono::seconds(10);
-  pgpipe::async_client client(params, 1);
+  pgpipe::async_client client(params, {.loops = 1});
   // use_future throws pgpipe::error (the code and the diagnostics) when the
   // query fails.
   try {

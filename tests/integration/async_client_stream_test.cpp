@@ -31,7 +31,7 @@ auto run(pgpipe::async_client& client, Coro coro) {
 }
 
 TEST(async_client_stream, rows_arrive_in_chunks_and_the_lease_goes_back) {
-  pgpipe::async_client client(params_for(app_conninfo("client_stream"), 1), 1);
+  pgpipe::async_client client(params_for(app_conninfo("client_stream"), 1), {.loops = 1});
   struct seen {
     long long rows = 0, sum = 0;
     int chunks = 0;
@@ -67,7 +67,7 @@ TEST(async_client_stream, rows_arrive_in_chunks_and_the_lease_goes_back) {
 }
 
 TEST(async_client_stream, a_stream_dropped_half_read_gives_its_connection_back) {
-  pgpipe::async_client client(params_for(app_conninfo("client_stream_drop"), 1), 1);
+  pgpipe::async_client client(params_for(app_conninfo("client_stream_drop"), 1), {.loops = 1});
   const std::string after = run(client, [&]() -> asio::awaitable<std::string> {
     {
       auto stream = co_await client.async_stream("select g from generate_series(1, 10000000) g", asio::use_awaitable);
@@ -81,7 +81,7 @@ TEST(async_client_stream, a_stream_dropped_half_read_gives_its_connection_back) 
 }
 
 TEST(async_client_stream, a_statement_error_comes_through_the_first_next) {
-  pgpipe::async_client client(params_for(app_conninfo("client_stream_err"), 1), 1);
+  pgpipe::async_client client(params_for(app_conninfo("client_stream_err"), 1), {.loops = 1});
   auto [ec, stream] = client.async_stream("select 1 / 0", pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(ec) << ec.message();
   auto [nec, chunk] = stream.async_next(pgpipe::test::use_future_ec).get();
@@ -92,7 +92,7 @@ TEST(async_client_stream, an_acquire_failure_carries_the_connect_error) {
   auto& pg = shared_cluster();
   auto p = params_for(pg.conninfo_without_password() + " password=wrong-password-xyz", 1);
   p.acquire_timeout = std::chrono::seconds(2);
-  pgpipe::async_client client(p, 1);
+  pgpipe::async_client client(p, {.loops = 1});
   auto [ec, stream] = client.async_stream("select 1", pgpipe::test::use_future_ec).get();
   EXPECT_TRUE(ec);
   EXPECT_FALSE(stream.valid());

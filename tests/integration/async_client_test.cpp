@@ -147,7 +147,7 @@ TEST(async_client, destroyed_with_a_query_in_flight_then_its_io_context_leaks_no
 }
 
 TEST(async_client, handler_without_executor_runs_on_a_client_loop_thread) {
-  pgpipe::async_client client(params_for(app_conninfo("async_exec"), 1), 1);
+  pgpipe::async_client client(params_for(app_conninfo("async_exec"), 1), {.loops = 1});
   std::promise<std::thread::id> handler_thread, loop_thread;
   client.async_query("select 1", [&](std::error_code, pgpipe::result) { handler_thread.set_value(std::this_thread::get_id()); });
   asio::post(client.get_executor(), [&] { loop_thread.set_value(std::this_thread::get_id()); });
@@ -155,7 +155,7 @@ TEST(async_client, handler_without_executor_runs_on_a_client_loop_thread) {
 }
 
 TEST(async_client, stats_count_work_and_render_as_prometheus) {
-  pgpipe::async_client client(params_for(app_conninfo("async_stats"), 2), 2);
+  pgpipe::async_client client(params_for(app_conninfo("async_stats"), 2), {.loops = 2});
   std::vector<std::future<std::tuple<std::error_code, pgpipe::result>>> fs;
   for (int i = 0; i < 100; ++i) fs.push_back(client.async_query(i % 10 == 0 ? "select 1/0" : "select 1", pgpipe::test::use_future_ec));
   for (auto& f : fs) f.get();
@@ -178,7 +178,7 @@ TEST(async_client, thread_count_does_not_grow_with_pool_or_concurrency) {
   const int before = threads_of_this_process();
   {
     auto params = params_for(app_conninfo("async_threads"), 20);
-    pgpipe::async_client client(params, 2);
+    pgpipe::async_client client(params, {.loops = 2});
     std::vector<std::future<std::tuple<std::error_code, pgpipe::result>>> fs;
     for (int i = 0; i < 2000; ++i) fs.push_back(client.async_query("select $1::int", i, pgpipe::test::use_future_ec));
     for (auto& f : fs) ASSERT_FALSE(std::get<0>(f.get()));
@@ -303,7 +303,8 @@ TEST(async_client, destructor_with_work_in_flight_completes_everything_once) {
 TEST(async_client, destroying_the_client_from_its_own_handler_shuts_down_cleanly) {
   auto& pg = pgpipe::test::shared_cluster();
   const int before = threads_of_this_process();
-  auto client = std::make_unique<pgpipe::async_client>(params_for(app_conninfo("async_selfdestroy"), 1), 1);
+  auto client = std::make_unique<pgpipe::async_client>(params_for(app_conninfo("async_selfdestroy"), 1),
+                                                 pgpipe::async_client_options{.loops = 1});
   std::promise<int> p;
   client->async_query("select 5", [&](std::error_code ec, pgpipe::result r) {
     const int v = ec ? -1 : r.value<int>();

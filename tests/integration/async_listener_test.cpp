@@ -40,9 +40,9 @@ namespace {
 // The scenarios' adapter: a client for the listener's executor, and waits on futures.
 struct async_listener_adapter {
   explicit async_listener_adapter(const std::string& app)
-      : client(params_for(app_conninfo(app), 1), 1), l(client, params_for(app_conninfo(app), 1)) {}
+      : client(params_for(app_conninfo(app), 1), {.loops = 1}), l(client, params_for(app_conninfo(app), 1)) {}
   explicit async_listener_adapter(pgpipe::pool_params p)
-      : client(params_for(app_conninfo("listener_client"), 1), 1), l(client, std::move(p)) {}
+      : client(params_for(app_conninfo("listener_client"), 1), {.loops = 1}), l(client, std::move(p)) {}
 
   void subscribe(const std::string& channel) {
     auto ec = l.async_subscribe(channel, pgpipe::test::use_future_ec).get();

@@ -59,7 +59,7 @@ struct refused_case {
 }  // namespace
 
 TEST(async_sharing, refuses_each_class_before_sending_and_the_neighbour_is_unaffected) {
-  pgpipe::async_client client(one_connection(), 1);
+  pgpipe::async_client client(one_connection(), {.loops = 1});
   const std::string pid = value(client, "select pg_backend_pid()::text");
   const refused_case cases[] = {
       {"begin", pgpipe::errc::transaction_needs_lease, "BEGIN"},
@@ -102,7 +102,7 @@ TEST(async_sharing, refuses_each_class_before_sending_and_the_neighbour_is_unaff
 }
 
 TEST(async_sharing, allows_statements_that_only_mention_keywords) {
-  pgpipe::async_client client(one_connection(), 1);
+  pgpipe::async_client client(one_connection(), {.loops = 1});
   EXPECT_EQ(value(client, "select 'begin; set x = 1'"), "begin; set x = 1");
   EXPECT_EQ(value(client, "select set_config('pgpipe.x', 'local', true)"), "local");
   EXPECT_EQ(value(client, "select (select 1 as reset_at)::text /* begin */"), "1");
@@ -112,7 +112,7 @@ TEST(async_sharing, allows_statements_that_only_mention_keywords) {
 }
 
 TEST(async_sharing, a_lease_may_open_transactions_and_change_its_session) {
-  pgpipe::async_client client(one_connection(), 1);
+  pgpipe::async_client client(one_connection(), {.loops = 1});
   {
     auto [ec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
     ASSERT_FALSE(ec);
@@ -130,7 +130,7 @@ TEST(async_sharing, on_connect_sets_the_session_of_every_connection) {
   p.max_size = 3;
   p.on_connect = {"set search_path = pgpipe_on_connect, public", "set timezone = 'Asia/Ho_Chi_Minh'",
                   "set application_name = 'pgpipe-oc'"};
-  pgpipe::async_client client(p, 2);
+  pgpipe::async_client client(p, {.loops = 2});
   // Many at once, so that more than one connection serves them.
   std::vector<std::future<std::tuple<std::error_code, pgpipe::result>>> fs;
   for (int i = 0; i < 60; ++i)
@@ -149,7 +149,7 @@ TEST(async_sharing, a_failing_on_connect_statement_fails_the_connect_clearly) {
   auto p = one_connection();
   p.on_connect = {"set timezone = 'UTC'", "set pgpipe_no_such_setting = 1"};
   p.acquire_timeout = 1500ms;
-  pgpipe::async_client client(p, 1);
+  pgpipe::async_client client(p, {.loops = 1});
   auto [ec, r] = run(client, "select 1");
   EXPECT_EQ(ec, pgpipe::make_sqlstate("42704")) << ec.message() << " " << r.diag().to_string();
   const std::string m = r.diag().to_string();
@@ -195,7 +195,7 @@ TEST(async_sharing, notices_and_warnings_go_to_the_logger_never_stderr) {
 }
 
 TEST(async_sharing, a_lease_that_changed_its_session_is_not_shared_afterwards) {
-  pgpipe::async_client client(one_connection(), 1);
+  pgpipe::async_client client(one_connection(), {.loops = 1});
   std::string lease_pid;
   {
     auto [ec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
@@ -212,7 +212,7 @@ TEST(async_sharing, a_lease_that_changed_its_session_is_not_shared_afterwards) {
 }
 
 TEST(async_sharing, a_lease_that_only_used_its_transaction_keeps_its_connection) {
-  pgpipe::async_client client(one_connection(), 1);
+  pgpipe::async_client client(one_connection(), {.loops = 1});
   const std::string pid = value(client, "select pg_backend_pid()::text");
   {
     auto [ec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
@@ -226,7 +226,7 @@ TEST(async_sharing, a_lease_that_only_used_its_transaction_keeps_its_connection)
 }
 
 TEST(async_sharing, a_lease_with_a_temp_table_dropped_at_commit_keeps_its_connection) {
-  pgpipe::async_client client(one_connection(), 1);
+  pgpipe::async_client client(one_connection(), {.loops = 1});
   const std::string pid = value(client, "select pg_backend_pid()::text");
   {
     auto [ec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();

@@ -70,7 +70,7 @@ std::vector<pgpipe::statement> three_inserts(const std::string& table, int a, in
 TEST(async_transaction_batch, the_whole_transaction_is_written_before_the_server_answers_anything) {
   auto& pg = shared_cluster();
   pg.exec("drop table if exists txb_one; create table txb_one(v int primary key)");
-  pgpipe::async_client client(params_for(app_conninfo("async_txb_one"), 1), 1);
+  pgpipe::async_client client(params_for(app_conninfo("async_txb_one"), 1), {.loops = 1});
   auto [aec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(aec) << aec.message();
   auto [iec, ids] = l.async_query("select pg_backend_pid(), inet_client_port()", pgpipe::test::use_future_ec).get();
@@ -112,7 +112,7 @@ TEST(async_transaction_batch, the_whole_transaction_is_written_before_the_server
 TEST(async_transaction_batch, on_the_client_it_takes_a_lease_and_reads_options) {
   auto& pg = shared_cluster();
   pg.exec("drop table if exists txb_client; create table txb_client(v int primary key)");
-  pgpipe::async_client client(params_for(app_conninfo("async_txb_client"), 2), 1);
+  pgpipe::async_client client(params_for(app_conninfo("async_txb_client"), 2), {.loops = 1});
   auto [ec, report] =
       pgpipe::async_transaction_batch(client, {}, three_inserts("txb_client", 4, 5, 6), pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(ec) << report.diag.to_string();
@@ -138,7 +138,7 @@ TEST(async_transaction_batch, on_the_client_it_takes_a_lease_and_reads_options) 
 TEST(async_transaction_batch, a_failing_middle_statement_is_named_and_nothing_stays) {
   auto& pg = shared_cluster();
   pg.exec("drop table if exists txb_fail; create table txb_fail(v int primary key); insert into txb_fail values (2)");
-  pgpipe::async_client client(params_for(app_conninfo("async_txb_fail"), 1), 1);
+  pgpipe::async_client client(params_for(app_conninfo("async_txb_fail"), 1), {.loops = 1});
   auto [aec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(aec) << aec.message();
   // Statement 1 violates the key; statement 2 would divide by zero if it ran.
@@ -175,7 +175,7 @@ TEST(async_transaction_batch, a_failing_middle_statement_is_named_and_nothing_st
 TEST(async_transaction_batch, bad_input_is_refused_before_anything_is_sent) {
   auto& pg = shared_cluster();
   pg.exec("drop table if exists txb_bad; create table txb_bad(v text)");
-  pgpipe::async_client client(params_for(app_conninfo("async_txb_bad"), 1), 1);
+  pgpipe::async_client client(params_for(app_conninfo("async_txb_bad"), 1), {.loops = 1});
   std::vector<pgpipe::statement> s;
   s.emplace_back("insert into txb_bad values ($1)", std::string("fine"));
   s.emplace_back("insert into txb_bad values ($1)", std::string("nul\0byte", 8));
@@ -195,7 +195,7 @@ TEST(async_transaction_batch, bad_input_is_refused_before_anything_is_sent) {
 TEST(async_transaction_batch, a_serialization_failure_is_retried) {
   auto& pg = shared_cluster();
   pg.exec("drop table if exists txb_ser; create table txb_ser(id int primary key, n int); insert into txb_ser values (1, 0)");
-  pgpipe::async_client client(params_for(app_conninfo("async_txb_ser"), 1), 1);
+  pgpipe::async_client client(params_for(app_conninfo("async_txb_ser"), 1), {.loops = 1});
   // Another session holds the row: the batch's serializable update waits
   // for it, then fails with 40001 when that session commits.
   pqxx::connection other(pg.conninfo());
@@ -232,7 +232,7 @@ TEST(async_transaction_batch, a_serialization_failure_is_retried) {
 TEST(async_transaction_pipelined_begin, a_work_with_no_query_and_one_that_starts_at_once_both_commit) {
   auto& pg = shared_cluster();
   pg.exec("drop table if exists txb_begin; create table txb_begin(v int)");
-  pgpipe::async_client client(params_for(app_conninfo("async_txb_begin"), 1), 1);
+  pgpipe::async_client client(params_for(app_conninfo("async_txb_begin"), 1), {.loops = 1});
   auto [ec, report] = pgpipe::async_transaction(
                           client, {}, [](pgpipe::lease&) -> asio::awaitable<void> { co_return; }, pgpipe::test::use_future_ec)
                           .get();

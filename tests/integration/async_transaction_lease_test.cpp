@@ -34,7 +34,7 @@ auto run(pgpipe::async_client& client, Coro coro) {
 TEST(transaction_lease, statements_commit_together) {
   auto& pg = shared_cluster();
   pg.exec("drop table if exists txl_commit; create table txl_commit(v int)");
-  pgpipe::async_client client(params_for(app_conninfo("txl_commit"), 1), 1);
+  pgpipe::async_client client(params_for(app_conninfo("txl_commit"), 1), {.loops = 1});
   const std::string during = run(client, [&]() -> asio::awaitable<std::string> {
     auto tx = co_await client.async_begin({}, asio::use_awaitable);
     EXPECT_TRUE(tx.valid());
@@ -56,7 +56,7 @@ TEST(transaction_lease, destroyed_uncommitted_it_rolls_back_and_the_connection_i
   auto& pg = shared_cluster();
   pg.exec("drop table if exists txl_drop; create table txl_drop(v int)");
   // One connection: the next caller gets the very connection the transaction left.
-  pgpipe::async_client client(params_for(app_conninfo("txl_drop"), 1), 1);
+  pgpipe::async_client client(params_for(app_conninfo("txl_drop"), 1), {.loops = 1});
   const std::string status = run(client, [&]() -> asio::awaitable<std::string> {
     {
       auto tx = co_await client.async_begin({}, asio::use_awaitable);
@@ -75,7 +75,7 @@ TEST(transaction_lease, destroyed_uncommitted_it_rolls_back_and_the_connection_i
 TEST(transaction_lease, a_failed_statement_makes_commit_fail_with_25P02_and_nothing_stays) {
   auto& pg = shared_cluster();
   pg.exec("drop table if exists txl_fail; create table txl_fail(v int primary key)");
-  pgpipe::async_client client(params_for(app_conninfo("txl_fail"), 1), 1);
+  pgpipe::async_client client(params_for(app_conninfo("txl_fail"), 1), {.loops = 1});
   struct seen {
     std::string insert_state, commit_state, commit_text;
   };
@@ -102,7 +102,7 @@ TEST(transaction_lease, a_failed_statement_makes_commit_fail_with_25P02_and_noth
 }
 
 TEST(transaction_lease, options_reach_the_server_and_rollback_ends_it) {
-  pgpipe::async_client client(params_for(app_conninfo("txl_opts"), 1), 1);
+  pgpipe::async_client client(params_for(app_conninfo("txl_opts"), 1), {.loops = 1});
   pgpipe::transaction_options opts;
   opts.isolation = pgpipe::isolation_level::serializable;
   opts.read_only = true;
@@ -119,7 +119,7 @@ TEST(transaction_lease, options_reach_the_server_and_rollback_ends_it) {
 }
 
 TEST(transaction_lease, ending_it_twice_or_asking_for_retries_is_refused) {
-  pgpipe::async_client client(params_for(app_conninfo("txl_misuse"), 1), 1);
+  pgpipe::async_client client(params_for(app_conninfo("txl_misuse"), 1), {.loops = 1});
   struct seen {
     std::error_code second_commit, query_after, retry;
     std::string retry_text;
@@ -149,7 +149,7 @@ TEST(transaction_lease, a_failed_acquire_carries_the_connect_error) {
   auto& pg = shared_cluster();
   auto p = params_for(pg.conninfo_without_password() + " password=wrong-password-xyz", 1);
   p.acquire_timeout = std::chrono::seconds(2);
-  pgpipe::async_client client(p, 1);
+  pgpipe::async_client client(p, {.loops = 1});
   auto [ec, tx] = client.async_begin({}, pgpipe::test::use_future_ec).get();
   EXPECT_TRUE(ec);
   EXPECT_FALSE(tx.valid());

@@ -96,7 +96,7 @@ TEST(async_transaction, serializable_increments_with_retries_all_commit) {
   auto& pg = shared_cluster();
   pg.exec("drop table if exists tx_counter_retry; create table tx_counter_retry(n int); "
           "insert into tx_counter_retry values (0)");
-  pgpipe::async_client client(params_for(app_conninfo("async_tx_retry"), 20), 1);
+  pgpipe::async_client client(params_for(app_conninfo("async_tx_retry"), 20), {.loops = 1});
   counter_run run = run_increments(client, "tx_counter_retry", 200);
   EXPECT_EQ(run.committed, 20);
   EXPECT_TRUE(run.failures.empty());
@@ -108,7 +108,7 @@ TEST(async_transaction, without_retries_conflicts_surface_as_40001) {
   auto& pg = shared_cluster();
   pg.exec("drop table if exists tx_counter_once; create table tx_counter_once(n int); "
           "insert into tx_counter_once values (0)");
-  pgpipe::async_client client(params_for(app_conninfo("async_tx_once"), 20), 1);
+  pgpipe::async_client client(params_for(app_conninfo("async_tx_once"), 20), {.loops = 1});
   counter_run run = run_increments(client, "tx_counter_once", 1);
   EXPECT_EQ(run.work_runs, 20);
   EXPECT_GE(run.committed, 1);
@@ -121,7 +121,7 @@ TEST(async_transaction, a_throw_rolls_back_and_the_connection_serves_the_next_ca
   auto& pg = shared_cluster();
   pg.exec("drop table if exists tx_throw; create table tx_throw(v text)");
   // One connection: the next transaction must get the very connection the throw left.
-  pgpipe::async_client client(params_for(app_conninfo("async_tx_throw"), 1), 1);
+  pgpipe::async_client client(params_for(app_conninfo("async_tx_throw"), 1), {.loops = 1});
   auto [ec, report] = pgpipe::async_transaction(
                           client, {},
                           [](pgpipe::lease& l) -> asio::awaitable<void> {
@@ -153,7 +153,7 @@ TEST(async_transaction, a_throw_rolls_back_and_the_connection_serves_the_next_ca
 TEST(async_transaction, a_server_error_rolls_back_with_its_diagnostics) {
   auto& pg = shared_cluster();
   pg.exec("drop table if exists tx_err; create table tx_err(v int)");
-  pgpipe::async_client client(params_for(app_conninfo("async_tx_err"), 1), 1);
+  pgpipe::async_client client(params_for(app_conninfo("async_tx_err"), 1), {.loops = 1});
   pgpipe::transaction_options opts;
   opts.isolation = pgpipe::isolation_level::repeatable_read;
   auto [ec, report] = pgpipe::async_transaction(
@@ -173,7 +173,7 @@ TEST(async_transaction, a_server_error_rolls_back_with_its_diagnostics) {
 }
 
 TEST(async_transaction, options_reach_the_server) {
-  pgpipe::async_client client(params_for(app_conninfo("async_tx_opts"), 1), 1);
+  pgpipe::async_client client(params_for(app_conninfo("async_tx_opts"), 1), {.loops = 1});
   auto seen = std::make_shared<std::string>();
   pgpipe::transaction_options opts;
   opts.isolation = pgpipe::isolation_level::serializable;
@@ -202,7 +202,7 @@ TEST(async_transaction, options_reach_the_server) {
 TEST(async_transaction, savepoints_undo_only_their_own_work) {
   auto& pg = shared_cluster();
   pg.exec("drop table if exists tx_sp; create table tx_sp(v text)");
-  pgpipe::async_client client(params_for(app_conninfo("async_tx_sp"), 1), 1);
+  pgpipe::async_client client(params_for(app_conninfo("async_tx_sp"), 1), {.loops = 1});
   auto inner_ec = std::make_shared<std::error_code>();
   auto [ec, report] = pgpipe::async_transaction(
                           client, {},
@@ -242,7 +242,7 @@ TEST(async_transaction, savepoints_undo_only_their_own_work) {
 TEST(async_transaction, a_swallowed_error_is_not_reported_as_committed) {
   auto& pg = shared_cluster();
   pg.exec("drop table if exists tx_swallow; create table tx_swallow(v int)");
-  pgpipe::async_client client(params_for(app_conninfo("async_tx_swallow"), 1), 1);
+  pgpipe::async_client client(params_for(app_conninfo("async_tx_swallow"), 1), {.loops = 1});
   auto [ec, report] = pgpipe::async_transaction(
                           client, {},
                           [](pgpipe::lease& l) -> asio::awaitable<std::error_code> {
@@ -259,7 +259,7 @@ TEST(async_transaction, a_swallowed_error_is_not_reported_as_committed) {
 TEST(async_transaction, a_callback_work_commits_or_rolls_back_by_its_outcome) {
   auto& pg = shared_cluster();
   pg.exec("drop table if exists tx_cb; create table tx_cb(v text)");
-  pgpipe::async_client client(params_for(app_conninfo("async_tx_cb"), 1), 1);
+  pgpipe::async_client client(params_for(app_conninfo("async_tx_cb"), 1), {.loops = 1});
   auto insert_then = [](std::string value, bool fail) {
     return [value, fail](pgpipe::lease& l, std::function<void(std::error_code)> done) {
       l.async_query("insert into tx_cb values ($1)", value,

@@ -200,7 +200,7 @@ TEST(blocking_copy, statements_that_are_not_the_right_copy_are_refused) {
 }
 
 TEST(blocking_copy, async_shared_path_refuses_copy_and_points_to_a_lease) {
-  pgpipe::async_client client(pgpipe::test::params_for(app_conninfo("copy_shared"), 1), 1);
+  pgpipe::async_client client(pgpipe::test::params_for(app_conninfo("copy_shared"), 1), {.loops = 1});
   auto [ec, r] = client.async_query("copy (select 1) to stdout", pgpipe::test::use_future_ec).get();
   EXPECT_EQ(ec, pgpipe::errc::session_state_needs_lease);
   EXPECT_NE(r.diag().client_message.find("lease"), std::string::npos) << r.diag().client_message;

@@ -87,7 +87,7 @@ class blocking_vs_async : public ::testing::Test {
   }
 
   pgpipe::blocking_pool blocking_{params()};
-  pgpipe::async_client async_{params(), 1};
+  pgpipe::async_client async_{params(), {.loops = 1}};
 };
 
 TEST_F(blocking_vs_async, bench_query_by_key) {

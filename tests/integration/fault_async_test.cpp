@@ -283,7 +283,7 @@ TEST(fault_async, broken_pipeline_fails_the_written_query_as_connection_lost_and
   params.pipeline_depth = 1;
   params.stall_timeout = 500ms;
   params.query_timeout = 0ms;  // none: only the stall may end the wait
-  async_client client(params, 1);
+  async_client client(params, {.loops = 1});
   auto [lec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(lec) << lec.message();
   auto [pec, pr] = l.async_query("select pg_backend_pid()", pgpipe::test::use_future_ec).get();
@@ -337,7 +337,7 @@ std::vector<std::error_code> pipelined_on_lease(pgpipe::lease& l, const std::vec
 TEST(fault_async, error_mid_pipeline_fails_only_the_statement_and_what_depends_on_it) {
   auto& pg = pgpipe::test::shared_cluster();
   pg.exec("drop table if exists fault_a_tx; create table fault_a_tx(n int)");
-  async_client client(fault_params(pg.conninfo(), 1), 1);
+  async_client client(fault_params(pg.conninfo(), 1), {.loops = 1});
   auto [lec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(lec) << lec.message();
 

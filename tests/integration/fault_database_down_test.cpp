@@ -186,7 +186,7 @@ void check_driver(const char* driver, const std::vector<op_record>& ops, const o
 TEST(fault_database_down, every_operation_fails_within_its_timeout_and_the_pool_recovers_at_once) {
   auto pg = pgpipe::test::fresh_cluster();
   pgpipe::blocking_pool blocking{one_second_params(pgpipe::test::with_options(pg->conninfo(), "application_name=down_b"))};
-  pgpipe::async_client async{one_second_params(pgpipe::test::with_options(pg->conninfo(), "application_name=down_a")), 1};
+  pgpipe::async_client async{one_second_params(pgpipe::test::with_options(pg->conninfo(), "application_name=down_a")), {.loops = 1}};
   // Both work before the fault.
   ASSERT_FALSE(blocking_op(blocking).ec);
   ASSERT_FALSE(async_op(async).ec);

@@ -126,7 +126,7 @@ long stream_rows() {
 TEST(fault_large_result, async_row_stream_delivers_a_large_result_in_chunks_with_bounded_memory) {
   const long rows = stream_rows();
   const std::string big_query = "select g, 'row number ' || g from generate_series(1, " + std::to_string(rows) + ") g";
-  pgpipe::async_client client(params(), 1);
+  pgpipe::async_client client(params(), {.loops = 1});
   auto [aec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(aec) << aec.message();
   reset_peak_rss();
@@ -181,7 +181,7 @@ TEST(fault_large_result, async_row_stream_delivers_a_large_result_in_chunks_with
 // lease). The next query on the same lease must run normally, never hit by
 // that cancel (57014), whether the stop came early or after the last row.
 TEST(fault_large_result, async_row_stream_stops_early_and_the_lease_serves_the_next_query) {
-  pgpipe::async_client client(params(), 1);
+  pgpipe::async_client client(params(), {.loops = 1});
   auto [aec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(aec) << aec.message();
   long worst_stop_ms = 0;
@@ -233,7 +233,7 @@ TEST(fault_large_result, async_row_stream_stops_early_and_the_lease_serves_the_n
 
 // For comparison: the same result through async_query, buffered whole.
 TEST(fault_large_result, async_buffered_result_of_5_million_rows_costs_memory_in_proportion) {
-  pgpipe::async_client client(params(), 1);
+  pgpipe::async_client client(params(), {.loops = 1});
   reset_peak_rss();
   const long rss0 = status_kib("VmHWM");
   const auto t0 = steady::now();

@@ -295,8 +295,8 @@ TEST(scaleout_routing_async, a_read_rerun_on_the_primary_is_cancelled_through_th
   rp.probe_interval = 100ms;
   rp.probe_timeout = 1s;
   std::vector<pgpipe::async_client> replicas;
-  replicas.emplace_back(r, std::size_t{1});
-  pgpipe::read_router router(pgpipe::async_client(p, std::size_t{1}), std::move(replicas), rp);
+  replicas.emplace_back(r, pgpipe::async_client_options{.loops = 1});
+  pgpipe::read_router router(pgpipe::async_client(p, {.loops = 1}), std::move(replicas), rp);
   ASSERT_TRUE(pgpipe::test::wait_until([&] { return router.stats().replicas[0].healthy; }, 30s));
 
   boost::asio::io_context io;

@@ -68,7 +68,7 @@ attempt via_blocking(const std::string& conninfo) {
 attempt via_async(const std::string& conninfo) {
   attempt a;
   const auto t0 = std::chrono::steady_clock::now();
-  pgpipe::async_client client(tls_params(conninfo), 1);
+  pgpipe::async_client client(tls_params(conninfo), {.loops = 1});
   auto f = client.async_query(ssl_query, pgpipe::test::use_future_ec);
   if (f.wait_for(30s) != std::future_status::ready) {
     a.ec = std::make_error_code(std::errc::timed_out);

@@ -41,7 +41,7 @@ pgpipe::pool_params params() {
 // One row of results, read with get<T>(col) and get<T>(col, ec).
 struct async_driver {
   static constexpr const char* name = "async";
-  pgpipe::async_client client{params(), 1};
+  pgpipe::async_client client{params(), {.loops = 1}};
   using result_type = pgpipe::result;
   template <class... A>
   pgpipe::result run(std::string_view sql, const A&... args) {

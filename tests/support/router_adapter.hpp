@@ -31,8 +31,8 @@ class async_router {
   async_router(const pgpipe::pool_params& primary, const pgpipe::pool_params& replica,
                const pgpipe::read_routing_params& rp) {
     std::vector<pgpipe::async_client> replicas;
-    replicas.emplace_back(replica, std::size_t{1});
-    router_ = std::make_unique<pgpipe::read_router>(pgpipe::async_client(primary, std::size_t{1}),
+    replicas.emplace_back(replica, pgpipe::async_client_options{.loops = 1});
+    router_ = std::make_unique<pgpipe::read_router>(pgpipe::async_client(primary, {.loops = 1}),
                                                     std::move(replicas), rp);
   }
   outcome read(std::string_view sql) { return wait(router_->async_query(read_only(), sql, pgpipe::test::use_future_ec)); }
