@@ -10,7 +10,6 @@
 #include "support/kit.hpp"
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 
@@ -25,11 +24,6 @@ using pgpipe::test::shared_cluster;
 
 namespace {
 
-template <class Coro>
-auto run(pgpipe::async_client& client, Coro coro) {
-  return asio::co_spawn(client.get_executor(), std::move(coro), asio::use_future).get();
-}
-
 TEST(async_client_stream, rows_arrive_in_chunks_and_the_lease_goes_back) {
   pgpipe::async_client client(params_for(app_conninfo("client_stream"), 1), {.loops = 1});
   struct seen {
@@ -37,7 +31,7 @@ TEST(async_client_stream, rows_arrive_in_chunks_and_the_lease_goes_back) {
     int chunks = 0;
     std::string tag, after;
   };
-  const seen s = run(client, [&]() -> asio::awaitable<seen> {
+  const seen s = pgpipe::test::run_on(client, [&]() -> asio::awaitable<seen> {
     seen out;
     {
       auto stream = co_await client.async_stream("select g from generate_series(1, $1::int) g", 20000, asio::use_awaitable);
@@ -68,7 +62,7 @@ TEST(async_client_stream, rows_arrive_in_chunks_and_the_lease_goes_back) {
 
 TEST(async_client_stream, a_stream_dropped_half_read_gives_its_connection_back) {
   pgpipe::async_client client(params_for(app_conninfo("client_stream_drop"), 1), {.loops = 1});
-  const std::string after = run(client, [&]() -> asio::awaitable<std::string> {
+  const std::string after = pgpipe::test::run_on(client, [&]() -> asio::awaitable<std::string> {
     {
       auto stream = co_await client.async_stream("select g from generate_series(1, 10000000) g", asio::use_awaitable);
       auto first = co_await stream.async_next(asio::use_awaitable);

@@ -10,7 +10,6 @@
 #include "support/kit.hpp"
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 
@@ -26,16 +25,11 @@ using pgpipe::test::shared_cluster;
 
 namespace {
 
-template <class Coro>
-auto run(pgpipe::async_client& client, Coro coro) {
-  return asio::co_spawn(client.get_executor(), std::move(coro), asio::use_future).get();
-}
-
 TEST(transaction_lease, statements_commit_together) {
   auto& pg = shared_cluster();
   pg.exec("drop table if exists txl_commit; create table txl_commit(v int)");
   pgpipe::async_client client(params_for(app_conninfo("txl_commit"), 1), {.loops = 1});
-  const std::string during = run(client, [&]() -> asio::awaitable<std::string> {
+  const std::string during = pgpipe::test::run_on(client, [&]() -> asio::awaitable<std::string> {
     auto tx = co_await client.async_begin({}, asio::use_awaitable);
     EXPECT_TRUE(tx.valid());
     auto r1 = co_await tx.async_query("insert into txl_commit values ($1)", 1, asio::use_awaitable);
@@ -57,7 +51,7 @@ TEST(transaction_lease, destroyed_uncommitted_it_rolls_back_and_the_connection_i
   pg.exec("drop table if exists txl_drop; create table txl_drop(v int)");
   // One connection: the next caller gets the very connection the transaction left.
   pgpipe::async_client client(params_for(app_conninfo("txl_drop"), 1), {.loops = 1});
-  const std::string status = run(client, [&]() -> asio::awaitable<std::string> {
+  const std::string status = pgpipe::test::run_on(client, [&]() -> asio::awaitable<std::string> {
     {
       auto tx = co_await client.async_begin({}, asio::use_awaitable);
       co_await tx.async_query("insert into txl_drop values (1)", asio::use_awaitable);
@@ -79,7 +73,7 @@ TEST(transaction_lease, a_failed_statement_makes_commit_fail_with_25P02_and_noth
   struct seen {
     std::string insert_state, commit_state, commit_text;
   };
-  const seen s = run(client, [&]() -> asio::awaitable<seen> {
+  const seen s = pgpipe::test::run_on(client, [&]() -> asio::awaitable<seen> {
     seen out;
     auto tx = co_await client.async_begin({}, asio::use_awaitable);
     co_await tx.async_query("insert into txl_fail values (1)", asio::use_awaitable);
@@ -106,7 +100,7 @@ TEST(transaction_lease, options_reach_the_server_and_rollback_ends_it) {
   pgpipe::transaction_options opts;
   opts.isolation = pgpipe::isolation_level::serializable;
   opts.read_only = true;
-  const std::string modes = run(client, [&]() -> asio::awaitable<std::string> {
+  const std::string modes = pgpipe::test::run_on(client, [&]() -> asio::awaitable<std::string> {
     auto tx = co_await client.async_begin(opts, asio::use_awaitable);
     auto r = co_await tx.async_query_one(
         "select current_setting('transaction_isolation') || ',' || current_setting('transaction_read_only')",
@@ -124,7 +118,7 @@ TEST(transaction_lease, ending_it_twice_or_asking_for_retries_is_refused) {
     std::error_code second_commit, query_after, retry;
     std::string retry_text;
   };
-  const seen s = run(client, [&]() -> asio::awaitable<seen> {
+  const seen s = pgpipe::test::run_on(client, [&]() -> asio::awaitable<seen> {
     seen out;
     auto tx = co_await client.async_begin({}, asio::use_awaitable);
     co_await tx.async_commit(asio::use_awaitable);

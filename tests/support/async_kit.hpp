@@ -7,6 +7,7 @@
 #include "support/use_future_ec.hpp"
 
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_future.hpp>
 
 #include <future>
@@ -18,6 +19,13 @@
 
 
 namespace pgpipe::test {
+
+/// Runs `coro` on `c`'s loop and waits for it on the calling thread: its
+/// value, or the exception it threw (rethrown here).
+template <class Awaitable>
+auto run_on(pgpipe::async_client& c, Awaitable coro) {
+  return boost::asio::co_spawn(c.get_executor(), std::move(coro), boost::asio::use_future).get();
+}
 
 /// A lease from `c`, waited for on the calling thread; throws the acquire error.
 inline pgpipe::lease acquire(pgpipe::async_client& c) {

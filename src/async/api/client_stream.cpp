@@ -2,6 +2,8 @@
 // lease of its own, the stream started on it, the lease kept by the stream.
 #include <pgpipe/async_client.hpp>
 
+#include "async/api/acquire_failure.hpp"
+
 #include <boost/asio/system_executor.hpp>
 
 #include <memory>
@@ -16,10 +18,7 @@ void async_client::submit_stream(const std::shared_ptr<detail::client_impl>& imp
   std::shared_ptr<detail::completion<row_stream>> d(std::move(done));
   auto acquired = [d, spec = std::move(spec)](std::error_code ec, lease l) mutable {
     if (ec) {
-      diagnostics why = l.diag();
-      if (!why.has_server_error() && why.client_message.empty())
-        why.client_message = "could not acquire a lease for the stream: " + ec.message();
-      d->complete(asio::system_executor(), true, ec, row_stream(std::move(why)));
+      d->complete(asio::system_executor(), true, ec, row_stream(detail::acquire_failure(l, ec, "the stream")));
       return;
     }
     auto ex = l.get_executor();

@@ -6,6 +6,7 @@
 #include <pgpipe/async_client.hpp>
 #include <pgpipe/transaction_lease.hpp>
 
+#include "async/api/acquire_failure.hpp"
 #include "async/api/lease_chain.hpp"
 #include "async/connection/request.hpp"
 
@@ -35,10 +36,7 @@ void async_client::submit_begin(const std::shared_ptr<detail::client_impl>& impl
   std::shared_ptr<detail::completion<transaction_lease>> d(std::move(done));
   auto acquired = [d, begin = begin_statement(opts)](std::error_code ec, lease l) {
     if (ec) {
-      diagnostics why = l.diag();
-      if (!why.has_server_error() && why.client_message.empty())
-        why.client_message = "could not acquire a lease for the transaction: " + ec.message();
-      d->complete(asio::system_executor(), true, ec, transaction_lease(std::move(why)));
+      d->complete(asio::system_executor(), true, ec, transaction_lease(detail::acquire_failure(l, ec, "the transaction")));
       return;
     }
     std::vector<detail::query_spec> specs;
