@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <iterator>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -155,6 +156,17 @@ struct pgresult_deleter {
 };
 }  // namespace detail
 
+namespace detail {
+/// What diag() shows for a result without diagnostics.
+inline const diagnostics no_diagnostics{};
+/// Nothing to keep: no field of `d` is set.
+inline bool is_blank(const diagnostics& d) noexcept {
+  return d.sqlstate.empty() && d.message.empty() && d.client_message.empty() && d.severity.empty() &&
+         d.detail.empty() && d.hint.empty() && d.context.empty() && d.schema.empty() && d.table.empty() &&
+         d.column.empty() && d.datatype.empty() && d.constraint.empty() && d.position == 0;
+}
+}  // namespace detail
+
 /// The outcome of one query: rows for a SELECT, a command tag and affected
 /// row count for a command, or (failed()) the error code and diagnostics.
 class [[nodiscard]] result {
@@ -164,13 +176,13 @@ class [[nodiscard]] result {
   /// diagnostics only, a result without rows (most errors).
   ///@{
   explicit result(PGresult* res) noexcept : res_(res) {}
-  result(PGresult* res, diagnostics diag) noexcept : res_(res), diag_(std::move(diag)) {}
-  explicit result(diagnostics diag) noexcept : diag_(std::move(diag)) {}
+  result(PGresult* res, diagnostics diag) noexcept : res_(res), diag_(keep(std::move(diag))) {}
+  explicit result(diagnostics diag) noexcept : diag_(keep(std::move(diag))) {}
   ///@}
   /// A failed query's result: `ec` (non-zero) with its diagnostics, and the
   /// server's error PGresult when there is one (taken over).
   result(std::error_code ec, diagnostics diag, PGresult* res = nullptr) noexcept
-      : res_(res), diag_(std::move(diag)), ec_(ec) {}
+      : res_(res), diag_(keep(std::move(diag))), ec_(ec) {}
   /// Move-only: a result owns its PGresult.
   ///@{
   result(result&&) noexcept = default;
@@ -186,7 +198,7 @@ class [[nodiscard]] result {
   [[nodiscard]] bool failed() const noexcept { return static_cast<bool>(ec_); }
   /// Throws pgpipe::error(code(), diag()) when the query failed.
   void throw_if_failed() const {
-    if (ec_) throw error(ec_, diag_);
+    if (ec_) throw error(ec_, diag());
   }
 
   /// True when there is something to read: a PGresult and no error.
@@ -273,8 +285,14 @@ class [[nodiscard]] result {
 
   /// The server's error fields and pgpipe's message when the query failed.
   ///@{
-  [[nodiscard]] const diagnostics& diag() const noexcept { return diag_; }
-  [[nodiscard]] diagnostics& diag() noexcept { return diag_; }
+  /// (The non-const form makes the diagnostics writable, allocating them
+  /// when the result had none: it may throw std::bad_alloc.)
+  ///@{
+  [[nodiscard]] const diagnostics& diag() const noexcept { return diag_ ? *diag_ : detail::no_diagnostics; }
+  [[nodiscard]] diagnostics& diag() {
+    if (!diag_) diag_ = std::make_unique<diagnostics>();
+    return *diag_;
+  }
   ///@}
 
   /// The underlying libpq result (still owned by this object).
@@ -326,7 +344,15 @@ class [[nodiscard]] result {
 
  private:
   std::unique_ptr<PGresult, detail::pgresult_deleter> res_;
-  diagnostics diag_;
+  // Held apart and only when there is something to say: a result is moved
+  // several times on its way to the caller, and twelve strings moved each
+  // time cost more than the rest of the move (docs/benchmarks.md).
+  static std::unique_ptr<diagnostics> keep(diagnostics&& d) noexcept {
+    if (detail::is_blank(d)) return nullptr;
+    // Out of memory: the result keeps its code and loses the text.
+    return std::unique_ptr<diagnostics>(new (std::nothrow) diagnostics(std::move(d)));
+  }
+  std::unique_ptr<diagnostics> diag_;
   std::error_code ec_;
 };
 

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <type_traits>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -307,10 +308,10 @@ void pipelined_connection::deliver(const std::shared_ptr<query_request>& req, co
 }
 
 void pipelined_connection::complete(const std::shared_ptr<query_request>& req, std::error_code ec, result&& r) {
-  if (!r.diag().client_message.empty() || !r.diag().message.empty()) {
-    // already described
-  } else if (ec) {
-    r.diag().client_message = ec.message();
+  if (ec) {
+    // Read through const: a successful result has no diagnostics to allocate.
+    const diagnostics& d = std::as_const(r).diag();
+    if (d.client_message.empty() && d.message.empty()) r.diag().client_message = ec.message();
   }
   // Count before delivering: stats read right after a completion include it.
   if (!req->internal && !req->completed.load(std::memory_order_acquire)) {
