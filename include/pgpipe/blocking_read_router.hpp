@@ -64,8 +64,8 @@ class routed_blocking_read {
   /// (pool() is then the next attempt's), false when the caller gets `ec`.
   bool next(const std::error_code& ec);
   /// Asked by the pool before it records a failed attempt; decides where the
-  /// read runs next, once per attempt.
-  bool reruns(const std::error_code& ec);
+  /// read runs next, once per attempt (no re-run when that decision fails).
+  bool reruns(const std::error_code& ec) noexcept;
   std::uint32_t attempt() const noexcept { return attempt_; }
   std::chrono::steady_clock::time_point called() const noexcept { return called_; }
   /// The read in progress on the calling thread, or null.

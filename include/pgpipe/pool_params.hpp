@@ -123,7 +123,8 @@ struct pool_params {
   std::vector<std::string> on_connect{};
 
   /// Both drivers: called before every connection attempt of the pool (and
-  /// of its listeners) with `conninfo`; what it returns is the connection
+  /// of its listeners, and of a read router's probes of its server) with
+  /// `conninfo`; what it returns is the connection
   /// string of that attempt. The place for a credential that expires (a
   /// cloud IAM token): `return conninfo + " password='" + token + "'";`. It
   /// runs off the event loops (async: the client's connector thread, one
@@ -137,7 +138,8 @@ struct pool_params {
 
   /// Both drivers: with load_balance::random every connection attempt tries
   /// the hosts of a multi-host conninfo ("host=a,b,c port=...") in a new
-  /// random order (each host keeps its port), so a pool spreads its
+  /// random order (each host keeps its port; listeners and a router's
+  /// probes too), so a pool spreads its
   /// connections over them, as libpq 16's load_balance_hosts=random does
   /// (libpq 15 does not know that keyword: set it here). Applied after
   /// before_connect. target_session_attrs still decides which host is taken.

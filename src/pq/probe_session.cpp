@@ -28,9 +28,15 @@ int poll_timeout_ms(probe_session::clock::time_point deadline) {
 
 }  // namespace
 
-probe_session::probe_session(std::string conninfo, int wake_fd)
-    : conninfo_(std::move(conninfo)), secrets_(passwords_of(conninfo_)), wake_fd_(wake_fd) {
-  attempts_ = plan_host_walk(conninfo_, "pgpipe-probe");
+probe_session::probe_session(std::string conninfo, connect_hooks hooks, int wake_fd)
+    : conninfo_(std::move(conninfo)),
+      hooks_(std::move(hooks)),
+      configured_secrets_(passwords_of(conninfo_)),
+      secrets_(configured_secrets_),
+      wake_fd_(wake_fd) {
+  // Without hooks every walk's plan is the same: made once.
+  if (!hooks_.before_connect && hooks_.load_balance_hosts == load_balance::disable)
+    attempts_ = plan_host_walk(conninfo_, "pgpipe-probe");
 }
 
 probe_session::~probe_session() { drop(); }
@@ -87,7 +93,15 @@ bool probe_session::try_host(const connect_attempt& a, clock::time_point deadlin
 }
 
 bool probe_session::connect(clock::time_point deadline) {
+  if (hooks_.before_connect || hooks_.load_balance_hosts != load_balance::disable) {
+    connect_target t = prepare_connect(hooks_, conninfo_, configured_secrets_);
+    secrets_ = std::move(t.secrets);
+    if (t.ec) return fail(std::move(t.error_message));
+    attempts_ = plan_host_walk(t.conninfo, "pgpipe-probe");
+  }
   const std::size_t n = attempts_.size();
+  if (n == 0) return fail("no host to connect to");
+  start_ %= n;
   std::string all;
   for (std::size_t k = 0; k < n; ++k) {
     const std::size_t i = (start_ + k) % n;

@@ -13,11 +13,14 @@
 // Connects as pq/host_walk plans (one attempt per host, target_session_attrs
 // kept; libpq's rule for moving on), starting from the host that answered
 // last and, after a walk that found nobody, one host further: a first host
-// that hangs costs one probe, not all of them. After a failure or a timeout
+// that hangs costs one probe, not all of them. Each walk's string comes from
+// the pool's connect_hooks first (before_connect's fresh password, hosts
+// shuffled), so the probes log in as the pool's connections do. After a failure or a timeout
 // the connection is dropped, so a probe never waits behind an earlier
 // unanswered one. Not thread-safe: one thread per session.
 #pragma once
 
+#include "pq/connect_hooks.hpp"
 #include "pq/host_walk.hpp"
 
 #include <libpq-fe.h>
@@ -33,10 +36,12 @@ class probe_session {
  public:
   using clock = std::chrono::steady_clock;
 
-  /// `conninfo`: the server's pool conninfo (its password is scrubbed from
-  /// every message). `wake_fd`: a descriptor that becomes readable when the
-  /// owner stops (-1: none); it is polled, never read.
-  probe_session(std::string conninfo, int wake_fd);
+  /// `conninfo`, `hooks`: the server's pool conninfo and connect hooks
+  /// (every password either gives is scrubbed from every message; the hooks
+  /// run on the probing thread before each connect). `wake_fd`: a descriptor
+  /// that becomes readable when the owner stops (-1: none); it is polled,
+  /// never read.
+  probe_session(std::string conninfo, connect_hooks hooks, int wake_fd);
   ~probe_session();
   probe_session(const probe_session&) = delete;
   probe_session& operator=(const probe_session&) = delete;
@@ -62,7 +67,9 @@ class probe_session {
   bool fail(std::string why);
 
   std::string conninfo_;
-  std::vector<std::string> secrets_;
+  connect_hooks hooks_;
+  std::vector<std::string> configured_secrets_;
+  std::vector<std::string> secrets_;  // configured_secrets_ and the last walk's from the hooks
   int wake_fd_;
   std::vector<connect_attempt> attempts_;
   std::size_t start_ = 0;  // the attempt the next walk starts with

@@ -23,13 +23,14 @@ std::optional<std::uint64_t> lsn_of(const std::string& text) {
 
 }  // namespace
 
-router_probes::router_probes(const std::string& primary_conninfo, const std::vector<std::string>& replica_conninfos,
+router_probes::router_probes(const pool_params& primary, const std::vector<pool_params>& replicas,
                              const read_routing_params& params, std::mutex& mu, replica_tracker& tracker)
     : timeout_(params.probe_timeout), mu_(mu), tracker_(tracker) {
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) throw std::system_error(errno, std::generic_category(), "router probes: eventfd");
-  primary_ = std::make_unique<probe_session>(primary_conninfo, wake_fd_);
-  for (const auto& c : replica_conninfos) replicas_.push_back(std::make_unique<probe_session>(c, wake_fd_));
+  primary_ = std::make_unique<probe_session>(primary.conninfo, connect_hooks_of(primary), wake_fd_);
+  for (const auto& r : replicas)
+    replicas_.push_back(std::make_unique<probe_session>(r.conninfo, connect_hooks_of(r), wake_fd_));
   threads_.push_back(std::make_unique<probe_scheduler>(params.probe_interval, [this] { probe_primary(); }));
   for (std::size_t i = 0; i < replicas_.size(); ++i)
     threads_.push_back(std::make_unique<probe_scheduler>(params.probe_interval, [this, i] { probe_replica(i); }));

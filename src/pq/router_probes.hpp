@@ -15,6 +15,7 @@
 #include "core/routing/replica_tracker.hpp"
 #include "pq/probe_session.hpp"
 
+#include <pgpipe/pool_params.hpp>
 #include <pgpipe/read_routing.hpp>
 
 #include <memory>
@@ -26,11 +27,12 @@ namespace pgpipe::detail {
 
 class router_probes {
  public:
-  /// Starts probing at once: the primary at `primary_conninfo`, replica i at
-  /// `replica_conninfos[i]`, every params.probe_interval, each probe bounded
-  /// by params.probe_timeout (connecting included). Answers are recorded in
+  /// Starts probing at once: the primary as its pool connects (`primary`'s
+  /// conninfo and connect hooks), replica i as `replicas[i]`, every
+  /// params.probe_interval, each probe bounded by params.probe_timeout
+  /// (connecting and before_connect included). Answers are recorded in
   /// `tracker` under `mu`; both must outlive stop().
-  router_probes(const std::string& primary_conninfo, const std::vector<std::string>& replica_conninfos,
+  router_probes(const pool_params& primary, const std::vector<pool_params>& replicas,
                 const read_routing_params& params, std::mutex& mu, replica_tracker& tracker);
   /// stop().
   ~router_probes();

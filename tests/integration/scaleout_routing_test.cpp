@@ -145,6 +145,41 @@ TYPED_TEST(scaleout_routing, marked_reads_go_to_the_standby_and_everything_else_
   pgpipe::test::expect_no_secret(prom, {this->primary_->password()}, "to_prometheus");
 }
 
+// The probes are connections of the router's own: they log in the way the
+// pools do, with the password pool_params::before_connect supplies (a
+// router whose pools get a fresh token per connect is otherwise blind:
+// every probe fails 28P01, the standby is "unhealthy" and reads stay on the
+// primary).
+TYPED_TEST(scaleout_routing, the_probes_log_in_with_the_password_before_connect_supplies) {
+  std::atomic<int> calls{0};
+  auto with_token = [&calls](const std::string& password) {
+    return [&calls, password](const std::string& conninfo) {
+      ++calls;
+      return conninfo + " password='" + password + "'";
+    };
+  };
+  auto p = pgpipe::test::fault_params(this->primary_->conninfo_without_password(), 4);
+  auto r = pgpipe::test::fault_params(this->standby_->cluster().conninfo_without_password(), 4);
+  p.before_connect = with_token(this->primary_->password());
+  r.before_connect = with_token(this->standby_->cluster().password());
+  pgpipe::read_routing_params rp;
+  rp.probe_interval = 100ms;
+  rp.probe_timeout = 1s;
+  rp.replica_names = {"standby"};
+  TypeParam router(p, r, rp);
+  std::vector<std::string> errors;
+  ASSERT_TRUE(this->reads_reach(router, "standby", errors)) << "reads never reached the standby";
+  EXPECT_TRUE(errors.empty()) << errors.front();
+  const auto s = router.stats();
+  EXPECT_GT(s.primary_probes_ok, 0u);
+  EXPECT_EQ(s.primary_probes_failed, 0u);
+  ASSERT_EQ(s.replicas.size(), 1u);
+  EXPECT_GT(s.replicas[0].probes_ok, 0u);
+  EXPECT_EQ(s.replicas[0].probes_failed, 0u);
+  EXPECT_TRUE(s.replicas[0].healthy);
+  EXPECT_GE(calls.load(), 2) << "the probes' connects did not ask before_connect";
+}
+
 TYPED_TEST(scaleout_routing, with_the_standby_stopped_reads_go_to_the_primary_without_errors_and_come_back) {
   auto router = this->make_router();
   std::vector<std::string> errors;

@@ -233,10 +233,10 @@ read_router::read_router(async_client primary, std::vector<async_client> replica
   for (auto& r : m.replicas) replica_targets.push_back(r.target());
   m.read_target =
       std::make_shared<detail::routing_target>(m.st, m.primary_read_only.target(), std::move(replica_targets));
-  std::vector<std::string> replica_conninfos;
-  for (const auto& r : m.replicas) replica_conninfos.push_back(r.params().conninfo);
-  m.probes = std::make_unique<detail::router_probes>(m.primary.params().conninfo, replica_conninfos, m.routing,
-                                                     m.st->mu, m.st->tracker);
+  std::vector<pool_params> replica_params;
+  for (const auto& r : m.replicas) replica_params.push_back(r.params());
+  m.probes =
+      std::make_unique<detail::router_probes>(m.primary.params(), replica_params, m.routing, m.st->mu, m.st->tracker);
 }
 
 read_router::~read_router() {

@@ -64,12 +64,7 @@ void blocking_lease::discard() noexcept {
 void blocking_lease::note_error(const std::error_code& ec) noexcept {
   if (!pool_) return;
   // An attempt a read router runs again is not an error its caller sees.
-  if (auto* routed = detail::routed_blocking_read::current()) {
-    try {
-      if (routed->reruns(ec)) return;
-    } catch (...) {
-    }
-  }
+  if (auto* routed = detail::routed_blocking_read::current(); routed != nullptr && routed->reruns(ec)) return;
   pool_->metrics.count_error(ec);
 }
 

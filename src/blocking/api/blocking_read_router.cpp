@@ -51,10 +51,9 @@ blocking_read_router::blocking_read_router(std::unique_ptr<blocking_pool> primar
   impl_ = std::make_unique<detail::blocking_read_router_impl>(std::move(primary), std::move(replicas),
                                                               std::move(params));
   auto& m = *impl_;
-  std::vector<std::string> replica_conninfos;
-  for (const auto& r : m.replicas) replica_conninfos.push_back(r->params().conninfo);
-  m.probes =
-      std::make_unique<detail::router_probes>(m.primary->params().conninfo, replica_conninfos, m.routing, m.mu, m.tracker);
+  std::vector<pool_params> replica_params;
+  for (const auto& r : m.replicas) replica_params.push_back(r->params());
+  m.probes = std::make_unique<detail::router_probes>(m.primary->params(), replica_params, m.routing, m.mu, m.tracker);
 }
 
 blocking_read_router::~blocking_read_router() { impl_->probes->stop(); }
@@ -101,8 +100,16 @@ routed_blocking_read* routed_blocking_read::current() noexcept { return current_
 
 blocking_pool& routed_blocking_read::pool() const { return router_.pool_for(where_); }
 
-bool routed_blocking_read::reruns(const std::error_code& ec) {
-  if (!next_) next_ = router_.reroute(where_, ec, failed_);
+bool routed_blocking_read::reruns(const std::error_code& ec) noexcept {
+  if (!next_) {
+    try {
+      next_ = router_.reroute(where_, ec, failed_);
+    } catch (...) {
+      // Only the router's lock can throw here: the read then ends with its
+      // own error, as a read with nowhere left to go does.
+      next_ = read_route{read_route::to::nowhere, 0};
+    }
+  }
   return next_->where != read_route::to::nowhere;
 }
 

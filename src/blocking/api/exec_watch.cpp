@@ -97,12 +97,7 @@ void exec_watch::end(const std::error_code& ec, std::string_view sqlstate, std::
   // A failed attempt that a read router runs again is not the caller's
   // query: not timed (the re-run is, from the caller's call).
   routed_blocking_read* routed = routed_blocking_read::current();
-  bool rerun = false;
-  try {
-    rerun = ec && routed != nullptr && routed->reruns(ec);
-  } catch (...) {
-    // reroute only takes a lock; if that ever fails the router decides again
-  }
+  const bool rerun = ec && routed != nullptr && routed->reruns(ec);
   if (!rerun) pool_.metrics.record_query(now - (routed != nullptr ? routed->called() : submitted_));
   query_observer* obs = pool_.metrics.observer();
   if (!obs) return;
