@@ -9,7 +9,7 @@
 //   async-copy       lease.copy_in, 64 KiB chunks
 //   async-insert1000 multi-row INSERT of 1,000 rows per statement, 4 pipelined
 //   async-insert1    single-row INSERT, prepared, 256 pipelined
-//   blocking-copy    pgpipe::copy_in on a blocking lease
+//   blocking-copy    pgpipe::blocking_copy_in on a blocking lease
 //   blocking-insert1000  multi-row INSERT of 1,000 rows per statement
 //
 //   pgpipe-copy-bench [--rows N] [--rounds R] [--conninfo STR] [--skip-insert1]
@@ -70,9 +70,9 @@ std::string multi_insert(int from, int to) {
 }
 
 // use_future: a failure throws pgpipe::error with the server's diagnostics.
-void q(pgpipe::lease& l, const std::string& sql) { (void)l.async_query(sql, asio::use_future).get(); }
+void q(pgpipe::async_lease& l, const std::string& sql) { (void)l.async_query(sql, asio::use_future).get(); }
 
-void async_copy(pgpipe::lease& l, int rows) {
+void async_copy(pgpipe::async_lease& l, int rows) {
   auto in = l.copy_in("copy copy_bench(id, name) from stdin");
   std::string chunk;
   for (int i = 0; i < rows; ++i) {
@@ -88,7 +88,7 @@ void async_copy(pgpipe::lease& l, int rows) {
 
 // Keeps `window` statements in flight on the lease until `count` are done.
 // make(k) gives the k-th statement's async_query call.
-void pipelined(pgpipe::lease& l, int count, int window,
+void pipelined(pgpipe::async_lease& l, int count, int window,
                const std::function<void(int, std::function<void(std::error_code, pgpipe::result)>)>& start) {
   struct state {
     std::mutex m;
@@ -130,7 +130,7 @@ void pipelined(pgpipe::lease& l, int count, int window,
   if (!st->error.empty()) throw std::runtime_error(st->error);
 }
 
-void async_insert1000(pgpipe::lease& l, int rows) {
+void async_insert1000(pgpipe::async_lease& l, int rows) {
   q(l, "begin");
   const int stmts = (rows + 999) / 1000;
   pipelined(l, stmts, 4, [&](int k, auto done) {
@@ -139,7 +139,7 @@ void async_insert1000(pgpipe::lease& l, int rows) {
   q(l, "commit");
 }
 
-void async_insert1(pgpipe::lease& l, int rows) {
+void async_insert1(pgpipe::async_lease& l, int rows) {
   q(l, "begin");
   pipelined(l, rows, 256, [&](int k, auto done) {
     l.async_query("insert into copy_bench(id, name) values ($1, $2)", k, "name number " + std::to_string(k),
@@ -149,7 +149,7 @@ void async_insert1(pgpipe::lease& l, int rows) {
 }
 
 void blocking_copy(pgpipe::blocking_lease& l, int rows) {
-  pgpipe::copy_in in(l, "copy copy_bench(id, name) from stdin");
+  pgpipe::blocking_copy_in in(l, "copy copy_bench(id, name) from stdin");
   std::string chunk;
   for (int i = 0; i < rows; ++i) {
     append_row(chunk, i);
@@ -189,7 +189,7 @@ int run(const config& c) {
   p.query_timeout = std::chrono::minutes(10);
   pgpipe::async_client client(p, {.loops = 1});
   pgpipe::blocking_pool pool(p);
-  pgpipe::lease lease = client.async_acquire(asio::use_future).get();
+  pgpipe::async_lease lease = client.async_acquire(asio::use_future).get();
   auto bl = pool.acquire();
   q(lease, "drop table if exists copy_bench");
   q(lease, "create table copy_bench(id int, name text)");

@@ -84,7 +84,7 @@ class tpcb_async_driver final : public driver {
   asio::awaitable<std::error_code> awaited(const tpcb_draw& d, std::string& bad) {
     auto [ec, report] = co_await pgpipe::async_transaction(
         *client_, pgpipe::transaction_options{},
-        [&d, &bad](pgpipe::lease& l) -> asio::awaitable<std::error_code> {
+        [&d, &bad](pgpipe::async_lease& l) -> asio::awaitable<std::error_code> {
           auto run = [&l](auto&&... a) { return l.async_query(a..., asio::as_tuple(asio::use_awaitable)); };
           if (auto [e, r] = co_await run(tpcb_statements[0], d.delta, d.aid); e) co_return e;
           auto [e1, balance] = co_await run(tpcb_statements[1], d.aid);
@@ -104,7 +104,7 @@ class tpcb_async_driver final : public driver {
   // whole run (taken again only if its connection broke), each transaction
   // one async_transaction_batch on it.
   asio::awaitable<void> lease_holder() {
-    pgpipe::lease l;
+    pgpipe::async_lease l;
     while (m_->begin_query()) {
       const tpcb_draw d = draw_tpcb(p_.work.scale, thread_rng());
       const auto started = bench_clock::now();

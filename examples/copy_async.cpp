@@ -28,7 +28,7 @@ namespace {
 constexpr std::uint64_t rows_in = 100'000;
 
 // One statement on the lease; its error is thrown with the server's diagnostics.
-asio::awaitable<pgpipe::result> query(pgpipe::lease& l, std::string_view sql) {
+asio::awaitable<pgpipe::result> query(pgpipe::async_lease& l, std::string_view sql) {
   auto [ec, r] = co_await l.async_query(sql, asio::as_tuple(asio::use_awaitable));
   if (ec) throw pgpipe::error(ec, r.diag());
   co_return std::move(r);
@@ -36,7 +36,7 @@ asio::awaitable<pgpipe::result> query(pgpipe::lease& l, std::string_view sql) {
 
 // Sends `data` through a COPY ... FROM STDIN in chunks of at most 64 KiB
 // (a chunk may end mid-row) and returns the rows the server copied.
-asio::awaitable<std::uint64_t> copy_in(pgpipe::lease& l, std::string_view sql, std::string_view data) {
+asio::awaitable<std::uint64_t> copy_in(pgpipe::async_lease& l, std::string_view sql, std::string_view data) {
   pgpipe::async_copy_in in = l.copy_in(sql);
   for (std::size_t at = 0; at < data.size(); at += 64 * 1024) {
     auto [ec] = co_await in.async_write(data.substr(at, 64 * 1024), asio::as_tuple(asio::use_awaitable));

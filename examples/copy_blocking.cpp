@@ -22,7 +22,7 @@ constexpr std::uint64_t rows_in = 100'000;
 // chunk may end mid-row); the rows copied, or pgpipe::error, after which
 // nothing of the COPY stays.
 std::uint64_t copy_in(pgpipe::blocking_lease& lease, std::string_view sql, std::string_view data) {
-  pgpipe::copy_in in(lease, sql);
+  pgpipe::blocking_copy_in in(lease, sql);
   for (std::size_t at = 0; at < data.size(); at += 64 * 1024) in.write(data.substr(at, 64 * 1024));
   return in.finish();
 }
@@ -39,7 +39,7 @@ int run(pgpipe::blocking_pool& pool) {
   std::uint64_t lines = 0;
   std::uint64_t rows_out = 0;
   {
-    pgpipe::copy_out out(lease, "copy items to stdout");
+    pgpipe::blocking_copy_out out(lease, "copy items to stdout");
     for (std::string row; out.next(row);) ++lines;  // one row per chunk
     rows_out = out.rows();
   }

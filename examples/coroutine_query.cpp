@@ -26,7 +26,7 @@ asio::awaitable<int> run(pgpipe::async_client& client) {
   std::cout << version.value<std::string>() << '\n';
 
   // A transaction needs one connection for several statements: take a lease.
-  pgpipe::lease tx = co_await client.async_acquire(asio::use_awaitable);
+  pgpipe::async_lease tx = co_await client.async_acquire(asio::use_awaitable);
   (void)co_await tx.async_query("begin", asio::use_awaitable);
   (void)co_await tx.async_query("create temporary table t(n int) on commit drop", asio::use_awaitable);
   (void)co_await tx.async_query("insert into t select generate_series(1, $1::int)", 100, asio::use_awaitable);

@@ -1,4 +1,4 @@
-// LISTEN/NOTIFY with the async driver (pgpipe::listener), with a timeout:
+// LISTEN/NOTIFY with the async driver (pgpipe::async_listener), with a timeout:
 // receive notifications until none has come for one second. async_receive
 // itself has no timeout and is not cancellable, so a timer closes the
 // listener when the second passes; the pending async_receive then completes
@@ -28,7 +28,7 @@ constexpr int sent = 3;
 constexpr std::chrono::seconds idle_timeout(1);
 
 asio::awaitable<int> run(pgpipe::async_client& client) {
-  pgpipe::listener listener(client, client.params());  // its own connection, not a pool lease
+  pgpipe::async_listener listener(client, client.params());  // its own connection, not a pool lease
   auto [sec] = co_await listener.async_subscribe("orders", asio::as_tuple(asio::use_awaitable));
   if (sec) throw pgpipe::error(sec, "listen orders failed: " + sec.message());
 

@@ -1,4 +1,4 @@
-// Read routing with the async driver (pgpipe::read_router): a query marked
+// Read routing with the async driver (pgpipe::async_read_router): a query marked
 // read-only (query_options::read_only) goes to a healthy streaming replica
 // within the lag bound; everything else goes to the primary. A marked
 // statement that writes fails with 25006 wherever it runs.
@@ -37,13 +37,13 @@ pgpipe::pool_params params_for(const char* conninfo) {
 }
 
 // pg_is_in_recovery() where the router sends the query: true on a standby.
-asio::awaitable<bool> in_recovery(pgpipe::read_router& router, pgpipe::query_options opts) {
+asio::awaitable<bool> in_recovery(pgpipe::async_read_router& router, pgpipe::query_options opts) {
   auto [ec, r] = co_await router.async_query(opts, "select pg_is_in_recovery()", asio::as_tuple(asio::use_awaitable));
   if (ec) throw pgpipe::error(ec, r.diag());
   co_return r.value<bool>();
 }
 
-asio::awaitable<int> run(pgpipe::read_router& router) {
+asio::awaitable<int> run(pgpipe::async_read_router& router) {
   const bool marked_on_standby = co_await in_recovery(router, {.read_only = true});
   const bool unmarked_on_standby = co_await in_recovery(router, {});
   std::cout << "marked read ran on a standby: " << std::boolalpha << marked_on_standby << '\n';
@@ -61,7 +61,7 @@ asio::awaitable<int> run(pgpipe::read_router& router) {
 // healthy and measured its lag; until then they run on the primary. This
 // program wants to show a read on the replica, so it waits for that first
 // (bounded, checking the router's stats).
-void wait_until_replica_eligible(const pgpipe::read_router& router, std::chrono::seconds bound) {
+void wait_until_replica_eligible(const pgpipe::async_read_router& router, std::chrono::seconds bound) {
   const auto deadline = std::chrono::steady_clock::now() + bound;
   for (;;) {
     const pgpipe::read_routing_stats s = router.stats();
@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
     routing.probe_interval = std::chrono::milliseconds(100);
     routing.max_lag = std::chrono::seconds(5);
     routing.replica_names = {"standby"};
-    pgpipe::read_router router(pgpipe::async_client(params_for(argv[1]), {.loops = 1}), std::move(replicas), routing);
+    pgpipe::async_read_router router(pgpipe::async_client(params_for(argv[1]), {.loops = 1}), std::move(replicas), routing);
     wait_until_replica_eligible(router, std::chrono::seconds(30));
 
     // The queries run in a coroutine on the primary client's loop; main waits for it.

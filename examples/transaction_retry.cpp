@@ -49,13 +49,13 @@ asio::awaitable<pgpipe::result> query(Target& target, std::string_view sql, Args
 // transaction retried up to 20 times. Rows are updated in id order, so two
 // transfers never wait for each other in a cycle (a deadlock, 40P01, would be
 // retried too, but only after the server's deadlock_timeout).
-asio::awaitable<pgpipe::transaction_report> transfer(pgpipe::async_client& client, int from, int to, int amount) {
+asio::awaitable<pgpipe::async_transaction_report> transfer(pgpipe::async_client& client, int from, int to, int amount) {
   pgpipe::transaction_options opts;
   opts.isolation = pgpipe::isolation_level::serializable;
   opts.retry.max_attempts = 20;
   auto [ec, report] = co_await pgpipe::async_transaction(
       client, opts,
-      [from, to, amount](pgpipe::lease& l) -> asio::awaitable<void> {
+      [from, to, amount](pgpipe::async_lease& l) -> asio::awaitable<void> {
         for (const int id : {std::min(from, to), std::max(from, to)}) {
           const int delta = id == from ? -amount : amount;
           (void)co_await query(l, "update pgpipe_example_accounts set balance = balance + $2 where id = $1", id,

@@ -28,7 +28,7 @@
 //
 // The client's companions have their own headers, included here so that
 // <pgpipe/async_client.hpp> alone still gives the whole driver:
-// <pgpipe/async_lease.hpp> (pgpipe::lease) and <pgpipe/row_stream.hpp>.
+// <pgpipe/async_lease.hpp> (pgpipe::async_lease) and <pgpipe/async_row_stream.hpp>.
 #pragma once
 
 #include <pgpipe/async_lease.hpp>
@@ -38,7 +38,7 @@
 #include <pgpipe/pool_params.hpp>
 #include <pgpipe/result.hpp>
 #include <pgpipe/stats.hpp>
-#include <pgpipe/transaction_lease.hpp>
+#include <pgpipe/async_transaction_lease.hpp>
 #include <pgpipe/transaction_options.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -207,21 +207,21 @@ class async_client {
   /// Executor: as async_query (the lease's loop when the handler has none).
   template <class CompletionToken>
   auto async_acquire(CompletionToken&& token) {
-    return detail::initiate_op<lease>(
+    return detail::initiate_op<async_lease>(
         [](auto handler, std::shared_ptr<detail::client_impl> impl) {
           using H = decltype(handler);
           auto slot = boost::asio::get_associated_cancellation_slot(handler);
-          submit_acquire(impl, std::make_unique<detail::completion_impl<lease, H>>(std::move(handler)), slot);
+          submit_acquire(impl, std::make_unique<detail::completion_impl<async_lease, H>>(std::move(handler)), slot);
         },
         std::forward<CompletionToken>(token), impl_);
   }
 
   /// lease::stream without taking a lease by hand: acquires one, starts
-  /// `sql` on it in single-row mode and hands over the row_stream, which
+  /// `sql` on it in single-row mode and hands over the async_row_stream, which
   /// holds the lease until it is destroyed (then the lease goes back to the
   /// pool, the statement cancelled if unread). Read it with async_next.
   ///   async_stream(sql, args..., token): token for
-  ///   void(std::error_code, row_stream).
+  ///   void(std::error_code, async_row_stream).
   /// Errors here are the acquire's (errc::pool_timeout, queue_full, closed,
   /// connect errors with the server's text in the stream's diag()); the
   /// statement's own errors (an SQLSTATE, a NUL byte in a parameter) come
@@ -235,10 +235,10 @@ class async_client {
   }
 
   /// Starts a transaction on a lease of its own and hands it over as a
-  /// transaction_lease (<pgpipe/transaction_lease.hpp>): drive it with its
+  /// async_transaction_lease (<pgpipe/async_transaction_lease.hpp>): drive it with its
   /// async_query, end it with async_commit or async_rollback; destroyed
   /// before that, it is rolled back.
-  ///   token: completion token for void(std::error_code, transaction_lease).
+  ///   token: completion token for void(std::error_code, async_transaction_lease).
   /// BEGIN (with opts' isolation, access mode, deferrable) is not awaited
   /// here: it goes out with the first statement, in the same write and
   /// Sync. Errors: the acquire's (errc::pool_timeout, queue_full, closed,
@@ -250,11 +250,11 @@ class async_client {
   /// lease is granted.
   template <class CompletionToken>
   auto async_begin(transaction_options opts, CompletionToken&& token) {
-    return detail::initiate_op<transaction_lease>(
+    return detail::initiate_op<async_transaction_lease>(
         [](auto handler, std::shared_ptr<detail::client_impl> impl, transaction_options o) {
           using H = decltype(handler);
           auto slot = boost::asio::get_associated_cancellation_slot(handler);
-          submit_begin(impl, std::move(o), std::make_unique<detail::completion_impl<transaction_lease, H>>(std::move(handler)),
+          submit_begin(impl, std::move(o), std::make_unique<detail::completion_impl<async_transaction_lease, H>>(std::move(handler)),
                        slot);
         },
         std::forward<CompletionToken>(token), impl_, std::move(opts));
@@ -307,26 +307,26 @@ class async_client {
   auto stream_split(std::string_view sql, Tuple&& t, std::index_sequence<I...>) {
     constexpr std::size_t n = sizeof...(I);
     detail::query_spec spec{std::string(sql), detail::encode_params(std::get<I>(t)...), std::nullopt};
-    return detail::initiate_op<row_stream>(
+    return detail::initiate_op<async_row_stream>(
         [](auto handler, std::shared_ptr<detail::client_impl> impl, detail::query_spec s) {
           using H = decltype(handler);
           auto slot = boost::asio::get_associated_cancellation_slot(handler);
-          submit_stream(impl, std::move(s), std::make_unique<detail::completion_impl<row_stream, H>>(std::move(handler)),
+          submit_stream(impl, std::move(s), std::make_unique<detail::completion_impl<async_row_stream, H>>(std::move(handler)),
                         slot);
         },
         std::forward<std::tuple_element_t<n, std::remove_reference_t<Tuple>>>(std::get<n>(t)), impl_, std::move(spec));
   }
   static void submit_stream(const std::shared_ptr<detail::client_impl>& impl, detail::query_spec spec,
-                            std::unique_ptr<detail::completion<row_stream>> done, boost::asio::cancellation_slot slot);
+                            std::unique_ptr<detail::completion<async_row_stream>> done, boost::asio::cancellation_slot slot);
 
   // The read router hands encoded queries to its clients' targets directly
   // (re-running a failed replica read on the primary needs the encoded query).
-  friend class read_router;
-  friend class listener;  // its connects run on the client's connector thread
+  friend class async_read_router;
+  friend class async_listener;  // its connects run on the client's connector thread
   static void submit_acquire(const std::shared_ptr<detail::client_impl>& impl,
-                             std::unique_ptr<detail::completion<lease>> done, boost::asio::cancellation_slot slot);
+                             std::unique_ptr<detail::completion<async_lease>> done, boost::asio::cancellation_slot slot);
   static void submit_begin(const std::shared_ptr<detail::client_impl>& impl, transaction_options opts,
-                           std::unique_ptr<detail::completion<transaction_lease>> done,
+                           std::unique_ptr<detail::completion<async_transaction_lease>> done,
                            boost::asio::cancellation_slot slot);
   static void submit_close(const std::shared_ptr<detail::client_impl>& impl,
                            std::unique_ptr<detail::completion<std::monostate>> done);

@@ -43,7 +43,7 @@
 
 namespace pgpipe {
 
-class lease;
+class async_lease;
 
 namespace detail {
 struct copy_state;
@@ -129,7 +129,7 @@ class async_copy_in {
   }
 
  private:
-  friend class lease;
+  friend class async_lease;
   explicit async_copy_in(std::shared_ptr<detail::copy_state> st) noexcept : st_(std::move(st)) {}
   static void submit_write(const std::shared_ptr<detail::copy_state>& st, std::string data,
                            std::unique_ptr<detail::completion<std::monostate>> done);
@@ -141,7 +141,7 @@ class async_copy_in {
 };
 
 /// COPY ... TO STDOUT on a lease (from lease::copy_out), read chunk by chunk
-/// like row_stream. Move-only; one async_next at a time. While the caller
+/// like async_row_stream. Move-only; one async_next at a time. While the caller
 /// does not ask for more, the connection stops reading the socket (the server
 /// then blocks): the client holds at most about one chunk. Destroying the
 /// object (or cancel()) stops early: the COPY is cancelled on the server
@@ -188,7 +188,7 @@ class async_copy_out {
   void cancel() noexcept;
 
  private:
-  friend class lease;
+  friend class async_lease;
   explicit async_copy_out(std::shared_ptr<detail::copy_state> st) noexcept : st_(std::move(st)) {}
   static void submit_next(const std::shared_ptr<detail::copy_state>& st,
                           std::unique_ptr<detail::completion<std::string>> done);

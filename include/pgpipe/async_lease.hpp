@@ -1,4 +1,4 @@
-// pgpipe::lease: an exclusive connection of the async driver, taken with
+// pgpipe::async_lease: an exclusive connection of the async driver, taken with
 // async_client::async_acquire (<pgpipe/async_client.hpp>). A lease is like a
 // connection: use one lease from one thread (or strand) at a time; its
 // queries run in the order started.
@@ -8,7 +8,7 @@
 #include <pgpipe/detail/async_glue.hpp>
 #include <pgpipe/error.hpp>
 #include <pgpipe/result.hpp>
-#include <pgpipe/row_stream.hpp>
+#include <pgpipe/async_row_stream.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 
@@ -31,22 +31,22 @@ struct lease_access;
 /// connection: an open or failed transaction is rolled back first, a broken
 /// connection is replaced. Queries started on a lease run in order on its
 /// connection, still pipelined (several may be in flight).
-class lease {
+class async_lease {
  public:
   /// The executor type of get_executor().
   using executor_type = boost::asio::any_io_executor;
 
-  lease() noexcept = default;
+  async_lease() noexcept = default;
   /// An empty lease carrying why async_acquire failed (see diag()).
-  explicit lease(diagnostics failure) noexcept : failure_(std::move(failure)) {}
+  explicit async_lease(diagnostics failure) noexcept : failure_(std::move(failure)) {}
   /// Moves the lease; a move-assignment first releases the connection this one held.
   ///@{
-  lease(lease&&) noexcept = default;
-  lease& operator=(lease&& other) noexcept;
+  async_lease(async_lease&&) noexcept = default;
+  async_lease& operator=(async_lease&& other) noexcept;
   ///@}
-  lease(const lease&) = delete;
-  lease& operator=(const lease&) = delete;
-  ~lease();
+  async_lease(const async_lease&) = delete;
+  async_lease& operator=(const async_lease&) = delete;
+  ~async_lease();
 
   /// False for a default-constructed, moved-from or released lease.
   ///@{
@@ -117,14 +117,14 @@ class lease {
                                        std::forward<ArgsAndToken>(args_and_token)...);
   }
 
-  /// Starts `sql` in single-row mode and returns a row_stream to read it
-  /// chunk by chunk (see row_stream). Never blocks; errors (including a NUL
+  /// Starts `sql` in single-row mode and returns an async_row_stream to read it
+  /// chunk by chunk (see async_row_stream). Never blocks; errors (including a NUL
   /// byte in a parameter) arrive through the stream's first async_next. The
   /// statement is not prepared (unnamed) and has no query timeout: stop it
-  /// with row_stream::cancel(). Queries started after it on this lease run
+  /// with async_row_stream::cancel(). Queries started after it on this lease run
   /// once it has been read to the end or cancelled.
   template <class... Args>
-  [[nodiscard]] row_stream stream(std::string_view sql, const Args&... args) {
+  [[nodiscard]] async_row_stream stream(std::string_view sql, const Args&... args) {
     return start_stream(detail::query_spec{std::string(sql), detail::encode_params(args...), std::nullopt});
   }
 
@@ -155,11 +155,14 @@ class lease {
   friend class detail::client_impl;
   friend class async_client;  // async_stream starts a stream on a lease of its own
   friend struct detail::lease_access;  // the transaction helpers' pipelined batch
-  explicit lease(std::shared_ptr<detail::lease_impl> impl) noexcept : impl_(std::move(impl)) {}
+  explicit async_lease(std::shared_ptr<detail::lease_impl> impl) noexcept : impl_(std::move(impl)) {}
   std::shared_ptr<detail::query_target> target() const noexcept;
-  row_stream start_stream(detail::query_spec spec);
+  async_row_stream start_stream(detail::query_spec spec);
   std::shared_ptr<detail::lease_impl> impl_;
   diagnostics failure_;
 };
+
+/// The name before the naming rule (docs/api-guide.md, "Names"): use async_lease. Kept for one release.
+using lease [[deprecated("renamed pgpipe::async_lease (docs/api-guide.md, Names)")]] = async_lease;
 
 }  // namespace pgpipe

@@ -1,7 +1,7 @@
-// pgpipe::listener: LISTEN/NOTIFY on a connection of its own, that never
+// pgpipe::async_listener: LISTEN/NOTIFY on a connection of its own, that never
 // loses notifications silently.
 //
-//   pgpipe::listener l(client, params);   // or (executor, params)
+//   pgpipe::async_listener l(client, params);   // or (executor, params)
 //   co_await l.async_subscribe("orders", asio::use_awaitable);
 //   for (;;) {
 //     auto [ec, n] = co_await l.async_receive(asio::as_tuple(asio::use_awaitable));
@@ -65,7 +65,7 @@ class listener_impl;
 }
 
 /// LISTEN/NOTIFY on a connection of its own (see the file comment). Move-only.
-class listener {
+class async_listener {
  public:
   /// The executor type of get_executor().
   using executor_type = boost::asio::any_io_executor;
@@ -77,19 +77,19 @@ class listener {
   /// and acquire_timeout (the wait of a command for a connection); validates params
   /// (pgpipe::error with errc::bad_params). `logger` gets connection losses,
   /// failed connects and server notices.
-  listener(executor_type ex, pool_params params, logger_fn logger = {});
+  async_listener(executor_type ex, pool_params params, logger_fn logger = {});
   /// The same on `client`'s first event loop, the handshake on the client's
   /// connector thread (the client must outlive it).
-  listener(async_client& client, pool_params params, logger_fn logger = {});
+  async_listener(async_client& client, pool_params params, logger_fn logger = {});
   /// close().
-  ~listener();
+  ~async_listener();
   /// Moves the listener; a move-assignment first closes the one this held.
   ///@{
-  listener(listener&&) noexcept = default;
-  listener& operator=(listener&& other) noexcept;
+  async_listener(async_listener&&) noexcept = default;
+  async_listener& operator=(async_listener&& other) noexcept;
   ///@}
-  listener(const listener&) = delete;
-  listener& operator=(const listener&) = delete;
+  async_listener(const async_listener&) = delete;
+  async_listener& operator=(const async_listener&) = delete;
 
   /// LISTEN `channel` (any name: it is quoted as an identifier, so case and
   /// Unicode are kept as given). token: void(std::error_code), once the
@@ -156,5 +156,8 @@ class listener {
   executor_type ex_;
   std::shared_ptr<detail::listener_impl> impl_;
 };
+
+/// The name before the naming rule (docs/api-guide.md, "Names"): use async_listener. Kept for one release.
+using listener [[deprecated("renamed pgpipe::async_listener (docs/api-guide.md, Names)")]] = async_listener;
 
 }  // namespace pgpipe

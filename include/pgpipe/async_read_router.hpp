@@ -1,4 +1,4 @@
-// pgpipe::read_router: read routing to streaming replicas for the async driver.
+// pgpipe::async_read_router: read routing to streaming replicas for the async driver.
 //
 // A small layer above async_client pools: one for the primary, one per
 // replica. A query marked read-only (query_options::read_only) goes to a
@@ -9,7 +9,7 @@
 // (replica_stats::lag); docs/scaling.md, "Read replicas", says what that
 // figure means and how to run with replicas.
 //
-//   pgpipe::read_router router(pgpipe::async_client(primary_params),
+//   pgpipe::async_read_router router(pgpipe::async_client(primary_params),
 //                              [&] { std::vector<pgpipe::async_client> v;
 //                                    v.emplace_back(replica_params); return v; }(),
 //                              {.max_lag = std::chrono::seconds(5)});
@@ -47,23 +47,23 @@ struct read_router_impl;
 /// Routes read-only async queries to replicas (see the file comment).
 /// Thread-safe: every member may be called from any thread at the same time.
 /// Move-only; a moved-from router answers errc::closed.
-class read_router {
+class async_read_router {
  public:
   /// Takes the primary's client and the replicas' clients (each configured as
   /// you like: loops, io_context, pool_params; give replicas a short
   /// acquire_timeout, since a read waiting on a dead replica's pool is
   /// re-run on the primary only when that wait fails). Starts probing at once.
   /// Throws pgpipe::error(errc::bad_params) for invalid `params`.
-  read_router(async_client primary, std::vector<async_client> replicas, read_routing_params params = {});
+  async_read_router(async_client primary, std::vector<async_client> replicas, read_routing_params params = {});
   /// Stops the probes, then closes and destroys the replicas' clients and the
   /// primary's (see ~async_client).
-  ~read_router();
+  ~async_read_router();
   /// Takes `other`'s clients and probes; `other` answers errc::closed afterwards.
-  read_router(read_router&& other) noexcept;
+  async_read_router(async_read_router&& other) noexcept;
   /// Stops this router's probes and destroys its clients, then takes `other`'s.
-  read_router& operator=(read_router&& other) noexcept;
-  read_router(const read_router&) = delete;
-  read_router& operator=(const read_router&) = delete;
+  async_read_router& operator=(async_read_router&& other) noexcept;
+  async_read_router(const async_read_router&) = delete;
+  async_read_router& operator=(const async_read_router&) = delete;
 
   /// An unmarked query: always the primary (async_client::async_query).
   template <class... ArgsAndToken>
@@ -129,5 +129,8 @@ class read_router {
   std::shared_ptr<detail::query_target> read_target() const noexcept;
   std::unique_ptr<detail::read_router_impl> impl_;
 };
+
+/// The name before the naming rule (docs/api-guide.md, "Names"): use async_read_router. Kept for one release.
+using read_router [[deprecated("renamed pgpipe::async_read_router (docs/api-guide.md, Names)")]] = async_read_router;
 
 }  // namespace pgpipe

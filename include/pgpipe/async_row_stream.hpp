@@ -1,4 +1,4 @@
-// pgpipe::row_stream: a large result of the async driver read in chunks with
+// pgpipe::async_row_stream: a large result of the async driver read in chunks with
 // bounded memory, started by lease::stream() (<pgpipe/async_lease.hpp>).
 #pragma once
 
@@ -23,19 +23,19 @@ struct stream_state;
 /// client buffering the whole result. Destroying the stream (or cancel())
 /// stops early: buffered rows are dropped, the query is cancelled on the
 /// server (PQcancel: a lease is exclusive) and the rest of its rows discarded.
-class row_stream {
+class async_row_stream {
  public:
-  row_stream() noexcept = default;
+  async_row_stream() noexcept = default;
   /// An empty stream carrying why async_client::async_stream failed (see diag()).
-  explicit row_stream(diagnostics failure) noexcept : failure_(std::move(failure)) {}
+  explicit async_row_stream(diagnostics failure) noexcept : failure_(std::move(failure)) {}
   /// Moves the stream; a move-assignment first stops the stream this one held.
   ///@{
-  row_stream(row_stream&&) noexcept = default;
-  row_stream& operator=(row_stream&& other) noexcept;
+  async_row_stream(async_row_stream&&) noexcept = default;
+  async_row_stream& operator=(async_row_stream&& other) noexcept;
   ///@}
-  row_stream(const row_stream&) = delete;
-  row_stream& operator=(const row_stream&) = delete;
-  ~row_stream();
+  async_row_stream(const async_row_stream&) = delete;
+  async_row_stream& operator=(const async_row_stream&) = delete;
+  ~async_row_stream();
 
   /// False for a default-constructed or moved-from stream.
   bool valid() const noexcept { return st_ != nullptr; }
@@ -69,9 +69,9 @@ class row_stream {
   void cancel() noexcept;
 
  private:
-  friend class lease;
+  friend class async_lease;
   friend class async_client;  // async_stream: the stream holds its own lease
-  explicit row_stream(std::shared_ptr<detail::stream_state> st) noexcept : st_(std::move(st)) {}
+  explicit async_row_stream(std::shared_ptr<detail::stream_state> st) noexcept : st_(std::move(st)) {}
   static void submit_next(const std::shared_ptr<detail::stream_state>& st,
                           std::unique_ptr<detail::completion<result>> done);
   std::shared_ptr<detail::stream_state> st_;
@@ -80,5 +80,8 @@ class row_stream {
   std::shared_ptr<void> owner_;
   diagnostics failure_;
 };
+
+/// The name before the naming rule (docs/api-guide.md, "Names"): use async_row_stream. Kept for one release.
+using row_stream [[deprecated("renamed pgpipe::async_row_stream (docs/api-guide.md, Names)")]] = async_row_stream;
 
 }  // namespace pgpipe

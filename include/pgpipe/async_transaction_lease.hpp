@@ -1,4 +1,4 @@
-// pgpipe::transaction_lease: a transaction you drive yourself, the RAII
+// pgpipe::async_transaction_lease: a transaction you drive yourself, the RAII
 // form (tokio-postgres' client.transaction(), libpqxx's work):
 //
 //   auto tx = co_await client.async_begin({}, asio::use_awaitable);
@@ -37,23 +37,23 @@ struct chain_state;
 
 /// An open transaction on a lease (see the file comment). Move-only.
 /// Destroying it before async_commit or async_rollback rolls it back.
-class transaction_lease {
+class async_transaction_lease {
  public:
   /// The executor type of get_executor().
   using executor_type = boost::asio::any_io_executor;
 
-  transaction_lease() noexcept = default;
+  async_transaction_lease() noexcept = default;
   /// An empty transaction carrying why async_begin failed (see diag()).
-  explicit transaction_lease(diagnostics failure) noexcept : failure_(std::move(failure)) {}
+  explicit async_transaction_lease(diagnostics failure) noexcept : failure_(std::move(failure)) {}
   /// Moves the transaction; a move-assignment first rolls back the one this
   /// object held.
   ///@{
-  transaction_lease(transaction_lease&&) noexcept = default;
-  transaction_lease& operator=(transaction_lease&&) noexcept = default;
+  async_transaction_lease(async_transaction_lease&&) noexcept = default;
+  async_transaction_lease& operator=(async_transaction_lease&&) noexcept = default;
   ///@}
-  transaction_lease(const transaction_lease&) = delete;
-  transaction_lease& operator=(const transaction_lease&) = delete;
-  ~transaction_lease() = default;
+  async_transaction_lease(const async_transaction_lease&) = delete;
+  async_transaction_lease& operator=(const async_transaction_lease&) = delete;
+  ~async_transaction_lease() = default;
 
   /// True from async_begin until async_commit or async_rollback is started.
   ///@{
@@ -88,7 +88,7 @@ class transaction_lease {
   /// The lease under the transaction, for what it offers beyond queries
   /// (streams, COPY, async_savepoint). Ending the transaction by hand on it
   /// (COMMIT, ROLLBACK) leaves this object to roll back nothing.
-  lease& connection() noexcept { return lease_; }
+  async_lease& connection() noexcept { return lease_; }
 
   /// Sends COMMIT and returns the connection to the pool.
   ///   token: completion token for void(std::error_code, result) (COMMIT's).
@@ -113,24 +113,27 @@ class transaction_lease {
 
  private:
   friend class async_client;
-  transaction_lease(lease l, std::shared_ptr<detail::chain_state> begun) noexcept
+  async_transaction_lease(async_lease l, std::shared_ptr<detail::chain_state> begun) noexcept
       : lease_(std::move(l)), begun_(std::move(begun)) {}
 
   template <class CompletionToken>
   auto end(const char* sql, CompletionToken&& token) {
     return detail::initiate_op<result>(
-        [](auto handler, lease l, std::shared_ptr<detail::chain_state> begun, const char* s) {
+        [](auto handler, async_lease l, std::shared_ptr<detail::chain_state> begun, const char* s) {
           using H = decltype(handler);
           finish(std::move(l), std::move(begun), s, std::make_unique<detail::completion_impl<result, H>>(std::move(handler)));
         },
         std::forward<CompletionToken>(token), std::move(lease_), std::move(begun_), sql);
   }
-  static void finish(lease l, std::shared_ptr<detail::chain_state> begun, const char* sql,
+  static void finish(async_lease l, std::shared_ptr<detail::chain_state> begun, const char* sql,
                      std::unique_ptr<detail::completion<result>> done);
 
-  lease lease_;
+  async_lease lease_;
   std::shared_ptr<detail::chain_state> begun_;
   diagnostics failure_;
 };
+
+/// The name before the naming rule (docs/api-guide.md, "Names"): use async_transaction_lease. Kept for one release.
+using transaction_lease [[deprecated("renamed pgpipe::async_transaction_lease (docs/api-guide.md, Names)")]] = async_transaction_lease;
 
 }  // namespace pgpipe

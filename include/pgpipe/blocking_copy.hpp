@@ -1,11 +1,11 @@
 // COPY on a blocking_lease, streamed both ways with bounded memory.
 //
 //   auto lease = pool.acquire();
-//   pgpipe::copy_in in(lease, "copy items(id, name) from stdin");
+//   pgpipe::blocking_copy_in in(lease, "copy items(id, name) from stdin");
 //   for (...) in.write(chunk);          // any split: rows may straddle chunks
 //   std::uint64_t rows = in.finish();   // or in.abort("reason"): nothing stays
 //
-//   pgpipe::copy_out out(lease, "copy items to stdout");
+//   pgpipe::blocking_copy_out out(lease, "copy items to stdout");
 //   std::string row;
 //   while (out.next(row)) consume(row); // one row per chunk (libpq's unit)
 //
@@ -23,11 +23,11 @@
 // replaced when the lease is released).
 //
 // Preconditions: no libpqxx transaction object is alive on the lease while a
-// copy_in/copy_out is (they share the connection), and the lease outlives
+// blocking_copy_in/blocking_copy_out is (they share the connection), and the lease outlives
 // the copy object. Thread-safety: as the lease (one thread at a time).
 //
 // Under connection loss: every call throws pgpipe::error with
-// errc::connection_lost and the lease is marked broken. For copy_in the
+// errc::connection_lost and the lease is marked broken. For blocking_copy_in the
 // server rolls the COPY back unless finish() had returned (a loss during
 // finish() means the rows may or may not have been committed).
 #pragma once
@@ -42,17 +42,17 @@
 namespace pgpipe {
 
 /// COPY ... FROM STDIN on a lease.
-class copy_in {
+class blocking_copy_in {
  public:
   /// Sends `copy_sql` (must be a COPY ... FROM STDIN). Throws pgpipe::error:
   /// errc::invalid_argument when `copy_sql` is not one COPY statement (nothing sent) or
   /// is a COPY TO (stopped at once), the server's SQLSTATE (e.g. 42P01 no
   /// such table), errc::connection_lost, errc::closed for an empty lease.
-  copy_in(blocking_lease& lease, std::string_view copy_sql);
+  blocking_copy_in(blocking_lease& lease, std::string_view copy_sql);
   /// Aborts the COPY when neither finish() nor abort() was called. Never throws.
-  ~copy_in();
-  copy_in(const copy_in&) = delete;
-  copy_in& operator=(const copy_in&) = delete;
+  ~blocking_copy_in();
+  blocking_copy_in(const blocking_copy_in&) = delete;
+  blocking_copy_in& operator=(const blocking_copy_in&) = delete;
 
   /// Sends a chunk of COPY data (text, CSV or binary as the statement says);
   /// blocks while the connection cannot take more. The server reports bad
@@ -83,14 +83,14 @@ class copy_in {
 };
 
 /// COPY ... TO STDOUT on a lease, read chunk by chunk.
-class copy_out {
+class blocking_copy_out {
  public:
-  /// Sends `copy_sql` (must be a COPY ... TO STDOUT). Errors as copy_in's.
-  copy_out(blocking_lease& lease, std::string_view copy_sql);
+  /// Sends `copy_sql` (must be a COPY ... TO STDOUT). Errors as blocking_copy_in's.
+  blocking_copy_out(blocking_lease& lease, std::string_view copy_sql);
   /// Stops a COPY not read to its end (see cancel()). Never throws.
-  ~copy_out();
-  copy_out(const copy_out&) = delete;
-  copy_out& operator=(const copy_out&) = delete;
+  ~blocking_copy_out();
+  blocking_copy_out(const blocking_copy_out&) = delete;
+  blocking_copy_out& operator=(const blocking_copy_out&) = delete;
 
   /// The next chunk (one row in text and CSV formats) into `chunk`; false at
   /// the end (rows() is then known). Blocks until data arrives. Throws
@@ -110,5 +110,10 @@ class copy_out {
   bool active_ = false;
   std::uint64_t rows_ = 0;
 };
+
+/// The name before the naming rule (docs/api-guide.md, "Names"): use blocking_copy_in. Kept for one release.
+using copy_in [[deprecated("renamed pgpipe::blocking_copy_in (docs/api-guide.md, Names)")]] = blocking_copy_in;
+/// The name before the naming rule (docs/api-guide.md, "Names"): use blocking_copy_out. Kept for one release.
+using copy_out [[deprecated("renamed pgpipe::blocking_copy_out (docs/api-guide.md, Names)")]] = blocking_copy_out;
 
 }  // namespace pgpipe

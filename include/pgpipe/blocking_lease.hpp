@@ -157,7 +157,7 @@ class blocking_lease {
   /// errc::invalid_argument before anything is sent, for a text parameter
   /// holding a NUL byte, a value over the server's size limits
   /// (param_limits.hpp) or over 65535 parameters, and after a COPY ... FROM
-  /// STDIN / TO STDOUT (use copy_in / copy_out; the connection is discarded).
+  /// STDIN / TO STDOUT (use blocking_copy_in / blocking_copy_out; the connection is discarded).
   /// Precondition: valid lease, used by one thread, no libpqxx transaction
   /// object open on it (the statement would run inside it unseen).
   template <class... Args>

@@ -1,5 +1,5 @@
 // pgpipe::blocking_listener: LISTEN/NOTIFY for the blocking driver, with the
-// contract of pgpipe::listener (include/pgpipe/listener.hpp), delivered by a
+// contract of pgpipe::async_listener (include/pgpipe/async_listener.hpp), delivered by a
 // blocking wait with a timeout.
 //
 //   pgpipe::blocking_listener l(params);

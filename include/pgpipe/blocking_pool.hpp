@@ -71,7 +71,7 @@ using transaction_result_t = typename transaction_result<Fn>::type;
 }  // namespace detail
 
 /// What blocking_pool::transaction reports besides its value or exception,
-/// in the shape of the async helper's transaction_report.
+/// in the shape of the async helper's async_transaction_report.
 struct blocking_transaction_report {
   /// How many times the work ran (1 + retries); 0 when no connection was obtained.
   unsigned attempts = 0;
@@ -185,7 +185,7 @@ class blocking_pool {
   template <typename Fn>
   auto transaction(const transaction_options& opts, Fn&& fn) -> detail::transaction_result_t<Fn>;
 
-  /// The same, and fills `report` (the async helper's transaction_report
+  /// The same, and fills `report` (the async helper's async_transaction_report
   /// shape): attempts, and on failure the diagnostics also thrown. `report`
   /// is written whether the transaction commits or throws.
   template <typename Fn>

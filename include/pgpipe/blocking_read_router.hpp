@@ -1,5 +1,5 @@
 // pgpipe::blocking_read_router: read routing to streaming replicas for the
-// blocking driver, the counterpart of pgpipe::read_router.
+// blocking driver, the counterpart of pgpipe::async_read_router.
 //
 // Holds one blocking_pool for the primary and one per replica. exec() with
 // the pgpipe::read_only marker runs on a healthy replica within the lag

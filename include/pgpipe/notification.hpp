@@ -1,4 +1,4 @@
-// What both listeners deliver (pgpipe::listener, pgpipe::blocking_listener),
+// What both listeners deliver (pgpipe::async_listener, pgpipe::blocking_listener),
 // and the identifier quoting they use for LISTEN/UNLISTEN.
 //
 // In core (no libpq, no Asio, no libpqxx) so that each driver's listener can

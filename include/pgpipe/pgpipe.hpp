@@ -20,12 +20,12 @@
 #include <pgpipe/async_client.hpp>
 #include <pgpipe/async_copy.hpp>
 #include <pgpipe/async_lease.hpp>
-#include <pgpipe/listener.hpp>
+#include <pgpipe/async_listener.hpp>
+#include <pgpipe/async_read_router.hpp>
+#include <pgpipe/async_row_stream.hpp>
+#include <pgpipe/async_transaction_lease.hpp>
 #include <pgpipe/query_options.hpp>
-#include <pgpipe/read_router.hpp>
-#include <pgpipe/row_stream.hpp>
 #include <pgpipe/transaction.hpp>
-#include <pgpipe/transaction_lease.hpp>
 #include <pgpipe/with_diagnostics.hpp>
 
 // The blocking driver.

@@ -40,7 +40,7 @@ struct query_event {
   /// all (for a re-run, its earlier attempts included).
   std::chrono::nanoseconds total{0};
   /// Rows returned, or affected by INSERT/UPDATE/DELETE (the command tag's
-  /// count); 0 on error. async row_stream: the end's command tag count, so
+  /// count); 0 on error. async_row_stream: the end's command tag count, so
   /// the rows streamed for a SELECT; 0 for a statement whose tag has no
   /// count (SHOW).
   std::uint64_t rows = 0;

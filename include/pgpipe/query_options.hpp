@@ -1,5 +1,5 @@
 // pgpipe::query_options: per-call options of the async driver's queries
-// (async_client::async_query, lease::async_query, read_router::async_query,
+// (async_client::async_query, lease::async_query, async_read_router::async_query,
 // lease::copy_in/copy_out). Included by <pgpipe/async_client.hpp>.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Read routing to streaming replicas, shared by both drivers' routers
-// (pgpipe::read_router over async_client, pgpipe::blocking_read_router over
+// (pgpipe::async_read_router over async_client, pgpipe::blocking_read_router over
 // blocking_pool): the settings, the statistics snapshot and its Prometheus
 // rendering. docs/scaling.md, "Read replicas", says how to run with them.
 #pragma once
@@ -91,7 +91,7 @@ struct replica_stats {
   pool_stats pool;                    ///< the replica's own pool
 };
 
-/// A snapshot of a router (read_router::stats(), blocking_read_router::stats()).
+/// A snapshot of a router (async_read_router::stats(), blocking_read_router::stats()).
 struct read_routing_stats {
   /// Read-only requests sent to a replica.
   std::uint64_t reads_to_replica = 0;

@@ -3,14 +3,14 @@
 //
 //   pgpipe::transaction_options opts{.isolation = pgpipe::isolation_level::serializable,
 //                                    .retry = {.max_attempts = 10}};
-//   pgpipe::transaction_report report = co_await pgpipe::async_transaction(client, opts,
-//       [](pgpipe::lease& l) -> asio::awaitable<void> {
+//   pgpipe::async_transaction_report report = co_await pgpipe::async_transaction(client, opts,
+//       [](pgpipe::async_lease& l) -> asio::awaitable<void> {
 //         co_await l.async_query("update counter set n = n + 1", asio::use_awaitable);  // throws
 //       },
 //       asio::use_awaitable);   // throws pgpipe::error(code, report.diag) when it failed
 //
 // The work is a coroutine (asio::awaitable) that gets the lease, or a plain
-// callback (pgpipe::transaction_callback) that gets the lease and a `done`
+// callback (pgpipe::async_transaction_callback) that gets the lease and a `done`
 // to call with its outcome. A coroutine fails by
 // throwing (pgpipe::error keeps the server's diagnostics; std::system_error
 // keeps its code) or, for a work returning asio::awaitable<std::error_code>,
@@ -58,7 +58,7 @@
 namespace pgpipe {
 
 /// What a transaction (or savepoint) helper reports besides its error code.
-struct transaction_report {
+struct async_transaction_report {
   /// How many times the work ran (1 + retries); 0 when no lease was obtained.
   unsigned attempts = 0;
   /// Why it failed, the one place besides the code: the server's fields for
@@ -70,13 +70,13 @@ struct transaction_report {
 };
 
 /// The caller's work in its canonical form (see the file comment).
-using transaction_work = std::function<boost::asio::awaitable<std::error_code>(lease&)>;
+using async_transaction_work = std::function<boost::asio::awaitable<std::error_code>(async_lease&)>;
 
 /// The work as a plain callback: it gets the lease and a `done` it must call
 /// exactly once (from any thread) with the outcome; a non-zero code rolls
 /// back. A second call is ignored; never calling it leaves the transaction
 /// open forever.
-using transaction_callback = std::function<void(lease&, std::function<void(std::error_code)> done)>;
+using async_transaction_callback = std::function<void(async_lease&, std::function<void(std::error_code)> done)>;
 
 /// One statement of async_transaction_batch: its SQL and parameters, encoded
 /// when it is made (the same parameter types as async_query; a text
@@ -99,7 +99,7 @@ class statement {
 };
 
 /// What async_transaction_batch reports besides its error code.
-struct batch_report {
+struct async_batch_report {
   /// One result per statement, in order, once the transaction committed;
   /// empty when it did not (nothing of it stayed).
   std::vector<result> results;
@@ -120,14 +120,14 @@ inline void throw_if_error(const std::error_code& ec, const result& r) {
 }
 
 namespace detail {
-void start_transaction(async_client& client, transaction_options opts, transaction_work work,
-                       std::unique_ptr<completion<transaction_report>> done);
+void start_transaction(async_client& client, transaction_options opts, async_transaction_work work,
+                       std::unique_ptr<completion<async_transaction_report>> done);
 /// The same, the transaction's coroutine running on `ex`.
-void start_transaction(async_client& client, transaction_options opts, transaction_work work,
-                       boost::asio::any_io_executor ex, std::unique_ptr<completion<transaction_report>> done);
-void start_savepoint(lease& l, transaction_work work, std::unique_ptr<completion<transaction_report>> done);
+void start_transaction(async_client& client, transaction_options opts, async_transaction_work work,
+                       boost::asio::any_io_executor ex, std::unique_ptr<completion<async_transaction_report>> done);
+void start_savepoint(async_lease& l, async_transaction_work work, std::unique_ptr<completion<async_transaction_report>> done);
 
-boost::asio::awaitable<std::error_code> run_callback_work(const transaction_callback& work, lease& l);
+boost::asio::awaitable<std::error_code> run_callback_work(const async_transaction_callback& work, async_lease& l);
 
 /// Where a helper's coroutine runs: the handler's own event-loop executor
 /// (a coroutine's, so that resuming it costs no hop), else `fallback`.
@@ -146,29 +146,29 @@ boost::asio::any_io_executor helper_executor(const Handler& h, const boost::asio
 
 /// `lease_target` null: on a fresh lease of `client` per attempt; else on
 /// that lease (client unused). Runs on `ex`.
-void start_transaction_batch(async_client* client, lease* lease_target, transaction_options opts,
+void start_transaction_batch(async_client* client, async_lease* lease_target, transaction_options opts,
                              std::vector<statement> statements, boost::asio::any_io_executor ex,
-                             std::unique_ptr<completion<batch_report>> done);
+                             std::unique_ptr<completion<async_batch_report>> done);
 
 template <class Work>
-transaction_work to_coroutine_work(Work&& work) {
-  using awaited = std::invoke_result_t<Work&, lease&>;
+async_transaction_work to_coroutine_work(Work&& work) {
+  using awaited = std::invoke_result_t<Work&, async_lease&>;
   if constexpr (std::is_same_v<awaited, boost::asio::awaitable<std::error_code>>) {
-    return transaction_work(std::forward<Work>(work));
+    return async_transaction_work(std::forward<Work>(work));
   } else {
     static_assert(std::is_same_v<awaited, boost::asio::awaitable<void>>,
-                  "the work must be callable as (pgpipe::lease&) -> asio::awaitable<void> or "
-                  "asio::awaitable<std::error_code>, or as (pgpipe::lease&, std::function<void(std::error_code)>)");
-    return [w = std::decay_t<Work>(std::forward<Work>(work))](lease& l) -> boost::asio::awaitable<std::error_code> {
+                  "the work must be callable as (pgpipe::async_lease&) -> asio::awaitable<void> or "
+                  "asio::awaitable<std::error_code>, or as (pgpipe::async_lease&, std::function<void(std::error_code)>)");
+    return [w = std::decay_t<Work>(std::forward<Work>(work))](async_lease& l) -> boost::asio::awaitable<std::error_code> {
       co_await w(l);
       co_return std::error_code{};
     };
   }
 }
 template <class Work>
-transaction_work to_transaction_work(Work&& work) {
-  if constexpr (std::is_invocable_v<Work&, lease&, std::function<void(std::error_code)>>) {
-    return [w = transaction_callback(std::forward<Work>(work))](lease& l) { return run_callback_work(w, l); };
+async_transaction_work to_transaction_work(Work&& work) {
+  if constexpr (std::is_invocable_v<Work&, async_lease&, std::function<void(std::error_code)>>) {
+    return [w = async_transaction_callback(std::forward<Work>(work))](async_lease& l) { return run_callback_work(w, l); };
   } else {
     return to_coroutine_work(std::forward<Work>(work));
   }
@@ -176,7 +176,7 @@ transaction_work to_transaction_work(Work&& work) {
 }  // namespace detail
 
 /// Runs `work` in a transaction on a lease of `client` (see the file comment).
-///   token: completion token for void(std::error_code, transaction_report).
+///   token: completion token for void(std::error_code, async_transaction_report).
 /// Errors: the work's error; BEGIN's or COMMIT's SQLSTATE (40001 when a
 ///   serializable COMMIT fails); the acquire errors (errc::pool_timeout,
 ///   queue_full, closed, connect errors); errc::connection_lost when the
@@ -190,12 +190,12 @@ transaction_work to_transaction_work(Work&& work) {
 /// Executor of the handler: its own, else the client's first loop.
 template <class Work, class CompletionToken>
 auto async_transaction(async_client& client, transaction_options opts, Work&& work, CompletionToken&& token) {
-  return detail::initiate_op<transaction_report>(
-      [](auto handler, async_client* c, transaction_options o, transaction_work w) {
+  return detail::initiate_op<async_transaction_report>(
+      [](auto handler, async_client* c, transaction_options o, async_transaction_work w) {
         using H = decltype(handler);
         boost::asio::any_io_executor ex = detail::helper_executor(handler, c->get_executor());
         detail::start_transaction(*c, std::move(o), std::move(w), std::move(ex),
-                                  std::make_unique<detail::completion_impl<transaction_report, H>>(std::move(handler)));
+                                  std::make_unique<detail::completion_impl<async_transaction_report, H>>(std::move(handler)));
       },
       std::forward<CompletionToken>(token), &client, std::move(opts), detail::to_transaction_work(std::forward<Work>(work)));
 }
@@ -203,7 +203,7 @@ auto async_transaction(async_client& client, transaction_options opts, Work&& wo
 /// Runs `statements` as one transaction in one round trip: BEGIN (with
 /// opts' isolation and access mode), every statement and COMMIT go out in
 /// one write with one Sync, and the client waits once.
-///   token: completion token for void(std::error_code, batch_report).
+///   token: completion token for void(std::error_code, async_batch_report).
 /// On success report.results holds each statement's result, in order.
 /// When a statement fails, the server skips the rest of the batch (COMMIT
 /// included): the error is that statement's (report.failed_statement is its
@@ -222,12 +222,12 @@ auto async_transaction(async_client& client, transaction_options opts, Work&& wo
 template <class CompletionToken>
 auto async_transaction_batch(async_client& client, transaction_options opts, std::vector<statement> statements,
                              CompletionToken&& token) {
-  return detail::initiate_op<batch_report>(
+  return detail::initiate_op<async_batch_report>(
       [](auto handler, async_client* c, transaction_options o, std::vector<statement> s) {
         using H = decltype(handler);
         boost::asio::any_io_executor ex = detail::helper_executor(handler, c->get_executor());
         detail::start_transaction_batch(c, nullptr, std::move(o), std::move(s), std::move(ex),
-                                        std::make_unique<detail::completion_impl<batch_report, H>>(std::move(handler)));
+                                        std::make_unique<detail::completion_impl<async_batch_report, H>>(std::move(handler)));
       },
       std::forward<CompletionToken>(token), &client, std::move(opts), std::move(statements));
 }
@@ -239,16 +239,16 @@ auto async_transaction_batch(async_client& client, transaction_options opts, std
 /// on an empty or released lease. Executor of the handler: its own, else the
 /// lease's loop.
 template <class CompletionToken>
-auto async_transaction_batch(lease& l, transaction_options opts, std::vector<statement> statements,
+auto async_transaction_batch(async_lease& l, transaction_options opts, std::vector<statement> statements,
                              CompletionToken&& token) {
-  return detail::initiate_op<batch_report>(
-      [](auto handler, lease* target, transaction_options o, std::vector<statement> s) {
+  return detail::initiate_op<async_batch_report>(
+      [](auto handler, async_lease* target, transaction_options o, std::vector<statement> s) {
         using H = decltype(handler);
         boost::asio::any_io_executor fallback = target->get_executor();
         if (!fallback) fallback = boost::asio::system_executor();
         boost::asio::any_io_executor ex = detail::helper_executor(handler, fallback);
         detail::start_transaction_batch(nullptr, target, std::move(o), std::move(s), std::move(ex),
-                                        std::make_unique<detail::completion_impl<batch_report, H>>(std::move(handler)));
+                                        std::make_unique<detail::completion_impl<async_batch_report, H>>(std::move(handler)));
       },
       std::forward<CompletionToken>(token), &l, std::move(opts), std::move(statements));
 }
@@ -258,17 +258,26 @@ auto async_transaction_batch(lease& l, transaction_options opts, std::vector<sta
 /// the enclosing transaction carries on either way. Nests (each level uses
 /// the same name; PostgreSQL resolves it to the innermost). No retry: a
 /// serialization failure dooms the whole transaction, not a savepoint.
-/// token: void(std::error_code, transaction_report) with the work's error (or
+/// token: void(std::error_code, async_transaction_report) with the work's error (or
 /// SAVEPOINT's). `l` must outlive the operation; do not use it meanwhile.
 template <class Work, class CompletionToken>
-auto async_savepoint(lease& l, Work&& work, CompletionToken&& token) {
-  return detail::initiate_op<transaction_report>(
-      [](auto handler, lease* target, transaction_work w) {
+auto async_savepoint(async_lease& l, Work&& work, CompletionToken&& token) {
+  return detail::initiate_op<async_transaction_report>(
+      [](auto handler, async_lease* target, async_transaction_work w) {
         using H = decltype(handler);
         detail::start_savepoint(*target, std::move(w),
-                                std::make_unique<detail::completion_impl<transaction_report, H>>(std::move(handler)));
+                                std::make_unique<detail::completion_impl<async_transaction_report, H>>(std::move(handler)));
       },
       std::forward<CompletionToken>(token), &l, detail::to_transaction_work(std::forward<Work>(work)));
 }
+
+/// The name before the naming rule (docs/api-guide.md, "Names"): use async_transaction_report. Kept for one release.
+using transaction_report [[deprecated("renamed pgpipe::async_transaction_report (docs/api-guide.md, Names)")]] = async_transaction_report;
+/// The name before the naming rule (docs/api-guide.md, "Names"): use async_batch_report. Kept for one release.
+using batch_report [[deprecated("renamed pgpipe::async_batch_report (docs/api-guide.md, Names)")]] = async_batch_report;
+/// The name before the naming rule (docs/api-guide.md, "Names"): use async_transaction_work. Kept for one release.
+using transaction_work [[deprecated("renamed pgpipe::async_transaction_work (docs/api-guide.md, Names)")]] = async_transaction_work;
+/// The name before the naming rule (docs/api-guide.md, "Names"): use async_transaction_callback. Kept for one release.
+using transaction_callback [[deprecated("renamed pgpipe::async_transaction_callback (docs/api-guide.md, Names)")]] = async_transaction_callback;
 
 }  // namespace pgpipe

@@ -47,7 +47,7 @@ template <class Token>
 namespace detail {
 
 /// The diagnostics a completion value carries: result::diag(), lease::diag(),
-/// transaction_report::diag, batch_report::diag; none for the others (the
+/// async_transaction_report::diag, async_batch_report::diag; none for the others (the
 /// error then says only its code).
 template <class T>
 diagnostics diag_of(const T& v) {

@@ -1,5 +1,5 @@
 // router_probes: the health and lag probes of a read router, shared by both
-// drivers' routers (read_router, blocking_read_router).
+// drivers' routers (async_read_router, blocking_read_router).
 //
 // One probe_session (a connection of the router's own) and one thread per
 // server: the primary's answers feed the tracker's WAL history, each

@@ -48,7 +48,7 @@ std::tuple<std::error_code, pgpipe::result> finish(pgpipe::async_copy_in& in) {
 }
 
 // The lease answers a query (and is the same, unpoisoned connection).
-void expect_serves(pgpipe::lease& l) {
+void expect_serves(pgpipe::async_lease& l) {
   auto [ec, r] = l.async_query("select 41 + 1", pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(ec) << r.diag().to_string();
   EXPECT_EQ(r.value<int>(), 42);

@@ -240,7 +240,7 @@ TEST(async_errors, a_query_failing_inside_a_transaction_reaches_the_caller_with_
   auto caught = error_thrown_in_coroutine(client, [&]() -> asio::awaitable<void> {
     auto report = co_await pgpipe::async_transaction(
         client, {},
-        [](pgpipe::lease& l) -> asio::awaitable<void> {
+        [](pgpipe::async_lease& l) -> asio::awaitable<void> {
           auto first = co_await l.async_query("insert into errs_tx values (1)", asio::use_awaitable);
           auto second = co_await l.async_query("insert into errs_tx values (1)", asio::use_awaitable);
           (void)first;
@@ -259,7 +259,7 @@ TEST(async_errors, a_transaction_whose_work_throws_anything_reports_it_as_one_er
   pgpipe::async_client client(errors_params());
   auto caught = error_thrown_in_coroutine(client, [&]() -> asio::awaitable<void> {
     auto report = co_await pgpipe::async_transaction(
-        client, {}, [](pgpipe::lease&) -> asio::awaitable<void> { throw std::runtime_error("the work gave up"); },
+        client, {}, [](pgpipe::async_lease&) -> asio::awaitable<void> { throw std::runtime_error("the work gave up"); },
         asio::use_awaitable);
     (void)report;
   });
@@ -284,7 +284,7 @@ TEST(async_errors, query_one_and_query_opt_refuse_other_row_counts_naming_them) 
   ASSERT_FALSE(nec) << nec.message();
   EXPECT_FALSE(none.opt().has_value());
 
-  pgpipe::lease l = acquire(client);
+  pgpipe::async_lease l = acquire(client);
   auto [tec, two] = l.async_query_opt("select generate_series(1, 2)", use_future_ec).get();
   EXPECT_EQ(tec, pgpipe::errc::out_of_range) << tec.message();
   EXPECT_TRUE(contains(two.diag().client_message, "the query returned 2")) << two.diag().to_string();

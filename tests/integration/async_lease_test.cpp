@@ -27,7 +27,7 @@ namespace {
 
 using namespace pgpipe::test;  // the shared kit (tests/support)
 
-std::tuple<std::error_code, pgpipe::result> q(pgpipe::lease& l, std::string_view sql) {
+std::tuple<std::error_code, pgpipe::result> q(pgpipe::async_lease& l, std::string_view sql) {
   return l.async_query(sql, pgpipe::test::use_future_ec).get();
 }
 
@@ -229,7 +229,7 @@ TEST(async_lease, waiting_acquire_can_be_cancelled_and_times_out_with_pool_timeo
   // Cancelled while waiting.
   asio::cancellation_signal sig;
   std::promise<std::error_code> p;
-  client.async_acquire(asio::bind_cancellation_slot(sig.slot(), [&](std::error_code e, pgpipe::lease got) {
+  client.async_acquire(asio::bind_cancellation_slot(sig.slot(), [&](std::error_code e, pgpipe::async_lease got) {
     EXPECT_FALSE(got.valid());
     p.set_value(e);
   }));

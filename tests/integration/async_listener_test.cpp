@@ -1,10 +1,10 @@
-// pgpipe::listener against a real server: order over many notifications and
+// pgpipe::async_listener against a real server: order over many notifications and
 // channels, a terminated backend (gap, then delivery resumes), the largest
 // payload, a Unicode channel name and a refused LISTEN (the scenarios both listeners share,
 // tests/support/listener_scenarios.hpp), and close() failing a pending receive
 // and every later one.
 #include <pgpipe/async_client.hpp>
-#include <pgpipe/listener.hpp>
+#include <pgpipe/async_listener.hpp>
 
 #include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
@@ -67,7 +67,7 @@ struct async_listener_adapter {
   }
 
   pgpipe::async_client client;
-  pgpipe::listener l;
+  pgpipe::async_listener l;
 };
 
 }  // namespace

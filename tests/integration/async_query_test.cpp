@@ -66,7 +66,7 @@ TEST(async_query, returns_rows_and_values_callback_style) {
 }
 
 // A named handler passed again from inside itself (the way a caller chains
-// reads, as with row_stream::async_next) is the caller's: an operation copies
+// reads, as with async_row_stream::async_next) is the caller's: an operation copies
 // an lvalue token and never moves from it.
 TEST(async_query, a_named_handler_passed_again_from_inside_itself_runs_every_time) {
   pgpipe::async_client client(query_params(1));

@@ -1,4 +1,4 @@
-// row_stream: large results in chunks with bounded memory on a lease.
+// async_row_stream: large results in chunks with bounded memory on a lease.
 #include <pgpipe/pgpipe.hpp>
 
 #include "support/cluster_fixture.hpp"

@@ -82,7 +82,7 @@ TEST(async_transaction_batch, the_whole_transaction_is_written_before_the_server
   // Every SQL text of the transaction, BEGIN and COMMIT included.
   std::size_t sql_bytes = std::string("BEGIN").size() + std::string("COMMIT").size();
   for (const auto& s : statements) sql_bytes += s.sql().size();
-  std::future<std::tuple<std::error_code, pgpipe::batch_report>> done;
+  std::future<std::tuple<std::error_code, pgpipe::async_batch_report>> done;
   {
     stopped_backend stop(pid);
     done = pgpipe::async_transaction_batch(l, {}, statements, pgpipe::test::use_future_ec);
@@ -186,7 +186,7 @@ TEST(async_transaction_batch, bad_input_is_refused_before_anything_is_sent) {
   EXPECT_EQ(pg.query_value("select count(*) from txb_bad"), "0");
   auto [eec, ereport] = pgpipe::async_transaction_batch(client, {}, {}, pgpipe::test::use_future_ec).get();
   EXPECT_EQ(eec, pgpipe::errc::invalid_argument) << ereport.diag.client_message;
-  pgpipe::lease empty;
+  pgpipe::async_lease empty;
   auto [lec, lreport] = pgpipe::async_transaction_batch(empty, {}, three_inserts("txb_bad", 1, 2, 3),
                                                         pgpipe::test::use_future_ec).get();
   EXPECT_EQ(lec, pgpipe::errc::closed) << lreport.diag.client_message;
@@ -234,14 +234,14 @@ TEST(async_transaction_pipelined_begin, a_work_with_no_query_and_one_that_starts
   pg.exec("drop table if exists txb_begin; create table txb_begin(v int)");
   pgpipe::async_client client(params_for(app_conninfo("async_txb_begin"), 1), {.loops = 1});
   auto [ec, report] = pgpipe::async_transaction(
-                          client, {}, [](pgpipe::lease&) -> asio::awaitable<void> { co_return; }, pgpipe::test::use_future_ec)
+                          client, {}, [](pgpipe::async_lease&) -> asio::awaitable<void> { co_return; }, pgpipe::test::use_future_ec)
                           .get();
   EXPECT_FALSE(ec) << report.diag.to_string();
   pgpipe::transaction_options opts;
   opts.isolation = pgpipe::isolation_level::repeatable_read;
   auto [ec2, report2] = pgpipe::async_transaction(
                             client, opts,
-                            [](pgpipe::lease& l) -> asio::awaitable<void> {
+                            [](pgpipe::async_lease& l) -> asio::awaitable<void> {
                               auto [e, r] = co_await l.async_query(
                                   "insert into txb_begin select 1 where current_setting('transaction_isolation') = "
                                   "'repeatable read'",

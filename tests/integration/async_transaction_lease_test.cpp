@@ -1,9 +1,9 @@
-// async_client::async_begin and transaction_lease against a real server, as
+// async_client::async_begin and async_transaction_lease against a real server, as
 // a coroutine uses them (use_awaitable: failures throw): commit, rollback
 // when the object goes away uncommitted, a failed statement's COMMIT is
 // 25P02 and commits nothing, options reach the server, misuse is refused.
 #include <pgpipe/async_client.hpp>
-#include <pgpipe/transaction_lease.hpp>
+#include <pgpipe/async_transaction_lease.hpp>
 
 #include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
@@ -25,7 +25,7 @@ using pgpipe::test::shared_cluster;
 
 namespace {
 
-TEST(transaction_lease, statements_commit_together) {
+TEST(async_transaction_lease, statements_commit_together) {
   auto& pg = shared_cluster();
   pg.exec("drop table if exists txl_commit; create table txl_commit(v int)");
   pgpipe::async_client client(params_for(app_conninfo("txl_commit"), 1), {.loops = 1});
@@ -46,7 +46,7 @@ TEST(transaction_lease, statements_commit_together) {
   EXPECT_EQ(pg.query_value("select count(*) from txl_commit"), "2");
 }
 
-TEST(transaction_lease, destroyed_uncommitted_it_rolls_back_and_the_connection_is_clean) {
+TEST(async_transaction_lease, destroyed_uncommitted_it_rolls_back_and_the_connection_is_clean) {
   auto& pg = shared_cluster();
   pg.exec("drop table if exists txl_drop; create table txl_drop(v int)");
   // One connection: the next caller gets the very connection the transaction left.
@@ -66,7 +66,7 @@ TEST(transaction_lease, destroyed_uncommitted_it_rolls_back_and_the_connection_i
   EXPECT_EQ(pg.query_value("select count(*) from txl_drop"), "0");
 }
 
-TEST(transaction_lease, a_failed_statement_makes_commit_fail_with_25P02_and_nothing_stays) {
+TEST(async_transaction_lease, a_failed_statement_makes_commit_fail_with_25P02_and_nothing_stays) {
   auto& pg = shared_cluster();
   pg.exec("drop table if exists txl_fail; create table txl_fail(v int primary key)");
   pgpipe::async_client client(params_for(app_conninfo("txl_fail"), 1), {.loops = 1});
@@ -95,7 +95,7 @@ TEST(transaction_lease, a_failed_statement_makes_commit_fail_with_25P02_and_noth
   EXPECT_EQ(pg.query_value("select count(*) from txl_fail"), "0");
 }
 
-TEST(transaction_lease, options_reach_the_server_and_rollback_ends_it) {
+TEST(async_transaction_lease, options_reach_the_server_and_rollback_ends_it) {
   pgpipe::async_client client(params_for(app_conninfo("txl_opts"), 1), {.loops = 1});
   pgpipe::transaction_options opts;
   opts.isolation = pgpipe::isolation_level::serializable;
@@ -112,7 +112,7 @@ TEST(transaction_lease, options_reach_the_server_and_rollback_ends_it) {
   EXPECT_EQ(modes, "serializable,on");
 }
 
-TEST(transaction_lease, ending_it_twice_or_asking_for_retries_is_refused) {
+TEST(async_transaction_lease, ending_it_twice_or_asking_for_retries_is_refused) {
   pgpipe::async_client client(params_for(app_conninfo("txl_misuse"), 1), {.loops = 1});
   struct seen {
     std::error_code second_commit, query_after, retry;
@@ -139,7 +139,7 @@ TEST(transaction_lease, ending_it_twice_or_asking_for_retries_is_refused) {
   EXPECT_NE(s.retry_text.find("async_transaction"), std::string::npos) << s.retry_text;
 }
 
-TEST(transaction_lease, a_failed_acquire_carries_the_connect_error) {
+TEST(async_transaction_lease, a_failed_acquire_carries_the_connect_error) {
   auto& pg = shared_cluster();
   auto p = params_for(pg.conninfo_without_password() + " password=wrong-password-xyz", 1);
   p.acquire_timeout = std::chrono::seconds(2);

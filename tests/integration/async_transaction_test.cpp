@@ -62,11 +62,11 @@ counter_run run_increments(pgpipe::async_client& client, const std::string& tabl
   pgpipe::transaction_options opts;
   opts.isolation = pgpipe::isolation_level::serializable;
   opts.retry = {.max_attempts = max_attempts, .initial_backoff = 1ms, .max_backoff = 20ms};
-  std::vector<std::future<std::tuple<std::error_code, pgpipe::transaction_report>>> done;
+  std::vector<std::future<std::tuple<std::error_code, pgpipe::async_transaction_report>>> done;
   for (int i = 0; i < n; ++i) {
     done.push_back(pgpipe::async_transaction(
         client, opts,
-        [&](pgpipe::lease& l) -> asio::awaitable<void> {
+        [&](pgpipe::async_lease& l) -> asio::awaitable<void> {
           const bool first_run = runs.fetch_add(1) < n;
           auto [ec, r] = co_await l.async_query("select n from " + table, asio::as_tuple(asio::use_awaitable));
           pgpipe::throw_if_error(ec, r);
@@ -124,7 +124,7 @@ TEST(async_transaction, a_throw_rolls_back_and_the_connection_serves_the_next_ca
   pgpipe::async_client client(params_for(app_conninfo("async_tx_throw"), 1), {.loops = 1});
   auto [ec, report] = pgpipe::async_transaction(
                           client, {},
-                          [](pgpipe::lease& l) -> asio::awaitable<void> {
+                          [](pgpipe::async_lease& l) -> asio::awaitable<void> {
                             auto [ec, r] = co_await l.async_query("insert into tx_throw values ('thrown')",
                                                                   asio::as_tuple(asio::use_awaitable));
                             pgpipe::throw_if_error(ec, r);
@@ -139,7 +139,7 @@ TEST(async_transaction, a_throw_rolls_back_and_the_connection_serves_the_next_ca
 
   auto [ec2, report2] = pgpipe::async_transaction(
                             client, {},
-                            [](pgpipe::lease& l) -> asio::awaitable<std::error_code> {
+                            [](pgpipe::async_lease& l) -> asio::awaitable<std::error_code> {
                               auto [ec, r] = co_await l.async_query("insert into tx_throw values ('next')",
                                                                     asio::as_tuple(asio::use_awaitable));
                               co_return ec;
@@ -158,7 +158,7 @@ TEST(async_transaction, a_server_error_rolls_back_with_its_diagnostics) {
   opts.isolation = pgpipe::isolation_level::repeatable_read;
   auto [ec, report] = pgpipe::async_transaction(
                           client, opts,
-                          [](pgpipe::lease& l) -> asio::awaitable<void> {
+                          [](pgpipe::async_lease& l) -> asio::awaitable<void> {
                             auto [ec, r] = co_await l.async_query("insert into tx_err values (1)", asio::as_tuple(asio::use_awaitable));
                             pgpipe::throw_if_error(ec, r);
                             auto [ec2, r2] = co_await l.async_query("select 1 / 0", asio::as_tuple(asio::use_awaitable));
@@ -181,7 +181,7 @@ TEST(async_transaction, options_reach_the_server) {
   opts.deferrable = true;
   auto [ec, report] = pgpipe::async_transaction(
                           client, opts,
-                          [seen](pgpipe::lease& l) -> asio::awaitable<void> {
+                          [seen](pgpipe::async_lease& l) -> asio::awaitable<void> {
                             auto [ec, r] = co_await l.async_query(
                                 "select current_setting('transaction_isolation') || ',' || "
                                 "current_setting('transaction_read_only') || ',' || "
@@ -206,12 +206,12 @@ TEST(async_transaction, savepoints_undo_only_their_own_work) {
   auto inner_ec = std::make_shared<std::error_code>();
   auto [ec, report] = pgpipe::async_transaction(
                           client, {},
-                          [inner_ec](pgpipe::lease& l) -> asio::awaitable<void> {
+                          [inner_ec](pgpipe::async_lease& l) -> asio::awaitable<void> {
                             auto [e1, r1] = co_await l.async_query("insert into tx_sp values ('a')", asio::as_tuple(asio::use_awaitable));
                             pgpipe::throw_if_error(e1, r1);
                             auto [sec, srep] = co_await pgpipe::async_savepoint(
                                 l,
-                                [](pgpipe::lease& inner) -> asio::awaitable<void> {
+                                [](pgpipe::async_lease& inner) -> asio::awaitable<void> {
                                   auto [e, r] = co_await inner.async_query("insert into tx_sp values ('b')",
                                                                            asio::as_tuple(asio::use_awaitable));
                                   pgpipe::throw_if_error(e, r);
@@ -224,7 +224,7 @@ TEST(async_transaction, savepoints_undo_only_their_own_work) {
                             // A nested savepoint that succeeds keeps its row.
                             auto [okec, okrep] = co_await pgpipe::async_savepoint(
                                 l,
-                                [](pgpipe::lease& inner) -> asio::awaitable<std::error_code> {
+                                [](pgpipe::async_lease& inner) -> asio::awaitable<std::error_code> {
                                   auto [e, r] = co_await inner.async_query("insert into tx_sp values ('c')",
                                                                            asio::as_tuple(asio::use_awaitable));
                                   co_return e;
@@ -245,7 +245,7 @@ TEST(async_transaction, a_swallowed_error_is_not_reported_as_committed) {
   pgpipe::async_client client(params_for(app_conninfo("async_tx_swallow"), 1), {.loops = 1});
   auto [ec, report] = pgpipe::async_transaction(
                           client, {},
-                          [](pgpipe::lease& l) -> asio::awaitable<std::error_code> {
+                          [](pgpipe::async_lease& l) -> asio::awaitable<std::error_code> {
                             co_await l.async_query("insert into tx_swallow values (1)", asio::as_tuple(asio::use_awaitable));
                             co_await l.async_query("select 1 / 0", asio::as_tuple(asio::use_awaitable));  // ignored
                             co_return std::error_code{};
@@ -261,7 +261,7 @@ TEST(async_transaction, a_callback_work_commits_or_rolls_back_by_its_outcome) {
   pg.exec("drop table if exists tx_cb; create table tx_cb(v text)");
   pgpipe::async_client client(params_for(app_conninfo("async_tx_cb"), 1), {.loops = 1});
   auto insert_then = [](std::string value, bool fail) {
-    return [value, fail](pgpipe::lease& l, std::function<void(std::error_code)> done) {
+    return [value, fail](pgpipe::async_lease& l, std::function<void(std::error_code)> done) {
       l.async_query("insert into tx_cb values ($1)", value,
                     [done, fail](std::error_code ec, pgpipe::result) {
                       done(ec ? ec : fail ? make_error_code(pgpipe::errc::cancelled) : std::error_code{});

@@ -51,14 +51,14 @@ TEST(blocking_copy, a_million_rows_in_and_out_in_bounded_memory) {
   const long rss_before = status_kb("VmRSS");
 
   const auto t0 = std::chrono::steady_clock::now();
-  pgpipe::copy_in in(lease, "copy copy_big(id, name) from stdin");
+  pgpipe::blocking_copy_in in(lease, "copy copy_big(id, name) from stdin");
   pgpipe::test::copy_row_chunks source(rows);
   std::string chunk;
   while (source.next(chunk)) in.write(chunk);
   EXPECT_EQ(in.finish(), static_cast<std::uint64_t>(rows));
   const auto t1 = std::chrono::steady_clock::now();
 
-  pgpipe::copy_out out(lease, "copy copy_big to stdout");
+  pgpipe::blocking_copy_out out(lease, "copy copy_big to stdout");
   std::string row;
   long long got = 0;
   long long id_sum = 0;
@@ -89,7 +89,7 @@ TEST(blocking_copy, a_malformed_row_fails_with_the_servers_sqlstate_and_leaves_n
   pgpipe::blocking_pool pool(copy_params("copy_bad"));
   auto lease = pool.acquire();
   try {
-    pgpipe::copy_in in(lease, "copy copy_bad from stdin");
+    pgpipe::blocking_copy_in in(lease, "copy copy_bad from stdin");
     std::string good;
     for (int i = 0; i < 10000; ++i) good += std::to_string(i) + "\n";
     in.write(good);
@@ -112,19 +112,19 @@ TEST(blocking_copy, a_client_abort_leaves_nothing_and_the_lease_goes_on) {
   pgpipe::blocking_pool pool(copy_params("copy_abort"));
   auto lease = pool.acquire();
   {
-    pgpipe::copy_in in(lease, "copy copy_abort from stdin");
+    pgpipe::blocking_copy_in in(lease, "copy copy_abort from stdin");
     in.write("1\n2\n3\n");
     in.abort("the producer failed");
     EXPECT_FALSE(in.active());
   }
   {
-    pgpipe::copy_in in(lease, "copy copy_abort from stdin");
+    pgpipe::blocking_copy_in in(lease, "copy copy_abort from stdin");
     in.write("4\n5\n");
     // Destroyed without finish(): aborted too.
   }
   EXPECT_EQ(pg.query_value("select count(*) from copy_abort"), "0");
   EXPECT_EQ(select_one(lease), "42");
-  pgpipe::copy_in in(lease, "copy copy_abort from stdin");
+  pgpipe::blocking_copy_in in(lease, "copy copy_abort from stdin");
   in.write("6\n");
   EXPECT_EQ(in.finish(), 1u);
   EXPECT_EQ(pg.query_value("select count(*) from copy_abort"), "1");
@@ -145,7 +145,7 @@ TEST(blocking_copy, a_connection_lost_mid_copy_is_reported_without_the_password)
     pqxx::nontransaction tx{*lease};
     pid = tx.exec("select pg_backend_pid()")[0][0].as<std::string>();
   }
-  pgpipe::copy_in in(lease, "copy copy_lost from stdin");
+  pgpipe::blocking_copy_in in(lease, "copy copy_lost from stdin");
   in.write("1\n");
   pg.exec("select pg_terminate_backend(" + pid + ")");
   try {
@@ -164,7 +164,7 @@ TEST(blocking_copy, stopping_copy_out_early_keeps_the_lease_usable) {
   pgpipe::blocking_pool pool(copy_params("copy_stop"));
   auto lease = pool.acquire();
   {
-    pgpipe::copy_out out(lease, "copy (select g from generate_series(1, 5000000) g) to stdout");
+    pgpipe::blocking_copy_out out(lease, "copy (select g from generate_series(1, 5000000) g) to stdout");
     std::string row;
     ASSERT_TRUE(out.next(row));
     EXPECT_EQ(row, "1\n");
@@ -178,20 +178,20 @@ TEST(blocking_copy, statements_that_are_not_the_right_copy_are_refused) {
   pgpipe::blocking_pool pool(copy_params("copy_wrong"));
   auto lease = pool.acquire();
   try {
-    pgpipe::copy_in in(lease, "delete from copy_wrong");
+    pgpipe::blocking_copy_in in(lease, "delete from copy_wrong");
     ADD_FAILURE();
   } catch (const pgpipe::error& e) {
     EXPECT_EQ(e.code(), pgpipe::errc::invalid_argument);
   }
   EXPECT_EQ(pg.query_value("select count(*) from copy_wrong"), "1");  // never sent
   try {
-    pgpipe::copy_in in(lease, "copy copy_wrong to stdout");
+    pgpipe::blocking_copy_in in(lease, "copy copy_wrong to stdout");
     ADD_FAILURE();
   } catch (const pgpipe::error& e) {
     EXPECT_EQ(e.code(), pgpipe::errc::invalid_argument);
   }
   try {
-    pgpipe::copy_out out(lease, "copy no_such_table to stdout");
+    pgpipe::blocking_copy_out out(lease, "copy no_such_table to stdout");
     ADD_FAILURE();
   } catch (const pgpipe::error& e) {
     EXPECT_EQ(pgpipe::sqlstate_of(e.code()), "42P01");
@@ -224,7 +224,7 @@ TEST(blocking_copy, a_chunk_over_2_gib_reaches_the_server_whole) {
   {
     const std::string chunk = big_copy_chunk::make();
     ASSERT_GT(chunk.size(), std::size_t{1} << 31);
-    pgpipe::copy_in in(lease, "copy copy_huge from stdin where id % 1024 = 0");
+    pgpipe::blocking_copy_in in(lease, "copy copy_huge from stdin where id % 1024 = 0");
     in.write(chunk);
     rows = in.finish();
   }
@@ -245,7 +245,7 @@ TEST(blocking_copy, a_second_statement_after_the_copy_is_refused_and_nothing_run
                           "copy copy_two from stdin /* ; */ ;delete from copy_two;"}) {
     SCOPED_TRACE(sql);
     try {
-      pgpipe::copy_in in(lease, sql);
+      pgpipe::blocking_copy_in in(lease, sql);
       in.write("3\n");
       in.finish();
       ADD_FAILURE() << "a COPY followed by another statement was run";
@@ -256,7 +256,7 @@ TEST(blocking_copy, a_second_statement_after_the_copy_is_refused_and_nothing_run
     EXPECT_EQ(pg.query_value("select string_agg(id::text, ',' order by id) from copy_two"), "1,2");
   }
   try {
-    pgpipe::copy_out out(lease, "copy copy_two to stdout; delete from copy_two");
+    pgpipe::blocking_copy_out out(lease, "copy copy_two to stdout; delete from copy_two");
     std::string chunk;
     while (out.next(chunk)) {
     }
@@ -267,7 +267,7 @@ TEST(blocking_copy, a_second_statement_after_the_copy_is_refused_and_nothing_run
   EXPECT_EQ(pg.query_value("select count(*) from copy_two"), "2");
   // A trailing semicolon is still one statement.
   {
-    pgpipe::copy_in in(lease, "copy copy_two from stdin;");
+    pgpipe::blocking_copy_in in(lease, "copy copy_two from stdin;");
     in.write("3\n");
     EXPECT_EQ(in.finish(), 1u);
   }

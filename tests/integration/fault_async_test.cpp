@@ -320,7 +320,7 @@ TEST(fault_async, broken_pipeline_fails_the_written_query_as_connection_lost_and
 
 // Runs the statements pipelined (all submitted before any answer) on a lease
 // and returns their codes in order.
-std::vector<std::error_code> pipelined_on_lease(pgpipe::lease& l, const std::vector<std::string>& sqls) {
+std::vector<std::error_code> pipelined_on_lease(pgpipe::async_lease& l, const std::vector<std::string>& sqls) {
   std::vector<std::future<std::tuple<std::error_code, pgpipe::result>>> fs;
   for (const auto& s : sqls) fs.push_back(l.async_query(s, pgpipe::test::use_future_ec));
   std::vector<std::error_code> out;

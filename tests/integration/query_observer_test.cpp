@@ -224,7 +224,7 @@ TEST(query_observer_blocking, a_statement_timeout_is_seen_with_its_code) {
 }
 
 // Drains `s` on the calling thread; the rows read, or the error.
-std::pair<std::error_code, std::uint64_t> drain(pgpipe::row_stream& s) {
+std::pair<std::error_code, std::uint64_t> drain(pgpipe::async_row_stream& s) {
   std::uint64_t rows = 0;
   for (;;) {
     auto [ec, r] = s.async_next(pgpipe::test::use_future_ec).get();

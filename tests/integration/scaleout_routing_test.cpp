@@ -1,4 +1,4 @@
-// Read routing through both drivers' routers (read_router, blocking_read_router)
+// Read routing through both drivers' routers (async_read_router, blocking_read_router)
 // against a devcluster primary and its streaming standby: marked reads go to
 // the standby and unmarked requests to the primary (each query asks
 // pg_is_in_recovery() itself); with the standby stopped reads go to the
@@ -16,7 +16,7 @@
 #include "support/wait.hpp"
 
 #include <pgpipe/blocking_read_router.hpp>
-#include <pgpipe/read_router.hpp>
+#include <pgpipe/async_read_router.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
@@ -331,7 +331,7 @@ TEST(scaleout_routing_async, a_read_rerun_on_the_primary_is_cancelled_through_th
   rp.probe_timeout = 1s;
   std::vector<pgpipe::async_client> replicas;
   replicas.emplace_back(r, pgpipe::async_client_options{.loops = 1});
-  pgpipe::read_router router(pgpipe::async_client(p, {.loops = 1}), std::move(replicas), rp);
+  pgpipe::async_read_router router(pgpipe::async_client(p, {.loops = 1}), std::move(replicas), rp);
   ASSERT_TRUE(pgpipe::test::wait_until([&] { return router.stats().replicas[0].healthy; }, 30s));
 
   boost::asio::io_context io;

@@ -28,7 +28,7 @@ auto run_on(pgpipe::async_client& c, Awaitable coro) {
 }
 
 /// A lease from `c`, waited for on the calling thread; throws the acquire error.
-inline pgpipe::lease acquire(pgpipe::async_client& c) {
+inline pgpipe::async_lease acquire(pgpipe::async_client& c) {
   auto [ec, l] = c.async_acquire(use_future_ec).get();
   if (ec) throw std::system_error(ec);
   return std::move(l);

@@ -171,7 +171,7 @@ class async_driver {
     return b;
   }
   /// A lease; throws std::system_error if none comes.
-  lease hold() {
+  async_lease hold() {
     auto [ec, l] = client_->async_acquire(pgpipe::test::use_future_ec).get();
     if (ec) throw std::system_error(ec);
     return std::move(l);

@@ -1,4 +1,4 @@
-// LISTEN/NOTIFY scenarios both listeners must pass (pgpipe::listener and
+// LISTEN/NOTIFY scenarios both listeners must pass (pgpipe::async_listener and
 // pgpipe::blocking_listener), written once and run by each driver's suite
 // (tests/integration/async_listener_test.cpp, blocking_listener_test.cpp)
 // through a small adapter L:

@@ -1,4 +1,4 @@
-// Both drivers' read routers (read_router, blocking_read_router) behind one
+// Both drivers' read routers (async_read_router, blocking_read_router) behind one
 // small interface, for the scale-out tests that run a scenario against each
 // (TYPED_TEST_SUITE(..., pgpipe::test::routers, pgpipe::test::router_names)):
 // read (marked read-only) and write (unmarked) run one statement and wait
@@ -10,7 +10,7 @@
 #include "support/driver_adapter.hpp"
 
 #include <pgpipe/blocking_read_router.hpp>
-#include <pgpipe/read_router.hpp>
+#include <pgpipe/async_read_router.hpp>
 
 #include <boost/asio/use_future.hpp>
 #include <gtest/gtest.h>
@@ -32,7 +32,7 @@ class async_router {
                const pgpipe::read_routing_params& rp) {
     std::vector<pgpipe::async_client> replicas;
     replicas.emplace_back(replica, pgpipe::async_client_options{.loops = 1});
-    router_ = std::make_unique<pgpipe::read_router>(pgpipe::async_client(primary, {.loops = 1}),
+    router_ = std::make_unique<pgpipe::async_read_router>(pgpipe::async_client(primary, {.loops = 1}),
                                                     std::move(replicas), rp);
   }
   outcome read(std::string_view sql) { return wait(router_->async_query(read_only(), sql, pgpipe::test::use_future_ec)); }
@@ -64,7 +64,7 @@ class async_router {
     auto [ec, r] = f.get();
     return outcome_of(ec, r);
   }
-  std::unique_ptr<pgpipe::read_router> router_;
+  std::unique_ptr<pgpipe::async_read_router> router_;
 };
 
 class blocking_router {

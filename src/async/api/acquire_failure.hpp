@@ -13,7 +13,7 @@
 
 namespace pgpipe::detail {
 
-inline diagnostics acquire_failure(const lease& failed, const std::error_code& ec, std::string_view for_what) {
+inline diagnostics acquire_failure(const async_lease& failed, const std::error_code& ec, std::string_view for_what) {
   diagnostics why = failed.diag();
   if (!why.has_server_error() && why.client_message.empty())
     why.client_message = "could not acquire a lease for " + std::string(for_what) + ": " + ec.message();

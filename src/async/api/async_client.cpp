@@ -49,7 +49,7 @@ async_client::~async_client() {
 }
 
 void async_client::submit_acquire(const std::shared_ptr<detail::client_impl>& impl,
-                                  std::unique_ptr<detail::completion<lease>> done,
+                                  std::unique_ptr<detail::completion<async_lease>> done,
                                   boost::asio::cancellation_slot slot) {
   if (!impl) {
     done->complete(boost::asio::system_executor(), true, make_error_code(errc::closed), lease());

@@ -36,12 +36,12 @@ void on_loop(const std::shared_ptr<copy_state>& st, std::unique_ptr<completion<T
 
 // ---- lease -----------------------------------------------------------------------
 
-async_copy_in lease::copy_in(std::string_view copy_sql, const query_options& opts) {
+async_copy_in async_lease::copy_in(std::string_view copy_sql, const query_options& opts) {
   if (!impl_) return async_copy_in();
   return async_copy_in(impl_->start_copy(std::string(copy_sql), opts.timeout, false));
 }
 
-async_copy_out lease::copy_out(std::string_view copy_sql, const query_options& opts) {
+async_copy_out async_lease::copy_out(std::string_view copy_sql, const query_options& opts) {
   if (!impl_) return async_copy_out();
   return async_copy_out(impl_->start_copy(std::string(copy_sql), opts.timeout, true));
 }

@@ -5,7 +5,7 @@
 
 namespace pgpipe {
 
-lease& lease::operator=(lease&& other) noexcept {
+async_lease& async_lease::operator=(async_lease&& other) noexcept {
   if (this != &other) {
     release();
     impl_ = std::move(other.impl_);
@@ -14,23 +14,23 @@ lease& lease::operator=(lease&& other) noexcept {
   return *this;
 }
 
-lease::~lease() { release(); }
+async_lease::~async_lease() { release(); }
 
-void lease::release() noexcept {
+void async_lease::release() noexcept {
   if (!impl_) return;
   impl_->release();
   impl_.reset();
 }
 
-lease::executor_type lease::get_executor() const noexcept {
+async_lease::executor_type async_lease::get_executor() const noexcept {
   return impl_ ? impl_->get_executor() : executor_type();
 }
 
-std::shared_ptr<detail::query_target> lease::target() const noexcept { return impl_; }
+std::shared_ptr<detail::query_target> async_lease::target() const noexcept { return impl_; }
 
-row_stream lease::start_stream(detail::query_spec spec) {
-  if (!impl_) return row_stream();
-  return row_stream(impl_->start_stream(std::move(spec)));
+async_row_stream async_lease::start_stream(detail::query_spec spec) {
+  if (!impl_) return async_row_stream();
+  return async_row_stream(impl_->start_stream(std::move(spec)));
 }
 
 }  // namespace pgpipe

@@ -11,7 +11,7 @@ namespace pgpipe::detail {
 
 struct lease_access {
   /// Null for an empty, moved-from or released-and-reset lease.
-  static lease_impl* impl(lease& l) noexcept { return l.impl_.get(); }
+  static lease_impl* impl(async_lease& l) noexcept { return l.impl_.get(); }
 };
 
 }  // namespace pgpipe::detail

@@ -1,4 +1,4 @@
-// pgpipe::listener: one libpq connection in nonblocking mode, on a strand.
+// pgpipe::async_listener: one libpq connection in nonblocking mode, on a strand.
 //
 // Why its own connection and not a pool lease: LISTEN is session state, a
 // leased connection would carry it to its next borrower, and a lease can be
@@ -17,7 +17,7 @@
 // host costs one timeout, not every attempt), and on a client's loops it
 // runs on the client's connector thread, so the listener's DNS lookups and
 // SCRAM rounds never take the time of the queries on the client's loops.
-#include <pgpipe/listener.hpp>
+#include <pgpipe/async_listener.hpp>
 
 #include "async/connection/connect_job.hpp"
 #include "async/connection/libpq_socket.hpp"
@@ -57,7 +57,7 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
       : strand_(asio::make_strand(ex)), connect_ex_(connect_ex ? *connect_ex : asio::any_io_executor(strand_)),
         params_(std::move(params)), logger_(std::move(logger)), secrets_(passwords_of(params_.conninfo)),
         timer_(strand_), expiry_(strand_),
-        core_({params_.connect_backoff_initial, params_.connect_backoff_max, listener::max_buffered,
+        core_({params_.connect_backoff_initial, params_.connect_backoff_max, async_listener::max_buffered,
                params_.acquire_timeout},
               listen_clock::now()) {}
 
@@ -380,22 +380,22 @@ class listener_impl : public std::enable_shared_from_this<listener_impl> {
 
 }  // namespace detail
 
-listener::listener(executor_type ex, pool_params params, logger_fn logger) : ex_(ex) {
+async_listener::async_listener(executor_type ex, pool_params params, logger_fn logger) : ex_(ex) {
   validate(params);
   impl_ = std::make_shared<detail::listener_impl>(std::move(ex), std::nullopt, std::move(params), std::move(logger));
   impl_->start();
 }
 
-listener::listener(async_client& client, pool_params params, logger_fn logger) : ex_(client.get_executor()) {
+async_listener::async_listener(async_client& client, pool_params params, logger_fn logger) : ex_(client.get_executor()) {
   validate(params);
   impl_ = std::make_shared<detail::listener_impl>(ex_, client.impl_->connector_executor(), std::move(params),
                                                   std::move(logger));
   impl_->start();
 }
 
-listener::~listener() { close(); }
+async_listener::~async_listener() { close(); }
 
-listener& listener::operator=(listener&& other) noexcept {
+async_listener& async_listener::operator=(async_listener&& other) noexcept {
   if (this != &other) {
     close();
     ex_ = std::move(other.ex_);
@@ -404,11 +404,11 @@ listener& listener::operator=(listener&& other) noexcept {
   return *this;
 }
 
-void listener::close() {
+void async_listener::close() {
   if (impl_) impl_->close();
 }
 
-void listener::submit_command(const std::shared_ptr<detail::listener_impl>& impl, std::string channel, bool listen,
+void async_listener::submit_command(const std::shared_ptr<detail::listener_impl>& impl, std::string channel, bool listen,
                               std::unique_ptr<detail::completion<std::monostate>> done) {
   if (!impl) {
     done->complete(boost::asio::system_executor(), true, make_error_code(errc::closed), {});
@@ -417,7 +417,7 @@ void listener::submit_command(const std::shared_ptr<detail::listener_impl>& impl
   impl->command(std::move(channel), listen, std::move(done));
 }
 
-void listener::submit_receive(const std::shared_ptr<detail::listener_impl>& impl,
+void async_listener::submit_receive(const std::shared_ptr<detail::listener_impl>& impl,
                               std::unique_ptr<detail::completion<notification>> done,
                               boost::asio::cancellation_slot slot) {
   if (!impl) {

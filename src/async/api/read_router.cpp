@@ -1,4 +1,4 @@
-// read_router: routing of read-only async queries (include/pgpipe/read_router.hpp).
+// async_read_router: routing of read-only async queries (include/pgpipe/async_read_router.hpp).
 //
 // The router is a query_target of its own: a read is handed to the chosen
 // server's target (a replica client, or the primary's read-only pool)
@@ -12,7 +12,7 @@
 // Health and lag live in the sans-IO replica_tracker under one mutex; the
 // probes (pq/router_probes: a connection and a thread per server, never
 // the clients' connections or loops) only take that mutex briefly.
-#include <pgpipe/read_router.hpp>
+#include <pgpipe/async_read_router.hpp>
 
 #include "core/routing/read_only_fallback.hpp"
 #include "core/routing/replica_tracker.hpp"
@@ -224,7 +224,7 @@ struct read_router_impl {
 
 }  // namespace detail
 
-read_router::read_router(async_client primary, std::vector<async_client> replicas, read_routing_params params) {
+async_read_router::async_read_router(async_client primary, std::vector<async_client> replicas, read_routing_params params) {
   validate(params);
   impl_ = std::make_unique<detail::read_router_impl>(std::move(primary), std::move(replicas), std::move(params));
   auto& m = *impl_;
@@ -239,13 +239,13 @@ read_router::read_router(async_client primary, std::vector<async_client> replica
       std::make_unique<detail::router_probes>(m.primary.params(), replica_params, m.routing, m.st->mu, m.st->tracker);
 }
 
-read_router::~read_router() {
+async_read_router::~async_read_router() {
   if (impl_) impl_->probes->stop();
 }
 
-read_router::read_router(read_router&&) noexcept = default;
+async_read_router::async_read_router(async_read_router&&) noexcept = default;
 
-read_router& read_router::operator=(read_router&& other) noexcept {
+async_read_router& async_read_router::operator=(async_read_router&& other) noexcept {
   if (this != &other) {
     if (impl_) impl_->probes->stop();
     impl_ = std::move(other.impl_);
@@ -253,19 +253,19 @@ read_router& read_router::operator=(read_router&& other) noexcept {
   return *this;
 }
 
-async_client& read_router::primary() {
-  if (!impl_) throw std::logic_error("pgpipe::read_router: used after move");
+async_client& async_read_router::primary() {
+  if (!impl_) throw std::logic_error("pgpipe::async_read_router: used after move");
   return impl_->primary;
 }
 
-async_client& read_router::replica(std::size_t i) {
-  if (!impl_) throw std::logic_error("pgpipe::read_router: used after move");
+async_client& async_read_router::replica(std::size_t i) {
+  if (!impl_) throw std::logic_error("pgpipe::async_read_router: used after move");
   return impl_->replicas.at(i);
 }
 
-std::size_t read_router::replica_count() const noexcept { return impl_ ? impl_->replicas.size() : 0; }
+std::size_t async_read_router::replica_count() const noexcept { return impl_ ? impl_->replicas.size() : 0; }
 
-read_routing_stats read_router::stats() const {
+read_routing_stats async_read_router::stats() const {
   if (!impl_) return {};
   read_routing_stats s;
   {
@@ -278,7 +278,7 @@ read_routing_stats read_router::stats() const {
   return s;
 }
 
-void read_router::close() {
+void async_read_router::close() {
   if (!impl_) return;
   impl_->probes->stop();
   impl_->primary_read_only.close();
@@ -286,11 +286,11 @@ void read_router::close() {
   for (auto& r : impl_->replicas) r.close();
 }
 
-std::shared_ptr<detail::query_target> read_router::primary_target() const noexcept {
+std::shared_ptr<detail::query_target> async_read_router::primary_target() const noexcept {
   return impl_ ? impl_->primary_target : nullptr;
 }
 
-std::shared_ptr<detail::query_target> read_router::read_target() const noexcept {
+std::shared_ptr<detail::query_target> async_read_router::read_target() const noexcept {
   return impl_ ? impl_->read_target : nullptr;
 }
 

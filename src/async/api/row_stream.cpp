@@ -1,5 +1,5 @@
-// row_stream: a thin handle over the connection's stream_state.
-#include <pgpipe/row_stream.hpp>
+// async_row_stream: a thin handle over the connection's stream_state.
+#include <pgpipe/async_row_stream.hpp>
 
 #include "async/pool/client_impl.hpp"
 
@@ -7,7 +7,7 @@
 
 namespace pgpipe {
 
-row_stream& row_stream::operator=(row_stream&& other) noexcept {
+async_row_stream& async_row_stream::operator=(async_row_stream&& other) noexcept {
   if (this != &other) {
     cancel();
     st_ = std::move(other.st_);
@@ -17,9 +17,9 @@ row_stream& row_stream::operator=(row_stream&& other) noexcept {
   return *this;
 }
 
-row_stream::~row_stream() { cancel(); }
+async_row_stream::~async_row_stream() { cancel(); }
 
-void row_stream::cancel() noexcept {
+void async_row_stream::cancel() noexcept {
   if (!st_) return;
   try {
     auto c = st_->conn;
@@ -29,11 +29,11 @@ void row_stream::cancel() noexcept {
   }
 }
 
-void row_stream::submit_next(const std::shared_ptr<detail::stream_state>& st,
+void async_row_stream::submit_next(const std::shared_ptr<detail::stream_state>& st,
                              std::unique_ptr<detail::completion<result>> done) {
   if (!st) {
     done->complete(boost::asio::system_executor(), true, make_error_code(errc::closed),
-                   detail::client_error_result("empty row_stream"));
+                   detail::client_error_result("empty async_row_stream"));
     return;
   }
   auto c = st->conn;

@@ -34,7 +34,7 @@ struct work_outcome {
   bool threw_other = false;  ///< not a system_error: never retried
 };
 
-asio::awaitable<work_outcome> run_work(const transaction_work& work, lease& l) {
+asio::awaitable<work_outcome> run_work(const async_transaction_work& work, async_lease& l) {
   work_outcome out;
   try {
     out.ec = co_await work(l);
@@ -58,10 +58,10 @@ asio::awaitable<work_outcome> run_work(const transaction_work& work, lease& l) {
   co_return out;
 }
 
-asio::awaitable<std::pair<std::error_code, transaction_report>> run_transaction(async_client& client,
+asio::awaitable<std::pair<std::error_code, async_transaction_report>> run_transaction(async_client& client,
                                                                                 transaction_options opts,
-                                                                                transaction_work work) {
-  transaction_report report;
+                                                                                async_transaction_work work) {
+  async_transaction_report report;
   const unsigned max_attempts = std::max(1u, opts.retry.max_attempts);
   const std::string begin = begin_statement(opts);
   for (unsigned attempt = 1;; ++attempt) {
@@ -115,8 +115,8 @@ asio::awaitable<std::pair<std::error_code, transaction_report>> run_transaction(
   }
 }
 
-asio::awaitable<std::pair<std::error_code, transaction_report>> run_savepoint(lease& l, transaction_work work) {
-  transaction_report report;
+asio::awaitable<std::pair<std::error_code, async_transaction_report>> run_savepoint(async_lease& l, async_transaction_work work) {
+  async_transaction_report report;
   report.attempts = 1;
   auto [sec, sr] = co_await l.async_query("SAVEPOINT pgpipe_savepoint", asio::as_tuple(asio::use_awaitable));
   if (sec) {
@@ -140,10 +140,10 @@ asio::awaitable<std::pair<std::error_code, transaction_report>> run_savepoint(le
 
 template <class Coro>
 void spawn_to_completion(const asio::any_io_executor& ex, Coro coro,
-                         std::unique_ptr<completion<transaction_report>> done) {
+                         std::unique_ptr<completion<async_transaction_report>> done) {
   asio::co_spawn(ex, std::move(coro),
                  [done = std::move(done), ex](std::exception_ptr e,
-                                              std::pair<std::error_code, transaction_report> out) mutable {
+                                              std::pair<std::error_code, async_transaction_report> out) mutable {
                    if (e) {  // only allocation failures get here: the coroutines catch the work's exceptions
                      out.first = std::make_error_code(std::errc::state_not_recoverable);
                      out.second.diag = diagnostics{};
@@ -158,7 +158,7 @@ void spawn_to_completion(const asio::any_io_executor& ex, Coro coro,
 // The callback's `done` resumes the coroutine by posting to its executor
 // (never inline: done may be called from any thread, even from inside the
 // work), at most once.
-asio::awaitable<std::error_code> run_callback_work(const transaction_callback& work, lease& l) {
+asio::awaitable<std::error_code> run_callback_work(const async_transaction_callback& work, async_lease& l) {
   auto ex = co_await asio::this_coro::executor;
   auto token = asio::as_tuple(asio::use_awaitable);
   auto [ec] = co_await asio::async_initiate<decltype(token), void(std::error_code)>(
@@ -174,20 +174,20 @@ asio::awaitable<std::error_code> run_callback_work(const transaction_callback& w
   co_return ec;
 }
 
-void start_transaction(async_client& client, transaction_options opts, transaction_work work,
-                       std::unique_ptr<completion<transaction_report>> done) {
+void start_transaction(async_client& client, transaction_options opts, async_transaction_work work,
+                       std::unique_ptr<completion<async_transaction_report>> done) {
   start_transaction(client, std::move(opts), std::move(work), client.get_executor(), std::move(done));
 }
 
-void start_transaction(async_client& client, transaction_options opts, transaction_work work,
-                       asio::any_io_executor ex, std::unique_ptr<completion<transaction_report>> done) {
+void start_transaction(async_client& client, transaction_options opts, async_transaction_work work,
+                       asio::any_io_executor ex, std::unique_ptr<completion<async_transaction_report>> done) {
   spawn_to_completion(ex, run_transaction(client, std::move(opts), std::move(work)), std::move(done));
 }
 
-void start_savepoint(lease& l, transaction_work work, std::unique_ptr<completion<transaction_report>> done) {
+void start_savepoint(async_lease& l, async_transaction_work work, std::unique_ptr<completion<async_transaction_report>> done) {
   auto ex = l.get_executor();
   if (!ex) {
-    transaction_report report;
+    async_transaction_report report;
     report.diag.client_message = "savepoint on an empty lease";
     // No loop to run on: complete on the system executor, still never inline.
     done->complete(asio::system_executor(), true, make_error_code(errc::closed), std::move(report));

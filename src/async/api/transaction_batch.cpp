@@ -23,21 +23,21 @@ namespace {
 
 namespace asio = boost::asio;
 
-using batch_outcome = std::pair<std::error_code, batch_report>;
+using batch_outcome = std::pair<std::error_code, async_batch_report>;
 
 bool connection_gone(const std::error_code& ec) {
   return ec == errc::connection_lost || ec == errc::not_sent || ec == errc::closed;
 }
 
-batch_outcome refuse(batch_report report, errc code, std::string why) {
+batch_outcome refuse(async_batch_report report, errc code, std::string why) {
   report.diag = diagnostics{};
   report.diag.client_message = std::move(why);
   return {make_error_code(code), std::move(report)};
 }
 
 // One attempt on `l`: the outcome, with report.results filled on success.
-asio::awaitable<std::error_code> run_once(lease& l, const std::string& begin, const std::vector<statement>& statements,
-                                          batch_report& report) {
+asio::awaitable<std::error_code> run_once(async_lease& l, const std::string& begin, const std::vector<statement>& statements,
+                                          async_batch_report& report) {
   lease_impl* impl = lease_access::impl(l);
   if (impl == nullptr) {
     report.diag.client_message = "async_transaction_batch on an empty or released lease";
@@ -85,9 +85,9 @@ asio::awaitable<std::error_code> run_once(lease& l, const std::string& begin, co
   co_return ec;
 }
 
-asio::awaitable<batch_outcome> run_batch(async_client* client, lease* given, transaction_options opts,
+asio::awaitable<batch_outcome> run_batch(async_client* client, async_lease* given, transaction_options opts,
                                          std::vector<statement> statements) {
-  batch_report report;
+  async_batch_report report;
   if (statements.empty()) co_return refuse(std::move(report), errc::invalid_argument, "an empty batch: nothing to run");
   for (std::size_t i = 0; i < statements.size(); ++i) {
     const auto& p = statements[i].spec().params;
@@ -101,8 +101,8 @@ asio::awaitable<batch_outcome> run_batch(async_client* client, lease* given, tra
   const unsigned max_attempts = std::max(1u, opts.retry.max_attempts);
   const std::string begin = begin_statement(opts);
   for (unsigned attempt = 1;; ++attempt) {
-    lease own;
-    lease* l = given;
+    async_lease own;
+    async_lease* l = given;
     if (l == nullptr) {
       auto [aec, acquired] = co_await client->async_acquire(asio::as_tuple(asio::use_awaitable));
       if (aec) {
@@ -127,9 +127,9 @@ asio::awaitable<batch_outcome> run_batch(async_client* client, lease* given, tra
 
 }  // namespace
 
-void start_transaction_batch(async_client* client, lease* lease_target, transaction_options opts,
+void start_transaction_batch(async_client* client, async_lease* lease_target, transaction_options opts,
                              std::vector<statement> statements, asio::any_io_executor ex,
-                             std::unique_ptr<completion<batch_report>> done) {
+                             std::unique_ptr<completion<async_batch_report>> done) {
   asio::co_spawn(ex, run_batch(client, lease_target, std::move(opts), std::move(statements)),
                  [done = std::move(done), ex](std::exception_ptr e, batch_outcome out) mutable {
                    if (e) {  // allocation failures only: nothing in run_batch throws otherwise

@@ -1,4 +1,4 @@
-// pipelined_connection: row_stream delivery and backpressure (chunking
+// pipelined_connection: async_row_stream delivery and backpressure (chunking
 // rules in async/stream_chunks.hpp).
 #include "async/connection/pipelined_connection.hpp"
 
@@ -53,7 +53,7 @@ void pipelined_connection::stream_next(const std::shared_ptr<stream_state>& st,
                                        std::unique_ptr<completion<result>> done) {
   if (st->waiter) {
     done->complete(ex_, false, make_error_code(errc::invalid_argument),
-                   client_error_result("row_stream::async_next is already pending"));
+                   client_error_result("async_row_stream::async_next is already pending"));
     return;
   }
   if (st->abandoned) {

@@ -6,7 +6,7 @@
 // request's outcome is are pipeline_core's decisions (async/pipeline_core.hpp).
 // This class connects, carries out the core's actions with libpq, watches the
 // socket and turns each PGresult into a core input. It keeps what holds libpq
-// objects: the requests' stored results and the row_stream buffers.
+// objects: the requests' stored results and the async_row_stream buffers.
 //
 // Writes are coalesced: enqueue() schedules one write pass per loop turn, and
 // the core asks for one flush after it. The PQflush rule is obeyed: when it
@@ -157,7 +157,7 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   /// Completes `req` with (ec, r) now (used for requests that fail before
   /// they reach the FIFO, e.g. a stream with a bad parameter).
   void fail_request(const std::shared_ptr<query_request>& req, std::error_code ec, result r);
-  /// row_stream::async_next and cancel.
+  /// async_row_stream::async_next and cancel.
   void stream_next(const std::shared_ptr<stream_state>& st, std::unique_ptr<completion<result>> done);
   void stream_cancel(const std::shared_ptr<stream_state>& st);
   /// pool_params::on_connect finished (session_setup.hpp): announce the

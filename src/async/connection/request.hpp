@@ -26,7 +26,7 @@ class client_impl;
 struct query_request;
 struct copy_state;
 
-/// A lease's row_stream: chunks of a single-row-mode result on their way to
+/// A lease's async_row_stream: chunks of a single-row-mode result on their way to
 /// the caller. Everything but `conn` is touched only on conn's executor.
 struct stream_state {
   std::shared_ptr<pipelined_connection> conn;

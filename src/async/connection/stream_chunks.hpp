@@ -1,4 +1,4 @@
-// stream_chunks: how a row_stream's rows are buffered between the socket and
+// stream_chunks: how an async_row_stream's rows are buffered between the socket and
 // its reader. Touched on the connection's executor only.
 //
 // A chunk carries every row received since the previous chunk was taken, up

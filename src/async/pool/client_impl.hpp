@@ -38,11 +38,11 @@
 namespace pgpipe::detail {
 
 struct acquire_request {
-  std::unique_ptr<completion<lease>> done;
+  std::unique_ptr<completion<async_lease>> done;
   std::atomic<bool> completed{false};
   waiter_id waiter = 0;  // guarded by the client's mutex
   time_point submitted{};  // for the acquire_wait histogram
-  bool try_complete(const boost::asio::any_io_executor& ex, std::error_code ec, lease l);
+  bool try_complete(const boost::asio::any_io_executor& ex, std::error_code ec, async_lease l);
 };
 
 class client_impl final : public query_target,
@@ -60,7 +60,7 @@ class client_impl final : public query_target,
 
   void submit_query(query_spec spec, std::unique_ptr<completion<result>> done,
                     boost::asio::cancellation_slot slot) override;
-  void submit_acquire(std::unique_ptr<completion<lease>> done, boost::asio::cancellation_slot slot);
+  void submit_acquire(std::unique_ptr<completion<async_lease>> done, boost::asio::cancellation_slot slot);
   void submit_close(std::unique_ptr<completion<std::monostate>> done);
   void close();
   pool_stats stats() const;

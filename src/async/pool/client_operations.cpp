@@ -55,7 +55,7 @@ void query_cancel_hook::operator()(asio::cancellation_type_t type) const {
   }
 }
 
-bool acquire_request::try_complete(const asio::any_io_executor& ex, std::error_code ec, lease l) {
+bool acquire_request::try_complete(const asio::any_io_executor& ex, std::error_code ec, async_lease l) {
   if (completed.exchange(true, std::memory_order_acq_rel)) return false;
   auto d = std::move(done);
   d->complete(ex, true, ec, std::move(l));
@@ -127,7 +127,7 @@ void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<resul
   run(t);
 }
 
-void client_impl::submit_acquire(std::unique_ptr<completion<lease>> done, asio::cancellation_slot slot) {
+void client_impl::submit_acquire(std::unique_ptr<completion<async_lease>> done, asio::cancellation_slot slot) {
   auto req = std::make_shared<acquire_request>();
   req->done = std::move(done);
   if (slot.is_connected())

@@ -157,7 +157,7 @@ class sql_key {
 struct pipe_request {
   sql_key sql;  ///< identity in the statement cache (see sql_key)
   std::size_t param_count = 0;
-  bool stream = false;    ///< rows go to a row_stream (never named: single-row mode)
+  bool stream = false;    ///< rows go to an async_row_stream (never named: single-row mode)
   bool internal = false;  ///< health check, rollback: never named
   bool on_lease = false;  ///< exclusive connection: PQcancel may be used
   bool pooled = false;    ///< holds a unit of pool capacity until synced

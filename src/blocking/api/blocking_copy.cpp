@@ -145,23 +145,23 @@ void start_copy(blocking_lease& lease, std::string_view sql, ExecStatusType expe
     throw error(ec, std::move(d));
   }
   throw error(make_error_code(errc::invalid_argument),
-              expected == PGRES_COPY_IN ? "copy_in needs COPY ... FROM STDIN" : "copy_out needs COPY ... TO STDOUT");
+              expected == PGRES_COPY_IN ? "blocking_copy_in needs COPY ... FROM STDIN" : "blocking_copy_out needs COPY ... TO STDOUT");
 }
 
 }  // namespace
 
-// ---- copy_in -------------------------------------------------------------------
+// ---- blocking_copy_in -------------------------------------------------------------------
 
-copy_in::copy_in(blocking_lease& lease, std::string_view copy_sql) : lease_(&lease) {
+blocking_copy_in::blocking_copy_in(blocking_lease& lease, std::string_view copy_sql) : lease_(&lease) {
   start_copy(lease, copy_sql, PGRES_COPY_IN);
   active_ = true;
 }
 
-copy_in::~copy_in() {
-  if (active_) abort("copy_in destroyed before finish()");
+blocking_copy_in::~blocking_copy_in() {
+  if (active_) abort("blocking_copy_in destroyed before finish()");
 }
 
-void copy_in::fail() {
+void blocking_copy_in::fail() {
   active_ = false;
   PGconn* c = conn_of(*lease_);
   copy_verdict v = drain_results(c);
@@ -173,8 +173,8 @@ void copy_in::fail() {
   throw_lost(*lease_, "COPY");
 }
 
-void copy_in::write(std::string_view chunk) {
-  if (!active_) throw error(make_error_code(errc::closed), "copy_in::write after the COPY ended");
+void blocking_copy_in::write(std::string_view chunk) {
+  if (!active_) throw error(make_error_code(errc::closed), "blocking_copy_in::write after the COPY ended");
   PGconn* c = conn_of(*lease_);
   // PQputCopyData takes an int: a chunk of any size goes as pieces that fit
   // it (pq/copy_pieces.hpp), each waiting for the socket in blocking mode.
@@ -185,8 +185,8 @@ void copy_in::write(std::string_view chunk) {
   }
 }
 
-std::uint64_t copy_in::finish() {
-  if (!active_) throw error(make_error_code(errc::closed), "copy_in::finish after the COPY ended");
+std::uint64_t blocking_copy_in::finish() {
+  if (!active_) throw error(make_error_code(errc::closed), "blocking_copy_in::finish after the COPY ended");
   PGconn* c = conn_of(*lease_);
   active_ = false;
   if (PQputCopyEnd(c, nullptr) != 1) {
@@ -202,7 +202,7 @@ std::uint64_t copy_in::finish() {
   return v.rows;
 }
 
-void copy_in::abort(std::string_view reason) noexcept {
+void blocking_copy_in::abort(std::string_view reason) noexcept {
   if (!active_) return;
   active_ = false;
   PGconn* c = detail::lease_access::raw(*lease_);
@@ -216,18 +216,18 @@ void copy_in::abort(std::string_view reason) noexcept {
   if (drain_results(c).lost) lease_->mark_broken();
 }
 
-// ---- copy_out ------------------------------------------------------------------
+// ---- blocking_copy_out ------------------------------------------------------------------
 
-copy_out::copy_out(blocking_lease& lease, std::string_view copy_sql) : lease_(&lease) {
+blocking_copy_out::blocking_copy_out(blocking_lease& lease, std::string_view copy_sql) : lease_(&lease) {
   start_copy(lease, copy_sql, PGRES_COPY_OUT);
   active_ = true;
 }
 
-copy_out::~copy_out() {
+blocking_copy_out::~blocking_copy_out() {
   if (active_) cancel();
 }
 
-bool copy_out::next(std::string& chunk) {
+bool blocking_copy_out::next(std::string& chunk) {
   if (!active_) return false;
   PGconn* c = conn_of(*lease_);
   char* buf = nullptr;
@@ -248,7 +248,7 @@ bool copy_out::next(std::string& chunk) {
   return false;
 }
 
-void copy_out::cancel() noexcept {
+void blocking_copy_out::cancel() noexcept {
   if (!active_) return;
   active_ = false;
   PGconn* c = detail::lease_access::raw(*lease_);

@@ -174,7 +174,7 @@ result blocking_lease::exec_encoded(std::string_view sql, detail::encoded_params
       mark_broken();
       note_error(make_error_code(errc::invalid_argument));
       throw error(errc::invalid_argument,
-                  "exec() cannot run COPY ... FROM STDIN / TO STDOUT: use pgpipe::copy_in or pgpipe::copy_out");
+                  "exec() cannot run COPY ... FROM STDIN / TO STDOUT: use pgpipe::blocking_copy_in or pgpipe::blocking_copy_out");
     }
     fail(r.get());
   }

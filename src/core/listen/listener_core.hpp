@@ -1,6 +1,6 @@
 // listener_core: the LISTEN/NOTIFY protocol of one listener, sans-IO.
 //
-// Both listeners drive it: pgpipe::listener (src/async/api/listener.cpp, on
+// Both listeners drive it: pgpipe::async_listener (src/async/api/listener.cpp, on
 // a strand) and pgpipe::blocking_listener (src/blocking/api/
 // blocking_listener.cpp, on a thread of its own). They own the connection,
 // the socket, the timers and the threads; the core owns what the public

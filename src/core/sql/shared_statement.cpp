@@ -56,8 +56,8 @@ shared_refusal session_refusal(std::string statement) {
   std::string m;
   if (statement == "COPY") {
     m = "COPY cannot run on a connection other callers share (the COPY protocol would stall the queries "
-        "pipelined behind it): run it on a lease of its own (blocking driver: pgpipe::copy_in / copy_out on a "
-        "blocking_lease; the async lease has no COPY yet). Nothing was sent.";
+        "pipelined behind it): run it on a lease of its own (async driver: async_lease::copy_in / copy_out; "
+        "blocking driver: pgpipe::blocking_copy_in / blocking_copy_out on a blocking_lease). Nothing was sent.";
   } else {
     m = statement +
         " changes the session of a connection other callers share: run it on a lease "

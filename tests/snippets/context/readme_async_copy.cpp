@@ -4,6 +4,6 @@ namespace asio = boost::asio;
 
 void consume(const std::string& rows);
 
-asio::awaitable<void> snippet(pgpipe::lease& lease, std::vector<std::string> chunks) {
+asio::awaitable<void> snippet(pgpipe::async_lease& lease, std::vector<std::string> chunks) {
   // @snippet
 }
