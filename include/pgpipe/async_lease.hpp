@@ -11,7 +11,10 @@
 #include <pgpipe/async_row_stream.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -117,6 +120,45 @@ class async_lease {
                                        std::forward<ArgsAndToken>(args_and_token)...);
   }
 
+  /// Runs `sql`, a script of statements separated by semicolons (a
+  /// migration, a schema), as one simple query: no parameters, no prepared
+  /// statement. Completes with void(std::error_code, result): the last
+  /// statement's result, or the error of the first statement that failed,
+  /// with its diagnostics (with use_awaitable it throws pgpipe::error).
+  /// Statements without a BEGIN/COMMIT of their own run as one implicit
+  /// transaction, so a failure leaves none of them; after an explicit
+  /// COMMIT in the script, what it committed stays; a transaction the
+  /// script began and failed in is rolled back (the server runs nothing
+  /// after the error, COMMIT included), while one begun on the lease before
+  /// the script stays open and aborted. A COPY ... FROM STDIN in
+  /// the script fails it (57014, naming async_lease::copy_in); the rows of
+  /// a COPY ... TO STDOUT are dropped. The script runs after the queries
+  /// started before it on this lease, alone (outside pipeline mode), and
+  /// those started after it wait for it. `opts.timeout` (default
+  /// pool_params::query_timeout) and the token's cancellation cancel it on
+  /// the server. errc::invalid_argument, nothing sent: a text with no
+  /// statement or with a NUL byte; errc::closed: an empty or released
+  /// lease. Only on a lease: a script may change the session, so a
+  /// statement that does (SET, LISTEN...) retires the connection when the
+  /// lease ends, as a query would.
+  template <class CompletionToken>
+  auto async_execute_script(std::string_view sql, CompletionToken&& token) {
+    return async_execute_script(query_options{}, sql, std::forward<CompletionToken>(token));
+  }
+  /// The same with per-call options (opts.timeout; opts.read_only does not apply).
+  template <class CompletionToken>
+  auto async_execute_script(const query_options& opts, std::string_view sql, CompletionToken&& token) {
+    return detail::initiate_op<result>(
+        [](auto handler, std::shared_ptr<detail::lease_impl> impl, std::string s,
+           std::optional<std::chrono::milliseconds> timeout) {
+          using H = decltype(handler);
+          auto slot = boost::asio::get_associated_cancellation_slot(handler);
+          submit_script(impl, std::move(s), timeout,
+                        std::make_unique<detail::completion_impl<result, H>>(std::move(handler)), slot);
+        },
+        std::forward<CompletionToken>(token), impl_, std::string(sql), opts.timeout);
+  }
+
   /// Starts `sql` in single-row mode and returns an async_row_stream to read it
   /// chunk by chunk (see async_row_stream). Never blocks; errors (including a NUL
   /// byte in a parameter) arrive through the stream's first async_next. The
@@ -158,6 +200,9 @@ class async_lease {
   explicit async_lease(std::shared_ptr<detail::lease_impl> impl) noexcept : impl_(std::move(impl)) {}
   std::shared_ptr<detail::query_target> target() const noexcept;
   async_row_stream start_stream(detail::query_spec spec);
+  static void submit_script(const std::shared_ptr<detail::lease_impl>& impl, std::string sql,
+                            std::optional<std::chrono::milliseconds> timeout,
+                            std::unique_ptr<detail::completion<result>> done, boost::asio::cancellation_slot slot);
   std::shared_ptr<detail::lease_impl> impl_;
   diagnostics failure_;
 };

@@ -165,6 +165,26 @@ class blocking_lease {
     return exec_encoded(sql, detail::encode_params(args...));
   }
 
+  /// Runs `sql`, a script of statements separated by semicolons (a
+  /// migration, a schema), as one simple query: no parameters, no prepared
+  /// statement. Returns the last statement's result. Statements without a
+  /// BEGIN/COMMIT of their own run as one implicit transaction, so a
+  /// failure leaves none of them; after an explicit COMMIT in the script,
+  /// what it committed stays; a transaction the script began and failed in
+  /// is rolled back (the server runs nothing after the error, COMMIT
+  /// included), while one the caller began before stays open and aborted.
+  /// A COPY ... FROM STDIN in the script fails it
+  /// (57014, naming blocking_copy_in); the rows of a COPY ... TO STDOUT are
+  /// dropped. Throws pgpipe::error: the first failing statement's SQLSTATE
+  /// and diagnostics (the server skipped the rest of its transaction);
+  /// errc::connection_lost (the connection is discarded on release);
+  /// errc::invalid_argument before anything is sent, for a text with no
+  /// statement or with a NUL byte. Settings the script changes with plain
+  /// SET stay on the connection, as with exec().
+  /// Precondition: valid lease, used by one thread, no libpqxx transaction
+  /// object open on it.
+  [[nodiscard]] result execute_script(std::string_view sql);
+
   /// The name of a prepared statement for `sql` on this connection, declared
   /// with the connection's prepare() the first time this connection sees
   /// `sql` (libpqxx 6.4 then prepares it on the server at its first use, in

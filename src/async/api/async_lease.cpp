@@ -1,7 +1,13 @@
 // lease: a thin handle over lease_impl.
 #include <pgpipe/async_lease.hpp>
 
+#include "async/connection/request.hpp"
 #include "async/pool/client_impl.hpp"
+#include "async/pool/lease_impl.hpp"
+
+#include <boost/asio/system_executor.hpp>
+
+#include <utility>
 
 namespace pgpipe {
 
@@ -27,6 +33,17 @@ async_lease::executor_type async_lease::get_executor() const noexcept {
 }
 
 std::shared_ptr<detail::query_target> async_lease::target() const noexcept { return impl_; }
+
+void async_lease::submit_script(const std::shared_ptr<detail::lease_impl>& impl, std::string sql,
+                                std::optional<std::chrono::milliseconds> timeout,
+                                std::unique_ptr<detail::completion<result>> done, boost::asio::cancellation_slot slot) {
+  if (!impl) {
+    done->complete(boost::asio::system_executor(), true, make_error_code(errc::closed),
+                   detail::client_error_result("async_execute_script on an empty lease"));
+    return;
+  }
+  impl->submit_script(std::move(sql), timeout, std::move(done), slot);
+}
 
 async_row_stream async_lease::start_stream(detail::query_spec spec) {
   if (!impl_) return async_row_stream();

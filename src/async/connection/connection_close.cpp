@@ -113,6 +113,7 @@ void pipelined_connection::teardown() {
   timer_at_ = time_point::max();
   end_cancel_calls();
   copy_.reset();  // it holds the connection: break the cycle
+  script_.reset();
   st_ = state::dead;
   if (!finished_reported_) {
     finished_reported_ = true;

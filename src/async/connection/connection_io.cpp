@@ -41,6 +41,10 @@ void pipelined_connection::flush() {
     copy_flush();
     return;
   }
+  if (script_) {
+    script_flush();
+    return;
+  }
   const int r = PQflush(pg_);
   if (r < 0) {
     core_.on_broken("flush failed: " + pq_error());
@@ -88,6 +92,8 @@ void pipelined_connection::on_readable() {
   // A COPY in progress reads its own messages (connection_copy.cpp).
   if (copy_) {
     copy_pump();
+  } else if (script_) {
+    script_pump();
   } else {
     drain_results();
   }
@@ -146,7 +152,7 @@ void pipelined_connection::drain_results_batch() {
   // look the request up only when the head changes.
   pipe_id req_id = 0;
   std::shared_ptr<query_request> req;
-  while (st_ == state::ready && !core_.is_broken() && !copy_) {
+  while (st_ == state::ready && !core_.is_broken() && !copy_ && !script_) {
     auto head_id = core_.head();
     if (!head_id) break;
     if (*head_id != req_id) {

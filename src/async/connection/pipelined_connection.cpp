@@ -112,7 +112,8 @@ void pipelined_connection::enqueue(std::shared_ptr<query_request> req) {
   // cannot turn its batch read-write or act at commit (sync_coalescing.hpp).
   r.coalesce = req->spec.read_only && cfg_->sync_batch > 1 && !req->on_lease && !req->internal && !r.stream &&
                session_read_only() && may_share_sync(req->spec.sql);
-  r.copy = std::holds_alternative<copy_sink>(req->sink);
+  // A COPY and a script run alone, outside pipeline mode.
+  r.copy = std::holds_alternative<copy_sink>(req->sink) || std::holds_alternative<script_sink>(req->sink);
   reqs_.insert(req);
   core_.submit(pool_clock::now(), req->id, std::move(r));
   if (req->deadline < timer_at_) set_timer(req->deadline);
@@ -197,7 +198,12 @@ void pipelined_connection::apply_one(pipe_action& a, bool& flush_wanted) {
       retire(a.reason);
       return;
     case kind::start_copy:
-      if (st_ == state::ready && !core_.is_broken()) copy_start(a.id);
+      if (st_ != state::ready || core_.is_broken()) return;
+      if (auto* req = find_request(a.id); req && std::holds_alternative<script_sink>(req->sink)) {
+        script_start(a.id);
+      } else {
+        copy_start(a.id);
+      }
       return;
   }
 }
@@ -298,6 +304,21 @@ void pipelined_connection::deliver(const std::shared_ptr<query_request>& req, st
   // The stream's reader gets the outcome (end marker or error).
   if (!req->completed.load(std::memory_order_acquire)) stream_push(*sink.stream, ec, std::move(r), true);
   req->try_complete(ex_, false, ec, result());
+}
+
+void pipelined_connection::deliver(const std::shared_ptr<query_request>& req, script_sink&, std::error_code ec,
+                                   result&& r) {
+  // Answered while still running (deadline, the caller's cancellation): stop
+  // it on the server; its results are still read to the end (script_pump).
+  if (script_ == req && req->id != 0) {
+    core_.copy_stop(pool_clock::now(), req->id);
+    apply();
+  }
+  if (batching_) {
+    deferred_.emplace_back(req, ec, std::move(r));
+    return;
+  }
+  req->try_complete(ex_, false, ec, std::move(r));
 }
 
 void pipelined_connection::deliver(const std::shared_ptr<query_request>& req, copy_sink& sink, std::error_code ec,

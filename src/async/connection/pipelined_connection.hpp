@@ -212,6 +212,7 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   inline void deliver(const std::shared_ptr<query_request>& req, result_sink& sink, std::error_code ec, result&& r);
   inline void deliver(const std::shared_ptr<query_request>& req, stream_sink& sink, std::error_code ec, result&& r);
   inline void deliver(const std::shared_ptr<query_request>& req, copy_sink& sink, std::error_code ec, result&& r);
+  inline void deliver(const std::shared_ptr<query_request>& req, script_sink& sink, std::error_code ec, result&& r);
   void complete_with(const std::shared_ptr<query_request>& req, pipe_outcome o);
   std::shared_ptr<query_request> lookup(pipe_id id) const;
   /// Without the reference count: for use within one call that completes nothing.
@@ -241,6 +242,16 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   void copy_done_on_wire(bool failed);
   /// The COPY request completed (from complete()): copy_core decides what its handle gets.
   void copy_outcome(copy_state& st, std::error_code ec, result r);
+
+  // A script (connection_script.cpp): several statements in one simple
+  // query, outside pipeline mode, started by the core's start_copy.
+  /// Leave pipeline mode, send the text.
+  void script_start(pipe_id id);
+  void script_flush();
+  /// Reads the script's results: the first error and the last result are kept.
+  void script_pump();
+  /// Every result read: back to pipeline mode, on_copy_end.
+  void script_done();
 
   void set_timer(time_point at);
   void on_timer();
@@ -303,6 +314,10 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
 
   std::shared_ptr<copy_state> copy_;  ///< the COPY running outside pipeline mode
   std::vector<copy_action> copy_actions_spare_;  ///< reused by copy_apply()
+  std::shared_ptr<query_request> script_;  ///< the script running outside pipeline mode
+  bool script_in_copy_out_ = false;        ///< its COPY TO STDOUT's rows are being read and dropped
+  bool script_outside_tx_ = false;         ///< no transaction was open when it started
+  bool script_rolling_back_ = false;       ///< ending the transaction it began and failed in
 };
 
 }  // namespace pgpipe::detail

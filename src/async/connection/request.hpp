@@ -58,10 +58,16 @@ struct stream_sink {
 struct copy_sink {
   std::shared_ptr<copy_state> copy;
 };
+/// async_lease::async_execute_script(): the text runs alone outside pipeline
+/// mode (simple protocol, several statements); the caller's handler gets the
+/// last statement's result or the first error (connection_script.cpp).
+struct script_sink {
+  std::unique_ptr<completion<result>> done;
+};
 /// Where a request's outcome goes. Fixed before the request is shared; the
 /// connection picks each path (what it tells pipeline_core, how it reads the
 /// results, how it completes) by the sink's type.
-using request_sink = std::variant<result_sink, stream_sink, copy_sink>;
+using request_sink = std::variant<result_sink, stream_sink, copy_sink, script_sink>;
 
 struct query_request {
   query_spec spec;
@@ -129,7 +135,7 @@ struct query_request {
   time_point called() const noexcept { return spec.called == time_point{} ? submitted : spec.called; }
 
   /// Marks the request completed unless someone already did, and delivers
-  /// (ec, r) to a plain query's handler; a stream or COPY has had its
+  /// (ec, r) to a plain query's or a script's handler; a stream or COPY has had its
   /// outcome handed to its handle by the connection. must_post: never run
   /// the handler inline (we may be inside the initiating function).
   /// `r` by rvalue reference: moved once, into the completion (see
@@ -138,6 +144,9 @@ struct query_request {
     if (completed.exchange(true, std::memory_order_acq_rel)) return false;
     if (auto* s = std::get_if<result_sink>(&sink)) {
       auto d = std::move(s->done);
+      d->complete(fallback, must_post, ec, std::move(r));
+    } else if (auto* sc = std::get_if<script_sink>(&sink)) {
+      auto d = std::move(sc->done);
       d->complete(fallback, must_post, ec, std::move(r));
     }
     return true;

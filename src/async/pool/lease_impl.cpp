@@ -8,6 +8,7 @@
 #include "async/pool/request_hooks.hpp"
 #include "core/sql/copy_statement.hpp"
 #include "core/sql/shared_statement.hpp"
+#include "core/sql/sql_statements.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/system_executor.hpp>
@@ -185,6 +186,49 @@ std::shared_ptr<copy_state> lease_impl::start_copy(std::string sql, std::optiona
     asio::post(conn_->get_executor(), [c = conn_, req] { c->enqueue(req); });
   }
   return st;
+}
+
+void lease_impl::submit_script(std::string sql, std::optional<std::chrono::milliseconds> timeout,
+                               std::unique_ptr<completion<result>> done, asio::cancellation_slot slot) {
+  auto req = make_handle_request(script_sink{std::move(done)});
+  const auto now = pool_clock::now();
+  req->submitted = now;
+  if (owner_->loops_stopped()) {
+    req->spec.sql = std::move(sql);
+    owner_->finish_unstarted(req, asio::system_executor(), make_error_code(errc::closed),
+                             client_error_result("the client was destroyed before this lease"));
+    return;
+  }
+  std::error_code ec;
+  std::string why;
+  if (!refused_as_released(ec, why)) {
+    // libpq takes the text as a C string: what followed a NUL would be cut
+    // off silently.
+    const auto statements = sql_statements(sql);
+    if (sql.find('\0') != std::string::npos) {
+      ec = make_error_code(errc::invalid_argument);
+      why = "async_execute_script: the script holds a NUL byte; nothing was sent";
+    } else if (statements.empty()) {
+      ec = make_error_code(errc::invalid_argument);
+      why = "async_execute_script: the script holds no statement; nothing was sent";
+    }
+    // As for a query on a lease: a session change retires the connection
+    // when the lease ends.
+    for (auto s : statements) {
+      if (auto r = check_shared_statement(s);
+          r && r->code == errc::session_state_needs_lease && r->outlives_transaction)
+        changed_session_.store(true, std::memory_order_relaxed);
+    }
+  }
+  if (ec) {
+    req->spec.sql = std::move(sql);
+    owner_->finish_unstarted(req, conn_->get_executor(), ec, client_error_result(std::move(why)));
+    return;
+  }
+  req->deadline = add_or_max(now, timeout.value_or(owner_->params().query_timeout));
+  req->spec.sql = std::move(sql);
+  if (slot.is_connected()) slot.template emplace<query_cancel_hook>(query_cancel_hook{req});
+  owner_->post_enqueue(conn_, req);
 }
 
 void lease_impl::release() noexcept {

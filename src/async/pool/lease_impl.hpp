@@ -45,6 +45,11 @@ class lease_impl final : public query_target, public std::enable_shared_from_thi
   std::shared_ptr<stream_state> start_stream(query_spec spec);
   /// lease::copy_in/copy_out.
   std::shared_ptr<copy_state> start_copy(std::string sql, std::optional<std::chrono::milliseconds> timeout, bool out);
+  /// async_execute_script: `sql` as one simple query, alone outside
+  /// pipeline mode (connection_script.cpp). Refused before sending: a text
+  /// with no statement or with a NUL byte (errc::invalid_argument).
+  void submit_script(std::string sql, std::optional<std::chrono::milliseconds> timeout,
+                     std::unique_ptr<completion<result>> done, boost::asio::cancellation_slot slot);
   const boost::asio::any_io_executor& get_executor() const noexcept;
 
  private:
