@@ -107,7 +107,9 @@ void pipelined_connection::script_pump() {
     }
     switch (PQresultStatus(res.get())) {
       case PGRES_COPY_IN:
-        if (PQputCopyEnd(pg_, copy_in_refused) < 0) {
+        // 0 (nonblocking, no room to queue it) would leave the COPY
+        // waiting for an end that never comes: treated as a failure too.
+        if (PQputCopyEnd(pg_, copy_in_refused) != 1) {
           break_connection("ending a script's COPY FROM STDIN failed: " + pq_error());
           return;
         }

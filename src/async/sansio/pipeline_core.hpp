@@ -86,6 +86,9 @@
 //    paces a COPY), and a break completes the COPY with connection_lost like
 //    any written request. A deadline or a stop completes it early (detached);
 //    the shell then ends the COPY on the wire and still reports on_copy_end.
+//    A script (async_lease::async_execute_script: several statements in one
+//    simple query, which libpq sends only outside pipeline mode) is a `copy`
+//    request too: the core cannot tell them apart, and need not.
 #pragma once
 
 #include "async/sansio/statement_cache.hpp"
@@ -163,7 +166,7 @@ struct pipe_request {
   bool pooled = false;    ///< holds a unit of pool capacity until synced
   /// May share a Sync with its coalesce neighbours (ignored on leases, streams, internal).
   bool coalesce = false;
-  bool copy = false;      ///< a COPY: runs alone, outside pipeline mode (lease only)
+  bool copy = false;      ///< a COPY or a script: runs alone, outside pipeline mode (lease only)
   /// Lease only: the next request shares this one's Sync (see "Chains").
   bool chained = false;
   time_point deadline = time_point::max();
