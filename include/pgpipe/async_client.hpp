@@ -230,7 +230,15 @@ class async_client {
   template <class... ArgsAndToken>
   auto async_stream(std::string_view sql, ArgsAndToken&&... args_and_token) {
     static_assert(sizeof...(ArgsAndToken) >= 1, "async_stream: the last argument must be a completion token");
-    return stream_split(sql, std::forward_as_tuple(std::forward<ArgsAndToken>(args_and_token)...),
+    return stream_split(query_options{}, sql, std::forward_as_tuple(std::forward<ArgsAndToken>(args_and_token)...),
+                        std::make_index_sequence<sizeof...(ArgsAndToken) - 1>{});
+  }
+  /// The same with opts.stream_chunk_rows (rows per libpq result; see
+  /// query_options). opts.timeout and opts.read_only do not apply.
+  template <class... ArgsAndToken>
+  auto async_stream(const query_options& opts, std::string_view sql, ArgsAndToken&&... args_and_token) {
+    static_assert(sizeof...(ArgsAndToken) >= 1, "async_stream: the last argument must be a completion token");
+    return stream_split(opts, sql, std::forward_as_tuple(std::forward<ArgsAndToken>(args_and_token)...),
                         std::make_index_sequence<sizeof...(ArgsAndToken) - 1>{});
   }
 
@@ -304,9 +312,10 @@ class async_client {
 
  private:
   template <class Tuple, std::size_t... I>
-  auto stream_split(std::string_view sql, Tuple&& t, std::index_sequence<I...>) {
+  auto stream_split(const query_options& opts, std::string_view sql, Tuple&& t, std::index_sequence<I...>) {
     constexpr std::size_t n = sizeof...(I);
     detail::query_spec spec{std::string(sql), detail::encode_params(std::get<I>(t)...), std::nullopt};
+    spec.stream_chunk_rows = opts.stream_chunk_rows;
     return detail::initiate_op<async_row_stream>(
         [](auto handler, std::shared_ptr<detail::client_impl> impl, detail::query_spec s) {
           using H = decltype(handler);

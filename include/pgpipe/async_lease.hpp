@@ -169,6 +169,14 @@ class async_lease {
   [[nodiscard]] async_row_stream stream(std::string_view sql, const Args&... args) {
     return start_stream(detail::query_spec{std::string(sql), detail::encode_params(args...), std::nullopt});
   }
+  /// The same with opts.stream_chunk_rows (rows per libpq result; see
+  /// query_options). opts.timeout and opts.read_only do not apply.
+  template <class... Args>
+  [[nodiscard]] async_row_stream stream(const query_options& opts, std::string_view sql, const Args&... args) {
+    detail::query_spec spec{std::string(sql), detail::encode_params(args...), std::nullopt};
+    spec.stream_chunk_rows = opts.stream_chunk_rows;
+    return start_stream(std::move(spec));
+  }
 
   /// Starts `copy_sql` (a COPY ... FROM STDIN) and returns the handle that
   /// feeds it (see async_copy_in and <pgpipe/async_copy.hpp>). Never blocks;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <optional>
 
 namespace pgpipe {
@@ -26,6 +27,19 @@ struct query_options {
   /// like an unmarked one (no 25006, but never a success that a neighbour's
   /// error rolls back). Leases ignore the marker for Syncs.
   bool read_only = false;
+  /// Row streams only (async_lease::stream, async_client::async_stream):
+  /// how many rows libpq hands over per result. 1 (the default) is
+  /// single-row mode: the stream holds at most one row in libpq's buffers,
+  /// whatever the rows' width. More asks libpq 17 or newer for chunks of
+  /// that many rows (PQsetChunkedRowsMode), each reaching the reader as one
+  /// async_next: fewer instructions per row (about 2,700 fewer at 256 rows
+  /// on libpq 18; at 64 the extra completions eat most of it:
+  /// docs/benchmarks.md), but a chunk's rows are all in memory at once, so
+  /// mind the rows' width. With an older
+  /// libpq the stream runs in single-row mode
+  /// (pool_stats::runtime.fast_paths.chunked_rows says which). 0, or more
+  /// than libpq's int holds, fails the stream with errc::invalid_argument.
+  std::size_t stream_chunk_rows = 1;
 };
 
 }  // namespace pgpipe

@@ -47,7 +47,8 @@ struct libpq_fast_paths {
   /// PQsendClosePrepared: an evicted or stale prepared statement is closed
   /// with a protocol-level Close, not SQL DEALLOCATE.
   bool close_prepared = false;
-  /// PQsetChunkedRowsMode: a row stream's rows arrive in chunks.
+  /// PQsetChunkedRowsMode: a row stream that asks for several rows per
+  /// result (query_options::stream_chunk_rows) gets them in chunks.
   bool chunked_rows = false;
   /// PQcancelCreate / PQcancelPoll: a lease's cancel runs on its event loop.
   bool cancel_on_loop = false;

@@ -14,8 +14,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <future>
 #include <string>
+#include <vector>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -130,4 +132,59 @@ TEST(async_stream, bad_parameter_is_reported_by_the_first_next) {
   auto s = l.stream("select $1::text", std::string("a\0b", 3));
   auto [ec, r] = s.async_next(pgpipe::test::use_future_ec).get();
   EXPECT_EQ(ec, pgpipe::errc::invalid_argument);
+}
+
+// query_options::stream_chunk_rows: every row arrives either way; where the
+// loaded libpq has chunked rows mode (17+, stats say so) each chunk is one
+// libpq result of exactly that many rows; elsewhere single-row mode.
+TEST(async_stream, a_stream_asking_for_chunks_of_rows_gets_every_row_in_chunks_of_that_size) {
+  pgpipe::async_client client(params_for(app_conninfo("async_stream_chunked"), 1));
+  const bool chunked = client.stats().runtime.fast_paths.chunked_rows;
+  EXPECT_EQ(chunked, PQlibVersion() >= 170000);
+  struct seen {
+    std::int64_t rows = 0, sum = 0;
+    std::vector<std::size_t> sizes;
+    std::string after;
+  };
+  const seen s = run_on(client, [&]() -> asio::awaitable<seen> {
+    seen out;
+    {
+      pgpipe::query_options opts;
+      opts.stream_chunk_rows = 500;
+      auto stream = co_await client.async_stream(opts, "select g::int8 from generate_series(1, $1::int) g", 20000,
+                                                  asio::use_awaitable);
+      for (;;) {
+        auto chunk = co_await stream.async_next(asio::use_awaitable);
+        if (chunk.empty()) break;
+        out.sizes.push_back(chunk.size());
+        for (const auto& row : chunk) {
+          ++out.rows;
+          out.sum += row.get<std::int64_t>(0);
+        }
+      }
+    }
+    auto r = co_await client.async_query("select 'served'", asio::use_awaitable);
+    out.after = r.value<std::string>();
+    co_return out;
+  }());
+  EXPECT_EQ(s.rows, 20000);
+  EXPECT_EQ(s.sum, 20000LL * 20001 / 2);
+  EXPECT_EQ(s.after, "served");
+  if (chunked) {
+    EXPECT_EQ(s.sizes, std::vector<std::size_t>(40, 500)) << "chunks not of libpq's size";
+  }
+}
+
+TEST(async_stream, a_chunk_size_of_zero_is_refused_before_anything_is_sent) {
+  pgpipe::async_client client(params_for(app_conninfo("async_stream_chunk_zero"), 1));
+  auto l = acquire(client);
+  pgpipe::query_options opts;
+  opts.stream_chunk_rows = 0;
+  auto s = l.stream(opts, "select 1");
+  auto [ec, r] = s.async_next(use_future_ec).get();
+  EXPECT_EQ(ec, pgpipe::make_error_code(pgpipe::errc::invalid_argument));
+  EXPECT_NE(r.diag().client_message.find("stream_chunk_rows"), std::string::npos) << r.diag().client_message;
+  auto [ec2, r2] = l.async_query("select 'served'", use_future_ec).get();
+  ASSERT_FALSE(ec2) << r2.diag().to_string();
+  EXPECT_EQ(r2.value<std::string>(), "served");
 }

@@ -158,6 +158,8 @@ struct query_spec {
   /// and the caller's call, which the pool's timing counts from.
   std::uint32_t attempt = 1;
   std::chrono::steady_clock::time_point called{};
+  /// A stream's rows per libpq result (query_options::stream_chunk_rows).
+  std::size_t stream_chunk_rows = 1;
 };
 
 /// Something queries can be sent to: the pool (async_client) or one leased

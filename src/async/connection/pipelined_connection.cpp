@@ -179,9 +179,17 @@ void pipelined_connection::apply_one(pipe_action& a, bool& flush_wanted) {
     case kind::flush:
       flush_wanted = true;
       return;
-    case kind::single_row:
-      if (st_ == state::ready) (void)PQsetSingleRowMode(pg_);  // if refused, the rows arrive as one chunk
+    case kind::single_row: {
+      if (st_ != state::ready) return;
+      // Several rows per result where the stream asked for them and libpq
+      // 17+ has the call (lease_impl checked the count fits an int).
+      const query_request* req = find_request(a.id);
+      const std::size_t rows = req != nullptr ? req->spec.stream_chunk_rows : 1;
+      if (rows > 1 && cfg_->set_chunked_rows_mode && cfg_->set_chunked_rows_mode(pg_, static_cast<int>(rows)) == 1)
+        return;
+      (void)PQsetSingleRowMode(pg_);  // if refused, the rows arrive as one chunk
       return;
+    }
     case kind::complete: {
       auto req = reqs_.take(a.id);
       if (!req) return;

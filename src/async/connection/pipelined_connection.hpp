@@ -101,6 +101,7 @@ struct connection_config {
   /// (pq/libpq_features.hpp); null: the libpq 14 path.
   libpq_features::send_pipeline_sync_fn send_pipeline_sync = nullptr;
   libpq_features::send_close_prepared_fn send_close_prepared = nullptr;
+  libpq_features::set_chunked_rows_mode_fn set_chunked_rows_mode = nullptr;
   /// The client's stats().runtime: every connection notes its server here.
   std::shared_ptr<runtime_record> runtime = std::make_shared<runtime_record>();
 };

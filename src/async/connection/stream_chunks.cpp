@@ -15,6 +15,14 @@ std::size_t row_bytes(const PGresult* r, int row) {
   return n;
 }
 
+// Every row's field bytes: a chunked-rows result holds several.
+std::size_t result_bytes(const PGresult* r) {
+  std::size_t n = 0;
+  const int rows = PQntuples(r);
+  for (int row = 0; row < rows; ++row) n += row_bytes(r, row);
+  return n;
+}
+
 // Appends `src`'s one row to `dst` (same columns); false if libpq refused.
 bool append_row(PGresult* dst, const PGresult* src) {
   const int t = PQntuples(dst);
@@ -31,7 +39,7 @@ bool append_row(PGresult* dst, const PGresult* src) {
 bool add_stream_row(stream_state& st, PGresult* row) {
   std::unique_ptr<PGresult, pgresult_deleter> owned(row);
   if (st.ended || st.abandoned) return false;
-  const std::size_t bytes = row_bytes(row, 0);
+  const std::size_t bytes = result_bytes(row);
   bool merged = false;
   if (st.tail_open && !st.chunks.empty() && PQntuples(row) == 1) {
     auto& tail = st.chunks.back().second;

@@ -88,6 +88,7 @@ client_impl::client_impl(pool_params params, async_client_options options, asio:
   const libpq_features& libpq = loaded_libpq_features();
   cfg->send_pipeline_sync = libpq.send_pipeline_sync;
   cfg->send_close_prepared = libpq.send_close_prepared;
+  cfg->set_chunked_rows_mode = libpq.set_chunked_rows_mode;
   cfg->runtime = std::make_shared<runtime_record>(async_fast_paths(libpq));
   conn_cfg_ = std::move(cfg);
 

@@ -13,6 +13,9 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/system_executor.hpp>
 
+#include <limits>
+#include <string>
+
 namespace pgpipe::detail {
 
 namespace asio = boost::asio;
@@ -148,9 +151,18 @@ std::shared_ptr<stream_state> lease_impl::start_stream(query_spec spec) {
   st->req = req;
   std::error_code ec;
   std::string why;
-  if (!refused_as_released(ec, why) && spec.params.ec) {
-    ec = spec.params.ec;
-    why = spec.params.error_message;
+  if (!refused_as_released(ec, why)) {
+    if (spec.params.ec) {
+      ec = spec.params.ec;
+      why = spec.params.error_message;
+    } else if (spec.stream_chunk_rows == 0 ||
+               spec.stream_chunk_rows > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+      // libpq takes the row count as an int.
+      ec = make_error_code(errc::invalid_argument);
+      why = "query_options::stream_chunk_rows must be between 1 and " +
+            std::to_string(std::numeric_limits<int>::max()) + " (got " + std::to_string(spec.stream_chunk_rows) +
+            "); nothing was sent";
+    }
   }
   req->spec = std::move(spec);
   if (ec) {
