@@ -58,6 +58,7 @@ libpq_fast_paths async_fast_paths(const libpq_features& f) noexcept {
   p.pipeline_sync = f.send_pipeline_sync != nullptr;
   p.close_prepared = f.send_close_prepared != nullptr;
   p.chunked_rows = f.set_chunked_rows_mode != nullptr;
+  p.cancel_on_loop = f.cancel_usable();
   return p;
 }
 

@@ -260,6 +260,7 @@ TEST(async_sharing, an_evicted_statement_is_dropped_on_the_server) {
   const pgpipe::runtime_info rt = client.stats().runtime;
   EXPECT_EQ(rt.fast_paths.close_prepared, PQlibVersion() >= 170000);
   EXPECT_EQ(rt.fast_paths.pipeline_sync, PQlibVersion() >= 170000);
+  EXPECT_EQ(rt.fast_paths.cancel_on_loop, PQlibVersion() >= 170000);
   EXPECT_EQ(client.stats().connects, 1u);
 }
 

@@ -2,7 +2,6 @@
 #include "async/connection/connect_job.hpp"
 
 #include "async/connection/libpq_socket.hpp"
-#include "async/connection/pipelined_connection.hpp"
 #include "pq/libpq_failure.hpp"
 
 #include <boost/asio/post.hpp>

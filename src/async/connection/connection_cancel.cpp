@@ -1,5 +1,6 @@
 // pipelined_connection: Asio cancellation of requests and the lease's
-// PQcancel call, which runs on its own thread (it blocks in libpq 15).
+// cancel request: on the loop where libpq has the non-blocking calls
+// (cancel_job), else PQcancel on a thread of its own (it blocks in libpq 15).
 #include "async/connection/pipelined_connection.hpp"
 
 #include <boost/asio/post.hpp>
@@ -36,8 +37,18 @@ void pipelined_connection::cancel(const std::shared_ptr<query_request>& req, asi
   apply();
 }
 
-bool pipelined_connection::start_cancel_call() {
-  if (!pg_ || st_ != state::ready || cancel_call_) return false;
+bool pipelined_connection::start_cancel_call(pipe_id target) {
+  if (!pg_ || st_ != state::ready || cancel_call_ || cancel_job_) return false;
+  if (cfg_->cancel_calls) {
+    // One job at a time, and an abandoned one never reports: whatever
+    // reports is cancel_job_.
+    auto job = std::make_shared<cancel_job>(ex_, *cfg_->cancel_calls, [conn = weak_from_this(), target](bool sent, std::string m) {
+      if (auto c = conn.lock()) c->cancel_job_returned(target, sent, m);
+    });
+    if (!job->start(pg_)) return false;
+    cancel_job_ = std::move(job);
+    return true;
+  }
   PGcancel* c = PQgetCancel(pg_);
   if (!c) return false;
   auto call = std::make_shared<cancel_call>();
@@ -71,7 +82,23 @@ void pipelined_connection::cancel_call_returned(const cancel_call* call) {
   apply();
 }
 
+void pipelined_connection::cancel_job_returned(pipe_id target, bool sent, const std::string& message) {
+  cancel_job_.reset();
+  if (sent) {
+    core_.on_cancel_returned();
+  } else {
+    // Not sent: nothing can hit the next query; the request is answered as
+    // when no cancel could be started (detached).
+    if (auto o = owner_.lock())
+      o->log(log_level::warning, "cancel request failed: " + clean_message(message, cfg_->secrets));
+    core_.on_cancel_failed(target);
+  }
+  apply();
+}
+
 void pipelined_connection::end_cancel_calls() noexcept {
+  if (cancel_job_) cancel_job_->abandon();
+  cancel_job_.reset();
   if (cancel_call_) {
     std::lock_guard<std::mutex> lk(cancel_call_->m);
     cancel_call_->live = false;

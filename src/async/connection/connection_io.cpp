@@ -13,16 +13,6 @@ namespace pgpipe::detail {
 
 namespace asio = boost::asio;
 
-// Asio watches a duplicate of libpq's socket (see reassign_socket), which it
-// owns and closes here; libpq closes its own fd. libpq may close its fd by
-// itself (EOF in PQconsumeInput) and that number may be reused at once by any
-// thread; with the duplicate, Asio never touches a number it does not own.
-// Pending waits end with operation_aborted.
-void release_descriptor(asio::posix::stream_descriptor& sd) noexcept {
-  boost::system::error_code ignored;
-  if (sd.is_open()) sd.close(ignored);
-}
-
 void pipelined_connection::reassign_socket() {
   // libpq may have closed the previous socket and opened another (possibly
   // with the same number): always drop the old registration, never close it.

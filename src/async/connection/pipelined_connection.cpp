@@ -200,7 +200,7 @@ void pipelined_connection::apply_one(pipe_action& a, bool& flush_wanted) {
       release_units_ += a.units;
       return;
     case kind::start_cancel:
-      if (!start_cancel_call()) core_.on_cancel_failed(a.id);
+      if (!start_cancel_call(a.id)) core_.on_cancel_failed(a.id);
       return;
     case kind::close:
       retire(a.reason);

@@ -25,7 +25,9 @@
 // connection_copy.cpp (COPY outside pipeline mode).
 #pragma once
 
+#include "async/connection/cancel_job.hpp"
 #include "async/connection/connect_job.hpp"
+#include "async/connection/libpq_socket.hpp"
 #include "async/sansio/copy_core.hpp"
 #include "async/sansio/pipeline_core.hpp"
 #include "async/connection/request.hpp"
@@ -102,15 +104,14 @@ struct connection_config {
   libpq_features::send_pipeline_sync_fn send_pipeline_sync = nullptr;
   libpq_features::send_close_prepared_fn send_close_prepared = nullptr;
   libpq_features::set_chunked_rows_mode_fn set_chunked_rows_mode = nullptr;
+  /// The non-blocking cancel calls (cancel_usable()), or null: a lease's
+  /// cancel then runs PQcancel on a thread of its own.
+  const libpq_features* cancel_calls = nullptr;
   /// The client's stats().runtime: every connection notes its server here.
   std::shared_ptr<runtime_record> runtime = std::make_shared<runtime_record>();
 };
 
 class pipelined_connection;
-
-/// Closes Asio's duplicate of libpq's socket (see reassign_socket); pending
-/// waits end with operation_aborted.
-void release_descriptor(boost::asio::posix::stream_descriptor& sd) noexcept;
 
 /// One PQcancel call running on its own thread, shared with the connection.
 /// The thread reports back (posts to `ex`) only while `live`: the connection
@@ -147,7 +148,8 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   /// Appends a request to the FIFO; it is written on this loop turn's write pass.
   void enqueue(std::shared_ptr<query_request> req);
   /// Asio cancellation of `req`: removed if not written; detached if written
-  /// (terminal/partial); on a lease, PQcancel off the loop as well.
+  /// (terminal/partial); on a lease, a cancel request as well (cancel_job on
+  /// the loop with libpq 17+, else PQcancel on a thread).
   void cancel(const std::shared_ptr<query_request>& req, boost::asio::cancellation_type_t type);
   /// pool_core `check`: a trivial query; answers conn_check_done.
   void check();
@@ -223,9 +225,11 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   void stream_push(stream_state& st, std::error_code ec, result r, bool final);
   void stream_deliver(stream_state& st);
   void resume_if_paused();
-  /// Carries out start_cancel: PQcancel on its own thread.
-  bool start_cancel_call();
+  /// Carries out start_cancel: a cancel_job on this loop where libpq has
+  /// the calls, else PQcancel on its own thread.
+  bool start_cancel_call(pipe_id target);
   void cancel_call_returned(const cancel_call* call);
+  void cancel_job_returned(pipe_id target, bool sent, const std::string& message);
   void end_cancel_calls() noexcept;
 
   // COPY (connection_copy.cpp): carrying out copy_core's decisions with libpq.
@@ -307,9 +311,10 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   time_point timer_at_ = time_point::max();
   std::uint64_t timer_gen_ = 0;
 
-  // Lease cancellation: the PQcancel call still running (the hold-back rule
-  // itself is the core's).
+  // Lease cancellation: the cancel still running, on a thread or on this
+  // loop (the hold-back rule itself is the core's).
   std::shared_ptr<cancel_call> cancel_call_;
+  std::shared_ptr<cancel_job> cancel_job_;
 
   std::unique_ptr<notice_route> notices_;  ///< server NOTICE/WARNING -> owner's log (pq/notice_route.hpp)
 

@@ -89,6 +89,7 @@ client_impl::client_impl(pool_params params, async_client_options options, asio:
   cfg->send_pipeline_sync = libpq.send_pipeline_sync;
   cfg->send_close_prepared = libpq.send_close_prepared;
   cfg->set_chunked_rows_mode = libpq.set_chunked_rows_mode;
+  if (libpq.cancel_usable()) cfg->cancel_calls = &libpq;
   cfg->runtime = std::make_shared<runtime_record>(async_fast_paths(libpq));
   conn_cfg_ = std::move(cfg);
 

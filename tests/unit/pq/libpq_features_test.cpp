@@ -94,7 +94,9 @@ TEST(libpq_features, the_async_driver_uses_what_the_loaded_libpq_has) {
   EXPECT_EQ(p.pipeline_sync, newer);
   EXPECT_EQ(p.close_prepared, newer);
   EXPECT_EQ(p.chunked_rows, newer);
+  EXPECT_EQ(p.cancel_on_loop, newer);
   EXPECT_EQ(pgpipe::detail::async_fast_paths(libpq_features{}).pipeline_sync, false);
+  EXPECT_EQ(pgpipe::detail::async_fast_paths(libpq_features{}).cancel_on_loop, false);
   EXPECT_EQ(pgpipe::detail::async_fast_paths(libpq_features{}).chunked_rows, false);
 }
 
