@@ -7,8 +7,7 @@
 #include "async/pool/client_impl.hpp"
 #include "async/pool/request_hooks.hpp"
 #include "core/sql/copy_statement.hpp"
-#include "core/sql/shared_statement.hpp"
-#include "core/sql/sql_statements.hpp"
+#include "core/sql/script_statement.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/system_executor.hpp>
@@ -52,12 +51,7 @@ void lease_impl::submit_query(query_spec spec, std::unique_ptr<completion<result
     owner_->finish_unstarted(req, conn_->get_executor(), ec, client_error_result(std::move(msg)));
     return;
   }
-  // A session change on a lease (SET, LISTEN, temp tables...: the statements
-  // the shared path refuses) must not leak to the shared callers this
-  // connection serves next: such a connection is retired when the lease ends.
-  if (auto r = check_shared_statement(spec.sql);
-      r && r->code == errc::session_state_needs_lease && r->outlives_transaction)
-    changed_session_.store(true, std::memory_order_relaxed);
+  note_session_change(leaves_session_changed(spec.sql));
   const auto timeout = spec.timeout.value_or(owner_->params().query_timeout);
   req->deadline = add_or_max(now, timeout);
   req->spec = std::move(spec);
@@ -109,9 +103,7 @@ void lease_impl::submit_chain(std::vector<query_spec> specs, std::vector<std::un
       }
       continue;
     }
-    if (auto r = check_shared_statement(specs[i].sql);
-        r && r->code == errc::session_state_needs_lease && r->outlives_transaction)
-      changed_session_.store(true, std::memory_order_relaxed);
+    note_session_change(leaves_session_changed(specs[i].sql));
     req->deadline = add_or_max(now, specs[i].timeout.value_or(owner_->params().query_timeout));
     req->spec = std::move(specs[i]);
     req->conn = conn_;
@@ -135,6 +127,13 @@ bool lease_impl::refused_as_released(std::error_code& ec, std::string& why) cons
   ec = make_error_code(errc::closed);
   why = "the lease was released";
   return true;
+}
+
+void lease_impl::note_session_change(bool changed) noexcept {
+  // A session change on a lease (SET, LISTEN, temp tables...: the statements
+  // the shared path refuses) must not leak to the shared callers this
+  // connection serves next: such a connection is retired when the lease ends.
+  if (changed) changed_session_.store(true, std::memory_order_relaxed);
 }
 
 void lease_impl::post_failure(const std::shared_ptr<query_request>& req, std::error_code ec, std::string why) const {
@@ -214,22 +213,11 @@ void lease_impl::submit_script(std::string sql, std::optional<std::chrono::milli
   std::error_code ec;
   std::string why;
   if (!refused_as_released(ec, why)) {
-    // libpq takes the text as a C string: what followed a NUL would be cut
-    // off silently.
-    const auto statements = sql_statements(sql);
-    if (sql.find('\0') != std::string::npos) {
+    if (auto check = check_script(sql, "async_execute_script"); !check.refusal.empty()) {
       ec = make_error_code(errc::invalid_argument);
-      why = "async_execute_script: the script holds a NUL byte; nothing was sent";
-    } else if (statements.empty()) {
-      ec = make_error_code(errc::invalid_argument);
-      why = "async_execute_script: the script holds no statement; nothing was sent";
-    }
-    // As for a query on a lease: a session change retires the connection
-    // when the lease ends.
-    for (auto s : statements) {
-      if (auto r = check_shared_statement(s);
-          r && r->code == errc::session_state_needs_lease && r->outlives_transaction)
-        changed_session_.store(true, std::memory_order_relaxed);
+      why = std::move(check.refusal);
+    } else {
+      note_session_change(check.changes_session);
     }
   }
   if (ec) {

@@ -60,6 +60,9 @@ class lease_impl final : public query_target, public std::enable_shared_from_thi
   bool refused_as_released(std::error_code& ec, std::string& why) const;
   /// Completes `req` with `ec` and `why` on its loop (the handle sees it).
   void post_failure(const std::shared_ptr<query_request>& req, std::error_code ec, std::string why) const;
+  /// Remembers that a statement sent on the lease changed the session
+  /// (leaves_session_changed): the connection is retired when the lease ends.
+  void note_session_change(bool changed) noexcept;
 
   std::shared_ptr<pipelined_connection> conn_;
   slot_id slot_;

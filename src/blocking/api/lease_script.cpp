@@ -13,7 +13,7 @@
 
 #include "blocking/connection/pooled_connection.hpp"
 #include "blocking/connection/translate_error.hpp"
-#include "core/sql/sql_statements.hpp"
+#include "core/sql/script_statement.hpp"
 
 #include <libpq-fe.h>
 
@@ -33,10 +33,8 @@ constexpr const char* copy_in_refused = "execute_script does not feed COPY ... F
 }  // namespace
 
 result blocking_lease::execute_script(std::string_view sql) {
-  if (sql.find('\0') != std::string_view::npos)
-    throw error(errc::invalid_argument, "execute_script: the script holds a NUL byte; nothing was sent");
-  if (detail::sql_statements(sql).empty())
-    throw error(errc::invalid_argument, "execute_script: the script holds no statement; nothing was sent");
+  if (auto check = detail::check_script(sql, "execute_script"); !check.refusal.empty())
+    throw error(errc::invalid_argument, check.refusal);
   PGconn* c = conn_->raw();
   // A transaction the script opens and then fails in is the script's to
   // end: the server stopped at the error, before the script's COMMIT. One
