@@ -6,8 +6,8 @@
 // (that one is caught after the fact by the transaction-status safety net, or
 // is documented as the caller's business, e.g. a DO block).
 //
-// Cost on the hot path: the first few tokens are lexed; the whole text is
-// lexed only when it contains set_config, advisory_lock or (for SELECT/WITH)
+// Cost on the hot path: the first token is lexed (six for START, SET,
+// PREPARE, CREATE); the whole text is lexed only when it contains set_config, advisory_lock or (for SELECT/WITH)
 // temp, found by a case-insensitive substring search.
 #include "core/sql/shared_statement.hpp"
 
@@ -26,10 +26,14 @@ using lexer = sql_lexer;
 
 char lower(char c) { return sql_lower(c); }
 
+// `needle` is lower case. Every statement on the hot path is searched for
+// up to three needles: the first letter is tested before anything else.
 bool icontains(std::string_view hay, std::string_view needle) {
   if (needle.size() > hay.size()) return false;
-  for (std::size_t i = 0; i + needle.size() <= hay.size(); ++i) {
-    std::size_t k = 0;
+  const char first = needle[0];
+  for (std::size_t i = 0, last = hay.size() - needle.size(); i <= last; ++i) {
+    if (lower(hay[i]) != first) continue;
+    std::size_t k = 1;
     while (k < needle.size() && lower(hay[i + k]) == needle[k]) ++k;
     if (k == needle.size()) return true;
   }
@@ -159,12 +163,22 @@ std::optional<shared_refusal> check_body(std::string_view sql, bool select_like)
   return std::nullopt;
 }
 
+// check_leading reads past the first word only for these: every other
+// first word (SELECT, INSERT, UPDATE, ...) is decided by itself, so the
+// common statement lexes one token, not six.
+bool needs_followers(const token& first) {
+  return first.kind == tok::word &&
+         (first.text == "start" || first.text == "set" || first.text == "prepare" || first.text == "create");
+}
+
 }  // namespace
 
 std::optional<shared_refusal> check_shared_statement(std::string_view sql) {
   lexer lx(sql);
   std::array<token, 6> lead;
-  for (auto& t : lead) t = lx.next();
+  lead[0] = lx.next();
+  if (needs_followers(lead[0]))
+    for (std::size_t i = 1; i < lead.size(); ++i) lead[i] = lx.next();
   if (auto r = check_leading(lead)) {
     // A temp table dropped at commit leaves nothing behind its transaction.
     if (r->statement.starts_with("CREATE TEMP") && icontains(sql, "on commit drop")) {
