@@ -6,22 +6,17 @@
 // script takes the path of a COPY: pipeline_core holds it until everything
 // before it on the lease was answered, says start_copy, and writes nothing
 // behind it until on_copy_end. Here the connection leaves pipeline mode,
-// sends the text with PQsendQuery, reads every result (the first error is
-// what the caller gets, else the last statement's result), and enters
-// pipeline mode again once libpq has no more.
-//
-// A COPY inside a script has no caller feeding or reading it: FROM STDIN is
-// ended at once with an error (the server fails the statement with 57014 and
-// skips the rest of the script's implicit transaction); TO STDOUT's rows are
-// read and dropped. The server stops a simple query at its first error: a
-// transaction the script began itself is then still open, aborted, and is
-// rolled back here before pipeline mode resumes (one the caller began before
-// the script stays theirs, aborted as after any failed query). A script answered early (its deadline, the caller's
-// cancellation) is cancelled on the server (core_.copy_stop), and its
-// results are still read to the end before anything else is written.
+// sends the text with PQsendQuery, reads every result, and enters pipeline
+// mode again once libpq has no more. What is kept of each result, what a
+// COPY in the script gets, and when the script's own transaction is rolled
+// back are pq/script_results' rules, shared with the blocking driver. A
+// script answered early (its deadline, the caller's cancellation) is
+// cancelled on the server (core_.copy_stop), and its results are still read
+// to the end before anything else is written.
 #include "async/connection/pipelined_connection.hpp"
 
 #include "pq/libpq_failure.hpp"
+#include "pq/script_results.hpp"
 
 #include <utility>
 
@@ -49,7 +44,7 @@ void pipelined_connection::script_start(pipe_id id) {
   script_ = req;
   script_in_copy_out_ = false;
   script_rolling_back_ = false;
-  script_outside_tx_ = PQtransactionStatus(pg_) == PQTRANS_IDLE;
+  script_results_.emplace(PQtransactionStatus(pg_) == PQTRANS_IDLE);
   if (!PQsendQuery(pg_, req->spec.sql.c_str())) {
     core_.on_broken("sending a script failed: " + pq_error());
     return;
@@ -83,10 +78,9 @@ void pipelined_connection::script_pump() {
       script_in_copy_out_ = false;  // -1: its end; its result follows
     }
     if (PQisBusy(pg_)) return;
-    std::unique_ptr<PGresult, pgresult_deleter> res(PQgetResult(pg_));
+    script_results::pgresult_ptr res(PQgetResult(pg_));
     if (!res) {
-      if (!script_rolling_back_ && script_->err && script_outside_tx_ &&
-          PQtransactionStatus(pg_) == PQTRANS_INERROR) {
+      if (!script_rolling_back_ && script_results_->needs_rollback(PQtransactionStatus(pg_))) {
         script_rolling_back_ = true;
         if (!PQsendQuery(pg_, "rollback")) {
           break_connection("rolling back a failed script's transaction failed: " + pq_error());
@@ -105,8 +99,15 @@ void pipelined_connection::script_pump() {
       }
       continue;
     }
-    switch (PQresultStatus(res.get())) {
-      case PGRES_COPY_IN:
+    if (is_session_fatal(res.get())) {
+      core_.on_session_ended("server ended the session: " + diagnostics_of(res.get()).to_string());
+      apply();
+      return;
+    }
+    switch (script_results_->take(std::move(res))) {
+      case script_results::step::next:
+        break;
+      case script_results::step::end_copy_in:
         // 0 (nonblocking, no room to queue it) would leave the COPY
         // waiting for an end that never comes: treated as a failure too.
         if (PQputCopyEnd(pg_, copy_in_refused) != 1) {
@@ -115,27 +116,12 @@ void pipelined_connection::script_pump() {
         }
         script_flush();
         break;
-      case PGRES_COPY_OUT:
+      case script_results::step::drain_copy_out:
         script_in_copy_out_ = true;
         break;
-      case PGRES_COPY_BOTH:
+      case script_results::step::give_up:
         break_connection("a script started COPY BOTH (replication), which the async driver does not speak");
         return;
-      case PGRES_FATAL_ERROR:
-      case PGRES_BAD_RESPONSE:
-      case PGRES_NONFATAL_ERROR:
-        if (is_session_fatal(res.get())) {
-          core_.on_session_ended("server ended the session: " + diagnostics_of(res.get()).to_string());
-          apply();
-          return;
-        }
-        // The server skips the rest of the implicit transaction; the
-        // first error is the script's.
-        if (!script_->err) script_->err = std::move(res);
-        break;
-      default:
-        script_->ok = std::move(res);
-        break;
     }
   }
 }
@@ -148,8 +134,11 @@ void pipelined_connection::script_done() {
     apply();
     return;
   }
-  const bool failed = req->err != nullptr;
-  if (failed) req->ok.reset();
+  // The request's outcome is read from ok/err (request_outcome.cpp).
+  const bool failed = script_results_->failed();
+  req->err = script_results_->take_first_error();
+  if (!failed) req->ok = script_results_->take_last();
+  script_results_.reset();
   core_.on_copy_end(pool_clock::now(), failed);
   apply();  // completes the script (unless it was answered early) and writes what waited behind it
   if (st_ == state::ready) arm_read();

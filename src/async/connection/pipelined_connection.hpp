@@ -37,6 +37,7 @@
 #include "pq/libpq_features.hpp"
 #include "pq/libpq_version.hpp"
 #include "pq/notice_route.hpp"
+#include "pq/script_results.hpp"
 
 #include <pgpipe/async_client.hpp>
 
@@ -322,7 +323,7 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   std::vector<copy_action> copy_actions_spare_;  ///< reused by copy_apply()
   std::shared_ptr<query_request> script_;  ///< the script running outside pipeline mode
   bool script_in_copy_out_ = false;        ///< its COPY TO STDOUT's rows are being read and dropped
-  bool script_outside_tx_ = false;         ///< no transaction was open when it started
+  std::optional<script_results> script_results_;  ///< what its results left (pq/script_results.hpp)
   bool script_rolling_back_ = false;       ///< ending the transaction it began and failed in
 };
 

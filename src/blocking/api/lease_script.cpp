@@ -1,19 +1,14 @@
 // blocking_lease::execute_script: several statements as one simple query on
-// the leased connection, with libpq directly.
-//
-// Why not PQexec: it keeps only the last result, so in "begin; select 1/0;
-// commit" the script's error is lost behind COMMIT's ROLLBACK tag. Every
-// result is read here: the first error is the script's, else the last
-// statement's result. A COPY in the script has no caller feeding or reading
-// it: FROM STDIN is ended with an error (the server fails it with 57014 and
-// skips the rest of the implicit transaction); TO STDOUT's rows are dropped.
-// The server stops a simple query at its first error: a transaction the
-// script opened itself is then still open, aborted; it is rolled back here.
+// the leased connection, with libpq directly (not PQexec, which keeps only
+// the last result). What is kept of each result, and when the script's own
+// transaction is rolled back, are pq/script_results' rules, shared with the
+// async driver.
 #include <pgpipe/blocking_lease.hpp>
 
 #include "blocking/connection/pooled_connection.hpp"
 #include "blocking/connection/translate_error.hpp"
 #include "core/sql/script_statement.hpp"
+#include "pq/script_results.hpp"
 
 #include <libpq-fe.h>
 
@@ -26,7 +21,8 @@ namespace pgpipe {
 
 namespace {
 
-using pgresult_ptr = std::unique_ptr<PGresult, detail::pgresult_deleter>;
+using pgresult_ptr = detail::script_results::pgresult_ptr;
+using step = detail::script_results::step;
 
 constexpr const char* copy_in_refused = "execute_script does not feed COPY ... FROM STDIN: use blocking_copy_in";
 
@@ -36,57 +32,44 @@ result blocking_lease::execute_script(std::string_view sql) {
   if (auto check = detail::check_script(sql, "execute_script"); !check.refusal.empty())
     throw error(errc::invalid_argument, check.refusal);
   PGconn* c = conn_->raw();
-  // A transaction the script opens and then fails in is the script's to
-  // end: the server stopped at the error, before the script's COMMIT. One
-  // the caller had open stays theirs (aborted, as any failed statement
-  // leaves it: their COMMIT is answered 25P02).
-  const bool outside_transaction = c != nullptr && PQtransactionStatus(c) == PQTRANS_IDLE;
-  pgresult_ptr first_error;
-  pgresult_ptr last;
+  detail::script_results results(c != nullptr && PQtransactionStatus(c) == PQTRANS_IDLE);
   bool lost = c == nullptr || PQstatus(c) != CONNECTION_OK || PQsendQuery(c, std::string(sql).c_str()) != 1;
   while (!lost) {
     pgresult_ptr r{PQgetResult(c)};
     if (!r) break;
-    switch (PQresultStatus(r.get())) {
-      case PGRES_COPY_IN:
+    switch (results.take(std::move(r))) {
+      case step::next:
+        break;
+      case step::end_copy_in:
         lost = PQputCopyEnd(c, copy_in_refused) != 1;
         break;
-      case PGRES_COPY_OUT: {
+      case step::drain_copy_out: {
         char* buf = nullptr;
         int n = 0;
         while ((n = PQgetCopyData(c, &buf, 0)) > 0) PQfreemem(buf);
         lost = n == -2;
         break;
       }
-      case PGRES_COPY_BOTH:
-        // Replication's protocol: nothing here can end it.
+      case step::give_up:
         mark_broken();
         lost = true;
-        break;
-      case PGRES_FATAL_ERROR:
-      case PGRES_BAD_RESPONSE:
-      case PGRES_NONFATAL_ERROR:
-        if (!first_error) first_error = std::move(r);
-        break;
-      default:
-        last = std::move(r);
         break;
     }
     if (PQstatus(c) != CONNECTION_OK) lost = true;
   }
-  if (first_error && !lost && outside_transaction && PQtransactionStatus(c) == PQTRANS_INERROR) {
+  if (!lost && results.needs_rollback(PQtransactionStatus(c))) {
     pgresult_ptr rolled_back{PQexec(c, "rollback")};
     if (PQresultStatus(rolled_back.get()) != PGRES_COMMAND_OK) lost = true;
   }
-  if (lost || first_error) {
+  if (lost || results.failed()) {
     // Stopped before libpq's last result: the connection's state is unknown.
     if (lost) mark_broken();
     diagnostics d;
-    const std::error_code ec = detail::translate_result(lost ? nullptr : first_error.get(), c, *this, d);
+    const std::error_code ec = detail::translate_result(lost ? nullptr : results.first_error(), c, *this, d);
     note_error(ec);
     throw error(ec, std::move(d));
   }
-  return result(last.release());
+  return result(results.take_last().release());
 }
 
 }  // namespace pgpipe
