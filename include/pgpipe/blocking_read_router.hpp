@@ -75,7 +75,7 @@ class routed_blocking_read {
   blocking_read_router& router_;
   read_route where_;
   read_failures failed_;
-  std::optional<read_route> next_;
+  rerun_route next_;
   std::uint32_t attempt_ = 1;
   std::chrono::steady_clock::time_point called_;
   routed_blocking_read* outer_;

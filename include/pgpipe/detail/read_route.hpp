@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 namespace pgpipe::detail {
@@ -22,6 +23,27 @@ struct read_route {
 struct read_failures {
   bool primary = false;
   std::vector<std::size_t> replicas;
+};
+
+/// Where a read runs after its failed attempt, decided once per attempt.
+/// Both drivers ask twice: before recording the failure (does the read
+/// run again? the observer's query_event::rerun) and when completing the
+/// attempt; the tracker counts a failure and a re-run per decision, so the
+/// second question must get the first answer.
+class rerun_route {
+ public:
+  /// The decision, made by `reroute()` (returning a read_route) on the
+  /// attempt's first question.
+  template <class Reroute>
+  const read_route& decide(Reroute&& reroute) {
+    if (!next_) next_ = reroute();
+    return *next_;
+  }
+  /// The next attempt asks afresh.
+  void reset() noexcept { next_.reset(); }
+
+ private:
+  std::optional<read_route> next_;
 };
 
 }  // namespace pgpipe::detail

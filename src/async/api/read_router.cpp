@@ -97,7 +97,7 @@ class routed_read final : public completion<result> {
  private:
   std::shared_ptr<routing_target> owner_;
   read_in_flight read_;
-  std::optional<read_route> next_;  // decided by reruns()
+  rerun_route next_;  // decided by the attempt's first question
 };
 
 class routing_target final : public query_target, public std::enable_shared_from_this<routing_target> {
@@ -175,14 +175,13 @@ class routing_target final : public query_target, public std::enable_shared_from
 
 bool routed_read::reruns(const std::error_code& ec) {
   if (!server_unreachable(ec)) return false;
-  if (!next_) next_ = owner_->next_route(read_);
-  return next_->where != read_route::to::nowhere;
+  return next_.decide([this] { return owner_->next_route(read_); }).where != read_route::to::nowhere;
 }
 
 void routed_read::complete(const boost::asio::any_io_executor& fallback, bool must_post, std::error_code ec,
                            result value) {
   if (server_unreachable(ec)) {
-    const read_route next = next_ ? *next_ : owner_->next_route(read_);
+    const read_route next = next_.decide([this] { return owner_->next_route(read_); });
     owner_->attempt_failed(std::move(read_), next, fallback, must_post, ec, std::move(value));
     return;
   }

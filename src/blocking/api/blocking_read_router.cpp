@@ -101,21 +101,21 @@ routed_blocking_read* routed_blocking_read::current() noexcept { return current_
 blocking_pool& routed_blocking_read::pool() const { return router_.pool_for(where_); }
 
 bool routed_blocking_read::reruns(const std::error_code& ec) noexcept {
-  if (!next_) {
+  const read_route& next = next_.decide([&]() noexcept {
     try {
-      next_ = router_.reroute(where_, ec, failed_);
+      return router_.reroute(where_, ec, failed_);
     } catch (...) {
       // Only the router's lock can throw here: the read then ends with its
       // own error, as a read with nowhere left to go does.
-      next_ = read_route{read_route::to::nowhere, 0};
+      return read_route{read_route::to::nowhere, 0};
     }
-  }
-  return next_->where != read_route::to::nowhere;
+  });
+  return next.where != read_route::to::nowhere;
 }
 
 bool routed_blocking_read::next(const std::error_code& ec) {
   const bool again = reruns(ec);
-  where_ = *next_;
+  where_ = next_.decide([] { return read_route{read_route::to::nowhere, 0}; });  // decided by reruns()
   next_.reset();
   if (again) ++attempt_;
   return again;
