@@ -78,6 +78,10 @@ using async_transaction_work = std::function<boost::asio::awaitable<std::error_c
 /// open forever.
 using async_transaction_callback = std::function<void(async_lease&, std::function<void(std::error_code)> done)>;
 
+namespace detail {
+struct statement_access;
+}  // namespace detail
+
 /// One statement of async_transaction_batch: its SQL and parameters, encoded
 /// when it is made (the same parameter types as async_query; a text
 /// parameter with a NUL byte makes the whole batch fail with
@@ -95,6 +99,7 @@ class statement {
   const detail::query_spec& spec() const noexcept { return spec_; }
 
  private:
+  friend struct detail::statement_access;  // moves the spec out for a batch's last attempt
   detail::query_spec spec_;
 };
 
