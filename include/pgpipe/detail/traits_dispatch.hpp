@@ -7,6 +7,8 @@
 #include <pgpipe/detail/param_limits.hpp>
 #include <pgpipe/error.hpp>
 
+#include <boost/container/small_vector.hpp>
+
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -28,10 +30,18 @@ struct encoded_param {
 /// sent in text format (libpq would cut the value there), so encoding
 /// records errc::invalid_argument naming the parameter instead; binary
 /// parameters (bytea, ...) carry any byte.
+/// Up to inline_params parameters are held in the object itself: a query's
+/// three arrays were three allocations per call. Their storage moves with
+/// the object, so a key borrowing types.data() must not outlive a move (the
+/// async driver borrows it from a request that stays in place).
+inline constexpr std::size_t inline_params = 4;
+template <class T>
+using param_array = boost::container::small_vector<T, inline_params>;
+
 struct encoded_params {
-  std::vector<std::optional<std::string>> values;
-  std::vector<type_oid> types;      ///< one per value
-  std::vector<int> formats;         ///< one per value: 0 text, 1 binary
+  param_array<std::optional<std::string>> values;
+  param_array<type_oid> types;  ///< one per value
+  param_array<int> formats;     ///< one per value: 0 text, 1 binary
   std::error_code ec;
   std::string error_message;  ///< why ec is set, e.g. "parameter $2 contains a NUL byte"
 

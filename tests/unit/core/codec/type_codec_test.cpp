@@ -361,8 +361,9 @@ TEST(type_codec, wire_encoding_picks_binary_with_types) {
   auto p = pgpipe::detail::encode_params(std::int64_t{5}, bytes, std::string("x"), std::optional<int>{},
                                          pgpipe::numeric("1.50"), sys_days(2024y / January / 1));
   ASSERT_FALSE(p.ec) << p.error_message;
-  EXPECT_EQ(p.types, (std::vector<pgpipe::type_oid>{oids::int8, oids::bytea, 0, oids::int4, oids::numeric, oids::date}));
-  EXPECT_EQ(p.formats, (std::vector<int>{1, 1, 0, 0, 0, 1}));
+  EXPECT_EQ(std::vector<pgpipe::type_oid>(p.types.begin(), p.types.end()),
+            (std::vector<pgpipe::type_oid>{oids::int8, oids::bytea, 0, oids::int4, oids::numeric, oids::date}));
+  EXPECT_EQ(std::vector<int>(p.formats.begin(), p.formats.end()), (std::vector<int>{1, 1, 0, 0, 0, 1}));
   EXPECT_EQ(*p.values[0], be(5, 8));
   EXPECT_EQ(*p.values[1], std::string("\0a", 2));  // NUL goes through in binary
   EXPECT_FALSE(p.values[3]);
