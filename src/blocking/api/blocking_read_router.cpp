@@ -100,23 +100,30 @@ routed_blocking_read* routed_blocking_read::current() noexcept { return current_
 
 blocking_pool& routed_blocking_read::pool() const { return router_.pool_for(where_); }
 
+namespace {
+// Where the read runs after a failed attempt. Only the router's lock can
+// throw here: the read then ends with its own error, as a read with nowhere
+// left to go does.
+template <class Reroute>
+read_route reroute_or_nowhere(Reroute&& reroute) noexcept {
+  try {
+    return reroute();
+  } catch (...) {
+    return read_route{read_route::to::nowhere, 0};
+  }
+}
+}  // namespace
+
 bool routed_blocking_read::reruns(const std::error_code& ec) noexcept {
-  const read_route& next = next_.decide([&]() noexcept {
-    try {
-      return router_.reroute(where_, ec, failed_);
-    } catch (...) {
-      // Only the router's lock can throw here: the read then ends with its
-      // own error, as a read with nowhere left to go does.
-      return read_route{read_route::to::nowhere, 0};
-    }
-  });
-  return next.where != read_route::to::nowhere;
+  return next_.decide([&] { return reroute_or_nowhere([&] { return router_.reroute(where_, ec, failed_); }); })
+             .where != read_route::to::nowhere;
 }
 
 bool routed_blocking_read::next(const std::error_code& ec) {
-  const bool again = reruns(ec);
-  where_ = next_.decide([] { return read_route{read_route::to::nowhere, 0}; });  // decided by reruns()
+  // reruns(ec) decided it already when the pool asked; else it is decided here.
+  where_ = next_.decide([&] { return reroute_or_nowhere([&] { return router_.reroute(where_, ec, failed_); }); });
   next_.reset();
+  const bool again = where_.where != read_route::to::nowhere;
   if (again) ++attempt_;
   return again;
 }

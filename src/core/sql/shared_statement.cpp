@@ -7,7 +7,8 @@
 // is documented as the caller's business, e.g. a DO block).
 //
 // Cost on the hot path: the first token is lexed (six for START, SET,
-// PREPARE, CREATE); the whole text is lexed only when it contains set_config, advisory_lock or (for SELECT/WITH)
+// PREPARE, CREATE); the whole text is lexed only when it contains
+// set_config, advisory_lock or (for SELECT/WITH)
 // temp, found by a case-insensitive substring search.
 #include "core/sql/shared_statement.hpp"
 
