@@ -12,6 +12,15 @@ namespace pgpipe::detail {
 
 namespace {
 
+// libpq's rule, on a classified failure (see walk_moves_on below).
+bool moves_on_code(const std::error_code& ec, const diagnostics& diag) {
+  if (ec == errc::auth_failed || ec == errc::bad_conninfo) return false;
+  if (ec == make_sqlstate("57P03")) return true;
+  return diag.message.empty();
+}
+
+bool moves_on(const connect_failure& f) { return moves_on_code(f.ec, f.diag); }
+
 // libpq's list syntax: comma-separated, an empty entry means the default.
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
@@ -125,9 +134,56 @@ PGconn* start_connect(const connect_attempt& a) {
 
 bool walk_moves_on(std::string_view message) {
   const connect_failure f = classify_connect_failure(message, false, {});
-  if (f.ec == errc::auth_failed || f.ec == errc::bad_conninfo) return false;
-  if (f.ec == make_sqlstate("57P03")) return true;
-  return f.diag.message.empty();
+  return moves_on(f);
+}
+
+std::string connect_timeout_text(std::chrono::milliseconds connect_timeout) {
+  return "timeout expired after " + std::to_string(connect_timeout.count()) + " ms (connect_timeout)";
+}
+
+host_walk::host_walk(std::vector<connect_attempt> plan, std::size_t first)
+    : plan_(std::move(plan)), index_(plan_.empty() ? 0 : first % plan_.size()) {
+  if (plan_.empty()) plan_.push_back(connect_attempt{});  // PQconnectStartParams then names what is missing
+}
+
+walk_step host_walk::on_attempt_failed(std::string message, bool needs_password, bool timed_out) {
+  connect_failure f = classify_connect_failure(message, needs_password, {});
+  // On one line, as every caller's report and log shows it (libpq's text
+  // ends in a newline and may span several).
+  message = std::move(f.message);
+  if (timed_out) f.ec = make_error_code(errc::server_unreachable);
+  // One attempt carries the whole string: libpq's message (or the timeout)
+  // is already the whole story.
+  if (plan_.size() == 1) return ended(f.ec, std::move(message), std::move(f.diag));
+  const connect_attempt& a = current();
+  failures_.push_back(a.where.empty() ? message : a.where + ": " + message);
+  last_ec_ = f.ec;
+  last_diag_ = std::move(f.diag);
+  ++tried_;
+  if (!timed_out && !moves_on_code(last_ec_, last_diag_)) return give_up();
+  if (tried_ < plan_.size()) {
+    index_ = (index_ + 1) % plan_.size();
+    return walk_step{.try_next = true, .ec = {}, .message = {}, .diag = {}};
+  }
+  std::string all = "every host failed: " + join();
+  const std::error_code ec = classify_connect_error(all);  // before `all` moves
+  return ended(ec, std::move(all), last_diag_);
+}
+
+walk_step host_walk::give_up() const {
+  // Stopped by a server's answer, or by the caller: that failure's code.
+  return ended(last_ec_ ? last_ec_ : make_error_code(errc::server_unreachable), join(), last_diag_);
+}
+
+std::string host_walk::join() const {
+  std::string all;
+  for (const auto& f : failures_) all += (all.empty() ? "" : "; ") + f;
+  return all;
+}
+
+walk_step host_walk::ended(std::error_code ec, std::string message, diagnostics diag) const {
+  diag.client_message = connect_error_text(message);
+  return walk_step{.try_next = false, .ec = ec, .message = std::move(message), .diag = std::move(diag)};
 }
 
 }  // namespace pgpipe::detail

@@ -40,10 +40,6 @@ std::string connect_failed_text(PGconn* pg, std::string_view reason, const std::
   return "connect failed: " + why;
 }
 
-std::string connect_timeout_text(std::chrono::milliseconds connect_timeout) {
-  return "connect timed out after " + std::to_string(connect_timeout.count()) + "ms";
-}
-
 std::string relisten_failed_text(std::string_view server) {
   return "LISTEN again after a reconnect failed: " + std::string(server);
 }

@@ -12,7 +12,6 @@
 
 #include <libpq-fe.h>
 
-#include <chrono>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -41,8 +40,6 @@ bool take_notifications(PGconn* pg, listener_core& core);
 /// "connect failed: <reason>", or libpq's message (secrets scrubbed) when
 /// `reason` is empty.
 std::string connect_failed_text(PGconn* pg, std::string_view reason, const std::vector<std::string>& secrets);
-/// The reason for a connect attempt that ran out of connect_timeout.
-std::string connect_timeout_text(std::chrono::milliseconds connect_timeout);
 /// The reason for a refused re-LISTEN (`server` is the server's diagnostics).
 std::string relisten_failed_text(std::string_view server);
 /// The line for a lost connection, with libpq's message (secrets scrubbed).

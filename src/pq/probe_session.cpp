@@ -71,7 +71,8 @@ probe_session::waited probe_session::wait_socket(bool for_write, clock::time_poi
   }
 }
 
-bool probe_session::try_host(const connect_attempt& a, clock::time_point deadline) {
+bool probe_session::try_host(const connect_attempt& a, clock::time_point deadline, bool& timed_out) {
+  timed_out = false;
   conn_ = start_connect(a);
   if (!conn_) return fail("out of memory starting a connection");
   if (PQstatus(conn_) == CONNECTION_BAD) return fail(PQerrorMessage(conn_));
@@ -79,7 +80,7 @@ bool probe_session::try_host(const connect_attempt& a, clock::time_point deadlin
   PostgresPollingStatusType st = PGRES_POLLING_WRITING;
   for (;;) {
     switch (wait_socket(st == PGRES_POLLING_WRITING, deadline)) {
-      case waited::timed_out: return fail("no answer within the probe timeout while connecting");
+      case waited::timed_out: timed_out = true; return fail("no answer within the probe timeout while connecting");
       case waited::woken: return fail("stopped");
       case waited::failed: return fail("waiting for the socket failed while connecting");
       case waited::ready: break;
@@ -99,23 +100,24 @@ bool probe_session::connect(clock::time_point deadline) {
     if (t.ec) return fail(std::move(t.error_message));
     attempts_ = plan_host_walk(t.conninfo, "pgpipe-probe");
   }
-  const std::size_t n = attempts_.size();
-  if (n == 0) return fail("no host to connect to");
-  start_ %= n;
-  std::string all;
-  for (std::size_t k = 0; k < n; ++k) {
-    const std::size_t i = (start_ + k) % n;
-    if (try_host(attempts_[i], deadline)) {
-      start_ = i;
+  if (attempts_.empty()) return fail("no host to connect to");
+  host_walk walk(attempts_, start_);
+  for (;;) {
+    bool timed_out = false;
+    if (try_host(walk.current(), deadline, timed_out)) {
+      start_ = walk.current_index();
       return true;
     }
-    all += (all.empty() ? "" : "; ") + (attempts_[i].where.empty() ? why_ : attempts_[i].where + ": " + why_);
-    if (clock::now() >= deadline || stopped_ || !walk_moves_on(why_)) break;
+    walk_step next = walk.on_attempt_failed(why_, false, timed_out);
+    if (next.try_next && (clock::now() >= deadline || stopped_)) next = walk.give_up();
+    if (!next.try_next) {
+      why_ = std::move(next.message);
+      break;
+    }
   }
   // Nobody answered: the next walk starts one host further, so a host that
   // hangs does not take every probe's whole timeout.
-  start_ = (start_ + 1) % n;
-  why_ = all;
+  start_ = (start_ + 1) % attempts_.size();
   return false;
 }
 

@@ -62,7 +62,8 @@ class probe_session {
   /// a timeout, a stop or a read error.
   bool wait_and_consume(bool for_write, clock::time_point deadline);
   bool connect(clock::time_point deadline);
-  bool try_host(const connect_attempt& a, clock::time_point deadline);
+  /// `timed_out`: set when the attempt ran out of `deadline`.
+  bool try_host(const connect_attempt& a, clock::time_point deadline, bool& timed_out);
   void drop();
   bool fail(std::string why);
 

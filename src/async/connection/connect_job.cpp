@@ -43,19 +43,18 @@ void connect_job::start() {
     finish(make_error_code(errc::bad_conninfo), "invalid connection string: " + why);
     return;
   }
-  attempts_ = plan_host_walk(conninfo_, "pgpipe");
+  walk_.emplace(plan_host_walk(conninfo_, "pgpipe"));
   start_attempt();
 }
 
 void connect_job::start_attempt() {
-  const connect_attempt& a = attempts_[attempt_];
-  pg_.reset(start_connect(a));
+  pg_.reset(start_connect(walk_->current()));
   if (!pg_) {
     finish(make_error_code(errc::connect_failed), "out of memory starting a connection");
     return;
   }
   if (PQstatus(pg_.get()) == CONNECTION_BAD) {
-    attempt_failed(pq_error());
+    attempt_failed(pq_error(), false);
     return;
   }
   const std::uint64_t gen = ++attempt_gen_;
@@ -63,37 +62,27 @@ void connect_job::start_attempt() {
     timer_.expires_after(timeout_);
     timer_.async_wait([self = shared_from_this(), gen](const boost::system::error_code& ec) {
       if (ec || self->finished_ || gen != self->attempt_gen_) return;
-      self->attempt_failed("timeout expired after " + std::to_string(self->timeout_.count()) +
-                           " ms (connect_timeout)");
+      self->attempt_failed(connect_timeout_text(self->timeout_), true);
     });
   }
   // libpq: after PQconnectStart, act as if PQconnectPoll returned WRITING.
   wait(PGRES_POLLING_WRITING);
 }
 
-void connect_job::attempt_failed(std::string message) {
-  const connect_attempt& a = attempts_[attempt_];
-  if (attempts_.size() == 1) {
-    // One attempt: libpq's message (or the timeout) as it is, as before the walk.
-    const bool timed_out = message.rfind("timeout expired", 0) == 0;
-    finish(timed_out ? make_error_code(errc::server_unreachable) : classify_connect_error(message), message);
-    return;
-  }
-  failures_.push_back(a.where + ": " + message);
-  const bool server_refused = !walk_moves_on(message);
+void connect_job::attempt_failed(std::string message, bool timed_out) {
+  const bool needs_password = pg_ && PQconnectionNeedsPassword(pg_.get()) == 1;
   ++attempt_gen_;  // the timer of this attempt no longer applies
   timer_.cancel();
   if (sd_) release_descriptor(*sd_);
   sd_.reset();
   ++sd_gen_;
   pg_.reset();
-  if (!server_refused && ++attempt_ < attempts_.size()) {
+  walk_step next = walk_->on_attempt_failed(std::move(message), needs_password, timed_out);
+  if (next.try_next) {
     start_attempt();
     return;
   }
-  std::string all = server_refused ? std::string("connect failed: ") : std::string("every host failed: ");
-  for (std::size_t i = 0; i < failures_.size(); ++i) all += (i ? "; " : "") + failures_[i];
-  finish(classify_connect_error(all), all);
+  finish(next.ec, std::move(next.message));
 }
 
 void connect_job::wait(PostgresPollingStatusType want) {
@@ -132,7 +121,7 @@ void connect_job::step() {
       wait(PGRES_POLLING_WRITING);
       return;
     default:
-      attempt_failed(pq_error());
+      attempt_failed(pq_error(), false);
       return;
   }
 }

@@ -13,14 +13,11 @@
 //    executor: with the connected PGconn (ownership passes to the callee;
 //    blocking mode, nothing else set) or with an error code and a message
 //    from which the password was scrubbed.
-//  - A multi-host string is walked host by host (pq/host_walk.hpp), each
-//    attempt bounded by `timeout` (0: none) on its own, so a host that never
-//    answers costs one timeout, not the whole connect; a single host times
-//    out with errc::server_unreachable. When every attempt fails the message
-//    names each host tried and why (libpq's words, password scrubbed). As
-//    in libpq (walk_moves_on), a server that answers with an error
-//    (authentication, no such database, too many connections) ends the
-//    walk, except 57P03 (starting up, shutting down), which moves on.
+//  - A multi-host string is walked host by host, each attempt bounded by
+//    `timeout` (0: none) on its own, so a host that never answers costs one
+//    timeout, not the whole connect. pq/host_walk.hpp's host_walk decides
+//    what a failed attempt means and how the connect fails (the blocking
+//    listener and the routers' probes use the same walk).
 //  - If the executor is destroyed first, `done` is never called and the
 //    PGconn is finished with the job.
 //  - The job watches its own duplicate of libpq's socket, closed before
@@ -69,7 +66,7 @@ class connect_job : public std::enable_shared_from_this<connect_job> {
  private:
   void start();
   void start_attempt();
-  void attempt_failed(std::string message);
+  void attempt_failed(std::string message, bool timed_out);
   void wait(PostgresPollingStatusType want);
   void step();
   void finish(std::error_code ec, std::string message);
@@ -81,10 +78,8 @@ class connect_job : public std::enable_shared_from_this<connect_job> {
   connect_hooks hooks_;
   std::chrono::milliseconds timeout_;
   done_fn done_;
-  std::vector<connect_attempt> attempts_;
-  std::size_t attempt_ = 0;     // index into attempts_
+  std::optional<host_walk> walk_;
   std::uint64_t attempt_gen_ = 0;  // tells a late timer of an earlier attempt from the current one
-  std::vector<std::string> failures_;  // one cleaned message per failed attempt
   pgconn_ptr pg_;
   std::optional<boost::asio::posix::stream_descriptor> sd_;
   std::uint64_t sd_gen_ = 0;

@@ -237,15 +237,13 @@ class blocking_listener_impl {
       return;
     }
     secrets_ = std::move(t.secrets);
-    walk_ = plan_host_walk(t.conninfo, "pgpipe");
-    walk_at_ = 0;
-    walk_failures_.clear();
+    walk_.emplace(plan_host_walk(t.conninfo, "pgpipe"));
     start_attempt();
   }
 
   // One host of the walk, with its own connect_timeout.
   void start_attempt() {
-    pg_ = start_connect(walk_[walk_at_]);
+    pg_ = start_connect(walk_->current());
     if (pg_ == nullptr || PQstatus(pg_) == CONNECTION_BAD) {
       attempt_failed("");
       return;
@@ -275,28 +273,20 @@ class blocking_listener_impl {
     }
   }
 
-  // `reason` empty: libpq's message says why. Moves on to the next host as
-  // libpq would (walk_moves_on), else the whole connect failed.
+  // `reason` empty: libpq's message says why. The walk decides whether the
+  // next host is tried (pq/host_walk.hpp).
   void attempt_failed(const std::string& reason) {
     const std::string why = !reason.empty() ? reason
                             : pg_ != nullptr ? clean_message(PQerrorMessage(pg_), secrets_)
                                              : std::string("out of memory");
-    const bool timed_out = !reason.empty();
-    connect_failure f = classify_connect_failure(why, pg_ != nullptr && PQconnectionNeedsPassword(pg_) == 1, secrets_);
-    if (timed_out) f.ec = make_error_code(errc::server_unreachable);
+    const bool needs_password = pg_ != nullptr && PQconnectionNeedsPassword(pg_) == 1;
     drop_connection();
-    if (walk_.size() > 1) {
-      walk_failures_.push_back(walk_[walk_at_].where + ": " + why);
-      if (walk_moves_on(why) && ++walk_at_ < walk_.size()) {
-        start_attempt();
-        return;
-      }
-      std::string all = walk_at_ < walk_.size() ? "" : "every host failed: ";
-      for (std::size_t i = 0; i < walk_failures_.size(); ++i) all += (i ? "; " : "") + walk_failures_[i];
-      connect_failed(walk_at_ < walk_.size() ? f.ec : classify_connect_error(all), all, std::move(f.diag));
+    walk_step next = walk_->on_attempt_failed(why, needs_password, !reason.empty());
+    if (next.try_next) {
+      start_attempt();
       return;
     }
-    connect_failed(f.ec, why, std::move(f.diag));
+    connect_failed(next.ec, next.message, std::move(next.diag));
   }
 
   void connect_failed(std::error_code ec, const std::string& why, diagnostics diag) {
@@ -411,9 +401,7 @@ class blocking_listener_impl {
   PGconn* pg_ = nullptr;
   std::optional<notice_route> notices_;
   clock::time_point connect_deadline_{};
-  std::vector<connect_attempt> walk_;  // the hosts of this connect, in libpq's order
-  std::size_t walk_at_ = 0;
-  std::vector<std::string> walk_failures_;  // "host ... port ...: why", one per host tried
+  std::optional<host_walk> walk_;  // the hosts of this connect, in libpq's order
   clock::time_point expiry_at_ = clock::time_point::max();  // core_.next_deadline(), read under mu_
   PostgresPollingStatusType poll_want_ = PGRES_POLLING_WRITING;
   listen_outcome outcome_;  // of the command in flight, read so far

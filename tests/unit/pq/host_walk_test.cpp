@@ -3,8 +3,12 @@
 // prefer-standby as two passes). No server: PQconninfoParse only.
 #include "pq/host_walk.hpp"
 
+#include "core/pool/connect_error.hpp"
+#include "pq/libpq_failure.hpp"
+
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -132,3 +136,90 @@ TEST(host_walk, which_failures_move_on_to_the_next_host) {
   EXPECT_FALSE(walk_moves_on(at + "FATAL:  sorry, too many clients already\n"));
   EXPECT_FALSE(walk_moves_on(at + "FATAL:  role \"nope\" does not exist\n"));
 }
+
+// ---- host_walk: one decision for every connect that walks hosts ----------------
+
+namespace {
+
+using pgpipe::detail::host_walk;
+using pgpipe::detail::walk_step;
+
+const std::string refused = "connection to server at \"127.0.0.1\", port 1 failed: Connection refused\n";
+const std::string bad_password =
+    "connection to server at \"127.0.0.1\", port 2 failed: FATAL:  password authentication failed for user \"app\"\n";
+const std::string starting_up = "connection to server at \"127.0.0.1\", port 2 failed: FATAL:  the database system is starting up\n";
+
+TEST(host_walk_fsm, a_single_attempt_ends_with_its_own_reason_and_code) {
+  host_walk w(plan_host_walk("host=a port=1", "pgpipe"));
+  const walk_step s = w.on_attempt_failed(refused, false, false);
+  EXPECT_FALSE(s.try_next);
+  EXPECT_EQ(s.message, pgpipe::detail::clean_message(refused, {})) << "one attempt: libpq's message is the whole story";
+  EXPECT_EQ(s.ec, pgpipe::errc::server_unreachable);
+  EXPECT_EQ(s.diag.client_message, pgpipe::detail::connect_error_text(s.message));
+}
+
+TEST(host_walk_fsm, a_single_attempt_that_timed_out_is_unreachable_whatever_its_text) {
+  host_walk w(plan_host_walk("host=a", "pgpipe"));
+  const walk_step s = w.on_attempt_failed("no answer within the probe timeout", false, true);
+  EXPECT_FALSE(s.try_next);
+  EXPECT_EQ(s.ec, pgpipe::errc::server_unreachable);
+}
+
+TEST(host_walk_fsm, silent_and_down_hosts_move_on_and_every_host_failing_names_each) {
+  host_walk w(plan_host_walk("host=a,b,c port=1,2,3", "pgpipe"));
+  EXPECT_EQ(w.current().where, "host a port 1");
+  EXPECT_TRUE(w.on_attempt_failed(refused, false, false).try_next);
+  EXPECT_EQ(w.current().where, "host b port 2");
+  EXPECT_TRUE(w.on_attempt_failed(pgpipe::detail::connect_timeout_text(std::chrono::milliseconds(2000)), false, true)
+                  .try_next);
+  EXPECT_EQ(w.current().where, "host c port 3");
+  const walk_step s = w.on_attempt_failed(refused, false, false);
+  EXPECT_FALSE(s.try_next) << "c was the last host";
+  EXPECT_EQ(s.message.rfind("every host failed: host a port 1: ", 0), 0u) << s.message;
+  EXPECT_NE(s.message.find("; host b port 2: timeout expired after 2000 ms (connect_timeout); host c port 3: "),
+            std::string::npos)
+      << s.message;
+  EXPECT_EQ(s.ec, pgpipe::errc::server_unreachable) << "nobody took the connection: " << s.ec.message();
+}
+
+TEST(host_walk_fsm, a_server_that_refuses_the_login_ends_the_walk_with_its_sqlstate) {
+  host_walk w(plan_host_walk("host=a,b,c port=1,2,3", "pgpipe"));
+  ASSERT_TRUE(w.on_attempt_failed(refused, false, false).try_next);
+  const walk_step s = w.on_attempt_failed(bad_password, true, false);
+  EXPECT_FALSE(s.try_next) << "the next host is configured alike: trying it multiplies the failure";
+  EXPECT_EQ(pgpipe::sqlstate_of(s.ec), "28P01") << s.ec.message();
+  EXPECT_EQ(s.diag.sqlstate, "28P01");
+  EXPECT_EQ(s.message.find("every host failed"), std::string::npos) << s.message;
+  EXPECT_NE(s.message.find("host a port 1: "), std::string::npos) << "the hosts tried before are named too";
+  EXPECT_NE(s.message.find("host b port 2: "), std::string::npos) << s.message;
+  EXPECT_NE(s.diag.client_message.find("password authentication failed"), std::string::npos) << s.diag.client_message;
+}
+
+TEST(host_walk_fsm, a_server_starting_up_or_shutting_down_moves_on) {
+  // During a failover that is the old primary or a standby not yet up; the
+  // next host may be the promoted one.
+  host_walk w(plan_host_walk("host=a,b port=1,2", "pgpipe"));
+  EXPECT_TRUE(w.on_attempt_failed(starting_up, false, false).try_next);
+  EXPECT_EQ(w.current().where, "host b port 2");
+}
+
+TEST(host_walk_fsm, a_walk_starts_where_asked_and_wraps_once_around) {
+  host_walk w(plan_host_walk("host=a,b,c", "pgpipe"), 4);  // taken modulo 3: b
+  EXPECT_EQ(w.current_index(), 1u);
+  ASSERT_TRUE(w.on_attempt_failed(refused, false, false).try_next);
+  EXPECT_EQ(w.current_index(), 2u);
+  ASSERT_TRUE(w.on_attempt_failed(refused, false, false).try_next);
+  EXPECT_EQ(w.current_index(), 0u);
+  EXPECT_FALSE(w.on_attempt_failed(refused, false, false).try_next) << "each host once";
+}
+
+TEST(host_walk_fsm, giving_up_early_reports_what_failed_so_far) {
+  host_walk w(plan_host_walk("host=a,b,c port=1,2,3", "pgpipe"));
+  ASSERT_TRUE(w.on_attempt_failed(refused, false, false).try_next);
+  const walk_step s = w.give_up();
+  EXPECT_FALSE(s.try_next);
+  EXPECT_EQ(s.message, "host a port 1: " + pgpipe::detail::clean_message(refused, {}));
+  EXPECT_EQ(s.ec, pgpipe::errc::server_unreachable);
+}
+
+}  // namespace
