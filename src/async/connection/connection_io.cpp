@@ -5,6 +5,7 @@
 #include "async/connection/copy_state.hpp"
 #include "async/connection/libpq_socket.hpp"
 #include "async/connection/stream_chunks.hpp"
+#include "async/connection/tcp_cork.hpp"
 #include "pq/libpq_failure.hpp"
 
 #include <string_view>
@@ -23,6 +24,8 @@ void pipelined_connection::reassign_socket() {
   ++sd_gen_;
   read_armed_ = write_armed_ = false;
   sd_ = watch_libpq_socket(ex_, pg_);
+  // Only where libpq flushes at every Sync (14–16) and the socket is TCP.
+  corkable_ = sd_ && !cfg_->send_pipeline_sync && corkable_socket(sd_->native_handle());
 }
 
 void pipelined_connection::flush() {

@@ -4,6 +4,7 @@
 #include "async/connection/pipelined_connection.hpp"
 
 #include "async/connection/request_outcome.hpp"
+#include "async/connection/tcp_cork.hpp"
 #include "async/sansio/sync_coalescing.hpp"
 #include "pq/libpq_failure.hpp"
 
@@ -133,8 +134,16 @@ void pipelined_connection::write_pending() {
   write_scheduled_ = false;
   if (st_ != state::ready) return;
   const auto now = pool_clock::now();
+  // Two or more requests to write and a libpq that flushes at every Sync:
+  // the kernel holds what each Sync's send() gives it until the pass ends,
+  // then transmits it in full segments (tcp_cork.hpp). One request alone
+  // would only pay the two extra system calls.
+  int corked = -1;
+  if (corkable_ && sd_ && core_.waiting() > 1 && set_tcp_cork(sd_->native_handle(), true)) corked = sd_->native_handle();
   core_.write_pass(now);
   apply();
+  // Our own duplicate of the socket, still registered: never another's fd.
+  if (corked >= 0 && sd_ && sd_->native_handle() == corked) set_tcp_cork(corked, false);
 }
 
 void pipelined_connection::apply() {

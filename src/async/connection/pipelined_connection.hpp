@@ -283,6 +283,7 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   bool write_armed_ = false;
   bool flush_pending_ = false;
   bool write_scheduled_ = false;
+  bool corkable_ = false;  // a TCP socket and a libpq that flushes at every Sync (tcp_cork.hpp)
   bool closing_ = false;
   /// A stream's reader is behind: stop reading the socket (TCP backpressure
   /// then stops the server) until it catches up.
