@@ -62,6 +62,13 @@ std::string error_text(const error_fields& f) {
   return text;
 }
 
+bool rejects_password(const error_fields& f) {
+  if (f.sqlstate == "28P01") return true;
+  // PgBouncer words are English and fixed (it has no lc_messages).
+  return f.sqlstate == "08P01" &&
+         (f.message == "SASL authentication failed" || f.message == "password authentication failed");
+}
+
 std::vector<std::string> parse_sasl_mechanisms(std::string_view body) {
   std::vector<std::string> out;
   std::size_t i = 0;

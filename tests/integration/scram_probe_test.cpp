@@ -256,7 +256,8 @@ TEST(scram_probe, BadConninfo) {
   scram::probe_params p;
   p.conninfo = "host=127.0.0.1 nonsense_key=1";
   auto r = scram::probe(p);
-  EXPECT_EQ(r.outcome, probe_outcome::client_error);
+  EXPECT_EQ(r.outcome, probe_outcome::invalid_options);
+  EXPECT_EQ(r.exit_code(), 2);
   EXPECT_NE(r.client_message.find("nonsense_key"), std::string::npos) << r.client_message;
   p.conninfo = "host=127.0.0.1 user=x sslmode=sometimes";
   EXPECT_NE(scram::probe(p).client_message.find("sslmode"), std::string::npos);
@@ -265,7 +266,7 @@ TEST(scram_probe, BadConninfo) {
   for (const char* broken : {"postgresql://u:hunter2@[::1/db", "postgresql://u:hun%zzter2@h/db"}) {
     p.conninfo = broken;
     auto b = scram::probe(p);
-    EXPECT_EQ(b.outcome, probe_outcome::client_error);
+    EXPECT_EQ(b.outcome, probe_outcome::invalid_options);
     EXPECT_NE(b.client_message.find("invalid connection string"), std::string::npos) << b.client_message;
     EXPECT_EQ(b.client_message.find("hunter2"), std::string::npos) << b.client_message;
     EXPECT_EQ(b.client_message.find("zzter2"), std::string::npos) << b.client_message;
