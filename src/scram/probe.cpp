@@ -388,7 +388,7 @@ void prober::run() {
       if (e.rfind("timed out", 0) == 0) {
         // PgBouncer answers a client only once its own login to the server
         // is done, and 1.25 reports a failed server login after ~15 s.
-        e += " for the server's answer (a connection pooler such as PgBouncer may still be waiting on its own login "
+        e += " (a connection pooler such as PgBouncer may still be waiting on its own login "
              "to the server: try a longer --timeout)";
       }
       fail(e);
