@@ -29,6 +29,12 @@ std::string render_human(const scram::probe_report& r) {
     k.resize(17, ' ');
     out += k + value + "\n";
   };
+  if (r.outcome == scram::probe_outcome::invalid_options) {
+    // Nothing was read from the string that could be trusted, nothing sent.
+    line("password", r.password_given ? "given" : "not given");
+    line("result", "connection string refused: " + r.client_message);
+    return out;
+  }
   line("server", r.host + (r.host.empty() || r.host.front() == '/' ? " port " : ":") + r.port);
   line("user", r.user);
   line("database", r.dbname);
@@ -70,7 +76,7 @@ std::string render_human(const scram::probe_report& r) {
       result = (r.password_rejected ? "password rejected by the server: " : "rejected by the server: ") + r.sqlstate + " " +
                r.server_message;
       break;
-    case scram::probe_outcome::invalid_options: result = "connection string refused: " + r.client_message; break;
+    case scram::probe_outcome::invalid_options: break;  // rendered above
     case scram::probe_outcome::client_error: result = "failed: " + r.client_message; break;
   }
   line("result", result);

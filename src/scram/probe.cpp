@@ -421,6 +421,13 @@ void prober::run() {
     const std::int32_t code = get_i32(m.body, 0);
     const std::string rest = m.body.substr(4);
     if (r_.protocol_version.empty()) r_.protocol_version = "3." + std::to_string(t_.max_protocol_minor);
+    // What the server asked for is reported even when the string forbids it.
+    if (code == 3 || code == 5) r_.method = code == 3 ? auth_method::cleartext : auth_method::md5;
+    if (code == 2 || (code >= 7 && code <= 9)) r_.method = auth_method::gss;
+    if (code == 10) {
+      r_.method = auth_method::sasl;
+      r_.mechanisms = detail::parse_sasl_mechanisms(rest);
+    }
     if (!check_request(code)) return;
     switch (code) {
       case 0:
