@@ -144,7 +144,7 @@ std::string resolve_probe_target(const std::string& conninfo, bool password_chos
   if (t.channel_binding != "disable" && t.channel_binding != "prefer" && t.channel_binding != "require") {
     return invalid_value("channel_binding", t.channel_binding);
   }
-  if (auto e = require_auth_policy::parse(get("require_auth"), t.require_auth); !e.empty()) return e;
+  if (auto e = require_auth_policy::parse(get("require_auth"), PQlibVersion(), t.require_auth); !e.empty()) return e;
   if (values.count("sslnegotiation")) {
     t.sslnegotiation = get("sslnegotiation");
     if (t.sslnegotiation != "postgres" && t.sslnegotiation != "direct") {
@@ -169,9 +169,9 @@ std::string resolve_probe_target(const std::string& conninfo, bool password_chos
   t.sslsni = get("sslsni", "1") != "0";
   const std::string ssl_min = get("ssl_min_protocol_version", "TLSv1.2");
   const std::string ssl_max = get("ssl_max_protocol_version");
-  // libpq 18 quotes these two names; libpq 15 does not.
+  // libpq 17 and later quote these two names; 15 and 16 do not.
   const auto invalid_tls_version = [](const std::string& key, const std::string& value) {
-    return PQlibVersion() >= 180000 ? "invalid \"" + key + "\" value: \"" + value + "\"" : invalid_value(key, value);
+    return PQlibVersion() >= 170000 ? "invalid \"" + key + "\" value: \"" + value + "\"" : invalid_value(key, value);
   };
   t.ssl_min_protocol = tls_version(ssl_min);
   if (t.ssl_min_protocol < 0) return invalid_tls_version("ssl_min_protocol_version", ssl_min);

@@ -1,6 +1,6 @@
 #include "scram/require_auth.hpp"
 
-// The rules follow libpq 18:
+// The rules follow libpq 18 (16 and 17: the same without oauth):
 // - a list is either all plain methods (start from nothing allowed, and the
 //   server must run an exchange unless "none" is listed) or all negated
 //   (start from everything allowed, no exchange required unless "!none");
@@ -34,7 +34,8 @@ const char* description(int code) {
 
 }  // namespace
 
-std::string require_auth_policy::parse(std::string_view value, require_auth_policy& out) {
+std::string require_auth_policy::parse(std::string_view value, int libpq_version, require_auth_policy& out) {
+  const bool has_oauth = libpq_version >= 180000;
   out = require_auth_policy{};
   if (value.empty()) return {};
   require_auth_policy p;
@@ -59,7 +60,7 @@ std::string require_auth_policy::parse(std::string_view value, require_auth_poli
         p.auth_required_ = false;
         p.allowed_requests_ = ~std::uint32_t{0};
         p.scram_allowed_ = true;
-        p.oauth_allowed_ = true;
+        p.oauth_allowed_ = has_oauth;
       } else if (!negated) {
         return "negative require_auth method " + quoted(method) + " cannot be mixed with non-negative methods";
       }
@@ -82,7 +83,7 @@ std::string require_auth_policy::parse(std::string_view value, require_auth_poli
       bits = bit(auth_request::sspi) | bit(auth_request::gss_continue);
     } else if (method == "scram-sha-256") {
       mechanism = &p.scram_allowed_;
-    } else if (method == "oauth") {
+    } else if (method == "oauth" && has_oauth) {
       mechanism = &p.oauth_allowed_;
     } else if (method == "none") {
       // A method for negation's sake, with no request codes of its own.

@@ -31,11 +31,13 @@ inline constexpr int sasl_final = 12;
 class require_auth_policy {
  public:
   /// Parses `value` ("scram-sha-256", "password,md5", "!password",
-  /// "none,scram-sha-256"...) as libpq does. Returns "" and fills `out`, or
-  /// libpq's message for a malformed list (an unknown method, a method
-  /// listed twice, negated and plain methods mixed). An empty value means
-  /// the option is not set (libpq ignores it).
-  static std::string parse(std::string_view value, require_auth_policy& out);
+  /// "none,scram-sha-256"...) as the libpq of `libpq_version` (PQlibVersion:
+  /// 160000 and up) does. Returns "" and fills `out`, or libpq's message for
+  /// a malformed list (an unknown method, a method listed twice, negated and
+  /// plain methods mixed). An empty value means the option is not set
+  /// (libpq ignores it). Before libpq 18 SCRAM is the only SASL mechanism:
+  /// "oauth" is unknown, and "!scram-sha-256" refuses SASL requests as such.
+  static std::string parse(std::string_view value, int libpq_version, require_auth_policy& out);
 
   bool set() const noexcept { return !text_.empty(); }
   const std::string& text() const noexcept { return text_; }

@@ -8,16 +8,19 @@ namespace {
 using pgpipe::scram::detail::require_auth_policy;
 namespace req = pgpipe::scram::detail::auth_request;
 
-require_auth_policy parsed(const char* value) {
+constexpr int libpq_18 = 180004;
+constexpr int libpq_16 = 160014;
+
+require_auth_policy parsed(const char* value, int libpq_version = libpq_18) {
   require_auth_policy p;
-  const std::string error = require_auth_policy::parse(value, p);
+  const std::string error = require_auth_policy::parse(value, libpq_version, p);
   EXPECT_EQ(error, "") << "require_auth=" << value;
   return p;
 }
 
-std::string parse_error(const char* value) {
+std::string parse_error(const char* value, int libpq_version = libpq_18) {
   require_auth_policy p;
-  return require_auth_policy::parse(value, p);
+  return require_auth_policy::parse(value, libpq_version, p);
 }
 
 // What a SCRAM login sends: SASL, continue, final, then ok after the
@@ -107,6 +110,17 @@ TEST(require_auth, oauth_alone_lets_sasl_start_and_refuses_the_scram_mechanism) 
   EXPECT_EQ(p.check_mechanism("OAUTHBEARER"), "");
 }
 
+TEST(require_auth, before_libpq_18_scram_is_the_only_sasl_mechanism) {
+  // libpq 16 and 17: no oauth, so refusing SCRAM refuses SASL itself, and
+  // the failure names the request, not the mechanism.
+  EXPECT_EQ(parse_error("oauth", libpq_16), "invalid require_auth value: \"oauth\"");
+  EXPECT_EQ(parse_error("!oauth", libpq_16), "invalid require_auth value: \"oauth\"");
+  EXPECT_EQ(parsed("!scram-sha-256", libpq_16).check_request(req::sasl, false),
+            "authentication method requirement \"!scram-sha-256\" failed: server requested SASL authentication");
+  EXPECT_TRUE(scram_login_allowed(parsed("scram-sha-256", libpq_16)));
+  EXPECT_TRUE(scram_login_allowed(parsed("!password", libpq_16)));
+}
+
 TEST(require_auth, sspi_and_gss_share_the_continue_request) {
   const auto p = parsed("sspi");
   EXPECT_EQ(p.check_request(req::sspi, false), "");
@@ -133,7 +147,7 @@ TEST(require_auth, malformed_lists_are_refused_as_libpq_refuses_them) {
 
 TEST(require_auth, a_refused_parse_leaves_the_policy_unset) {
   require_auth_policy p = parsed("md5");
-  EXPECT_NE(require_auth_policy::parse("md5,bogus", p), "");
+  EXPECT_NE(require_auth_policy::parse("md5,bogus", libpq_18, p), "");
   EXPECT_FALSE(p.set());
 }
 
