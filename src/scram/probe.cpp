@@ -14,7 +14,7 @@
 #include "scram/probe_target.hpp"
 #include "scram/probe_transport.hpp"
 #include "scram/probe_wire.hpp"
-#include "scram/require_auth.hpp"
+#include "scram/expected_request.hpp"
 
 namespace pgpipe::scram {
 namespace {
@@ -244,55 +244,22 @@ bool prober::finish_sasl(const std::string& body) {
   return true;
 }
 
-// libpq's check_expected_areq, in its order: sslcertmode, require_auth,
-// channel_binding=require. Runs on every authentication request before
-// anything is answered, so nothing is sent that libpq would not send.
 bool prober::check_request(std::int32_t code) {
-  if (t_.sslcertmode == "require" && code == detail::auth_request::ok) {
-    fail(io_->client_certificate_requested() ? "server accepted connection without a valid SSL certificate"
-                                             : "server did not request an SSL certificate");
-    return false;
-  }
-  if (auto e = t_.require_auth.check_request(code, client_finished_auth_); !e.empty()) {
+  detail::session_facts facts;
+  facts.client_finished_auth = client_finished_auth_;
+  facts.channel_bound = r_.channel_binding == "tls-server-end-point";
+  facts.client_certificate_requested = io_->client_certificate_requested();
+  if (auto e = detail::check_expected_request(t_, code, facts); !e.empty()) {
     fail(std::move(e));
     return false;
-  }
-  if (t_.channel_binding == "require") {
-    switch (code) {
-      case detail::auth_request::sasl:
-      case detail::auth_request::sasl_continue:
-      case detail::auth_request::sasl_final:
-        break;
-      case detail::auth_request::ok:
-        if (r_.channel_binding != "tls-server-end-point") {
-          fail("channel binding required, but server authenticated client without channel binding");
-          return false;
-        }
-        break;
-      default:
-        fail("channel binding required but not supported by server's authentication request");
-        return false;
-    }
   }
   return true;
 }
 
-// NegotiateProtocolVersion: the newest minor version the server speaks
-// (and the protocol options it ignored: the probe sends none).
 bool prober::negotiate_protocol(const std::string& body) {
-  if (body.size() < 8) {
-    fail("received invalid protocol negotiation message: message too short");
-    return false;
-  }
-  const std::int32_t offered = get_i32(body, 0);
-  const int minor = offered & 0xffff;
-  if ((offered >> 16) != 3 || minor > t_.max_protocol_minor) {
-    fail("received invalid protocol negotiation message: server requested downgrade to a higher-numbered version");
-    return false;
-  }
-  if (minor < t_.min_protocol_minor) {
-    fail("server only supports protocol version 3." + std::to_string(minor) +
-         ", but \"min_protocol_version\" was set to 3." + std::to_string(t_.min_protocol_minor));
+  int minor = 0;
+  if (auto e = detail::negotiated_protocol(body, t_.min_protocol_minor, t_.max_protocol_minor, minor); !e.empty()) {
+    fail(std::move(e));
     return false;
   }
   r_.protocol_version = "3." + std::to_string(minor);

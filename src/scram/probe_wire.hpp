@@ -46,6 +46,11 @@ std::string error_text(const error_fields& f);
 /// reports a failed client login as a protocol violation).
 bool rejects_password(const error_fields& f);
 
+/// NegotiateProtocolVersion's body (newest minor version the server speaks,
+/// then the protocol options it ignored) against the range the client asked
+/// for: "" and `minor`, or libpq 18's message.
+std::string negotiated_protocol(std::string_view body, int min_minor, int max_minor, int& minor);
+
 /// AuthenticationSASL's list of mechanisms (NUL-terminated names, then NUL).
 std::vector<std::string> parse_sasl_mechanisms(std::string_view body);
 
