@@ -208,9 +208,16 @@ TEST(scram_probe_vs_libpq, every_option_is_accepted_or_refused_alike) {
 }
 
 TEST(scram_probe_vs_libpq, the_protocol_version_is_the_one_negotiated) {
-  if (PQlibVersion() < 180000) GTEST_SKIP() << "libpq " << PQlibVersion() << " has no max_protocol_version";
   scram::probe_report r;
+  (void)probe_verdict(conninfo_of({"v_scram", "sslmode=disable"}), r);
+  EXPECT_EQ(r.protocol_version, "3.0") << r.client_message;  // every libpq's default
   (void)probe_verdict(conninfo_of({"v_scram", "sslmode=disable max_protocol_version=latest"}), r);
+  if (PQlibVersion() < 180000) {
+    // A libpq without the option refuses the string, and so does the probe.
+    EXPECT_EQ(r.outcome, scram::probe_outcome::invalid_options);
+    EXPECT_NE(r.client_message.find("max_protocol_version"), std::string::npos) << r.client_message;
+    return;
+  }
   EXPECT_EQ(r.outcome, scram::probe_outcome::authenticated) << r.client_message;
   EXPECT_EQ(r.protocol_version, pgpipe::devcluster::cluster::server_major() >= 18 ? "3.2" : "3.0");
   EXPECT_EQ(r.options_in_force, (std::vector<std::string>{"sslmode=disable", "max_protocol_version=latest"}));
