@@ -1,7 +1,9 @@
 // Ask a PostgreSQL server how it authenticates a user, and optionally try a
 // password, speaking the protocol directly (no libpq connection): TCP or
-// Unix socket, SSLRequest and TLS through OpenSSL, StartupMessage v3.0, the
-// authentication messages, SCRAM through pgpipe::scram::client.
+// Unix socket, SSLRequest (or direct TLS) through OpenSSL, StartupMessage
+// v3.0 (v3.2 when max_protocol_version asks), the authentication messages,
+// SCRAM through pgpipe::scram::client. It answers as the libpq loaded at
+// run time would: the same options, the same checks, the same words.
 //
 // The probe never sends a password the server would see in clear text (or
 // as an MD5 hash that replays like one) unless allow_cleartext is set: a
