@@ -33,8 +33,11 @@ const char* usage_text =
     "                    [--iteration-cap N] [--password-file FILE | --no-password]\n"
     "      report how the server authenticates; with a password (stdin, FILE,\n"
     "      password= in CONNINFO or PGPASSWORD) try it. Exit 0 authenticated or\n"
-    "      method reported, 1 rejected by the server, 2 usage, 3 connection/TLS/\n"
-    "      protocol/SCRAM failure, 4 server wants a cleartext/MD5 password (not sent)\n"
+    "      method reported, 1 rejected by the server, 2 usage or CONNINFO refused\n"
+    "      (an option libpq or the probe does not accept), 3 connection/TLS/\n"
+    "      protocol/SCRAM failure or a CONNINFO requirement the server did not\n"
+    "      meet (require_auth, channel_binding...), 4 server wants a cleartext/MD5\n"
+    "      password (not sent)\n"
     "The password is never accepted as an argument.\n";
 
 [[noreturn]] void usage_error(const std::string& message) {

@@ -29,11 +29,21 @@ std::string render_human(const scram::probe_report& r) {
     k.resize(17, ' ');
     out += k + value + "\n";
   };
+  if (r.outcome == scram::probe_outcome::invalid_options) {
+    // Nothing was read from the string that could be trusted, nothing sent.
+    line("password", r.password_given ? "given" : "not given");
+    line("result", "connection string refused: " + r.client_message);
+    return out;
+  }
   line("server", r.host + (r.host.empty() || r.host.front() == '/' ? " port " : ":") + r.port);
   line("user", r.user);
   line("database", r.dbname);
   line("sslmode", r.sslmode);
+  std::string options;
+  for (const auto& o : r.options_in_force) options += (options.empty() ? "" : ", ") + o;
+  line("options set", options.empty() ? "none (libpq's defaults)" : options);
   line("TLS", r.tls ? "yes (" + r.tls_version + ", " + r.tls_cipher + ")" : "no");
+  if (!r.protocol_version.empty()) line("protocol", r.protocol_version);
   line("method", method_text(r.method));
   if (r.method == scram::auth_method::sasl) {
     std::string list;
@@ -62,7 +72,11 @@ std::string render_human(const scram::probe_report& r) {
       result = "method reported; no password given, so no password or proof was sent";
       break;
     case scram::probe_outcome::cleartext_not_sent: result = "not attempted: " + r.client_message; break;
-    case scram::probe_outcome::rejected: result = "rejected by the server: " + r.sqlstate + " " + r.server_message; break;
+    case scram::probe_outcome::rejected:
+      result = (r.password_rejected ? "password rejected by the server: " : "rejected by the server: ") + r.sqlstate + " " +
+               r.server_message;
+      break;
+    case scram::probe_outcome::invalid_options: break;  // rendered above
     case scram::probe_outcome::client_error: result = "failed: " + r.client_message; break;
   }
   line("result", result);
@@ -88,7 +102,10 @@ std::string render_json(const scram::probe_report& r) {
       {"channel_binding", r.channel_binding},
       {"iterations", r.iterations},
       {"salt_length", r.salt_length},
+      {"options_in_force", boost::json::array(r.options_in_force.begin(), r.options_in_force.end())},
+      {"protocol_version", r.protocol_version},
       {"password_given", r.password_given},
+      {"password_rejected", r.password_rejected},
       {"server_signature_verified", r.server_signature_verified},
       {"outcome", scram::to_string(r.outcome)},
       {"sqlstate", r.sqlstate},

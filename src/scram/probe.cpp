@@ -14,11 +14,12 @@
 #include "scram/probe_target.hpp"
 #include "scram/probe_transport.hpp"
 #include "scram/probe_wire.hpp"
+#include "scram/expected_request.hpp"
 
 namespace pgpipe::scram {
 namespace {
 
-constexpr std::int32_t protocol_3_0 = 196608;
+constexpr std::int32_t protocol_3 = 3 << 16;  // major 3, minor in the low 16 bits
 constexpr std::int32_t ssl_request_code = 80877103;
 
 // ---- wire format -----------------------------------------------------------
@@ -92,6 +93,9 @@ class prober {
     return true;
   }
   bool negotiate_tls();
+  bool start_tls();
+  bool negotiate_protocol(const std::string& body);
+  bool check_request(std::int32_t code);
   bool start_sasl(const std::string& body);
   bool continue_sasl(const std::string& body);
   bool finish_sasl(const std::string& body);
@@ -103,11 +107,15 @@ class prober {
   std::string password_;
   std::unique_ptr<detail::transport> io_;
   std::unique_ptr<client> scram_;
+  bool client_finished_auth_ = false;  // a password or a checked SCRAM signature went both ways
 };
 
 bool prober::negotiate_tls() {
   const std::string& mode = t_.sslmode;
   if (mode == "disable" || mode == "allow") return true;  // allow: plaintext first, as libpq
+  // Direct: the TLS handshake is the first byte on the wire (PostgreSQL 17+);
+  // an older server reads it as a broken startup packet and hangs up.
+  if (t_.sslnegotiation == "direct") return start_tls();
   std::string req;
   put_i32(req, 8);
   put_i32(req, ssl_request_code);
@@ -132,7 +140,16 @@ bool prober::negotiate_tls() {
     fail("server sent unencrypted data after accepting SSLRequest");
     return false;
   }
+  return start_tls();
+}
+
+bool prober::start_tls() {
+  const std::string& mode = t_.sslmode;
   detail::tls_options o;
+  o.sni = t_.sslsni;
+  o.alpn = t_.sslnegotiation == "direct";
+  o.min_version = t_.ssl_min_protocol;
+  o.max_version = t_.ssl_max_protocol;
   o.sslmode = mode;
   o.host = t_.host;
   o.root_cert = t_.sslrootcert;
@@ -166,6 +183,12 @@ bool prober::start_sasl(const std::string& body) {
                                     r_.tls ? io_->peer_certificate_der() : std::vector<unsigned char>{});
   if (!choice.error.empty()) {
     fail(choice.error);
+    return false;
+  }
+  const std::string mechanism = choice.binding == channel_binding_mode::tls_server_end_point ? "SCRAM-SHA-256-PLUS"
+                                                                                              : "SCRAM-SHA-256";
+  if (auto e = t_.require_auth.check_mechanism(mechanism); !e.empty()) {
+    fail(std::move(e));
     return false;
   }
   client_params cp;
@@ -217,6 +240,29 @@ bool prober::finish_sasl(const std::string& body) {
     return false;
   }
   r_.server_signature_verified = true;
+  client_finished_auth_ = true;
+  return true;
+}
+
+bool prober::check_request(std::int32_t code) {
+  detail::session_facts facts;
+  facts.client_finished_auth = client_finished_auth_;
+  facts.channel_bound = r_.channel_binding == "tls-server-end-point";
+  facts.client_certificate_requested = io_->client_certificate_requested();
+  if (auto e = detail::check_expected_request(t_, code, facts); !e.empty()) {
+    fail(std::move(e));
+    return false;
+  }
+  return true;
+}
+
+bool prober::negotiate_protocol(const std::string& body) {
+  int minor = 0;
+  if (auto e = detail::negotiated_protocol(body, t_.min_protocol_minor, t_.max_protocol_minor, minor); !e.empty()) {
+    fail(std::move(e));
+    return false;
+  }
+  r_.protocol_version = "3." + std::to_string(minor);
   return true;
 }
 
@@ -244,20 +290,24 @@ void prober::after_auth_ok() {
 }
 
 void prober::run() {
-  if (auto e = detail::resolve_probe_target(p_.conninfo, t_); !e.empty()) {
-    fail(e);
+  // The password is known before the string is read, so a refused string
+  // still reports whether one was given.
+  if (p_.password) password_ = *p_.password;
+  r_.password_given = !password_.empty();
+  if (auto e = detail::resolve_probe_target(p_.conninfo, p_.password.has_value(), t_); !e.empty()) {
+    r_.password_given = r_.password_given || !t_.password.empty();
+    detail::cleanse(t_.password.data(), t_.password.size());
+    r_.outcome = probe_outcome::invalid_options;
+    r_.client_message = std::move(e);
     return;
   }
+  r_.options_in_force = t_.in_force;
   r_.host = t_.hostaddr.empty() ? t_.host : t_.host.empty() ? t_.hostaddr : t_.host + " (" + t_.hostaddr + ")";
   r_.port = t_.port;
   r_.user = t_.user;
   r_.dbname = t_.dbname;
   r_.sslmode = t_.sslmode;
-  if (p_.password) {
-    password_ = *p_.password;
-  } else {
-    password_ = t_.password;
-  }
+  if (!p_.password) password_ = t_.password;
   detail::cleanse(t_.password.data(), t_.password.size());
   r_.password_given = !password_.empty();
 
@@ -284,7 +334,7 @@ void prober::run() {
   if (!negotiate_tls()) return;
 
   std::string startup;
-  put_i32(startup, protocol_3_0);
+  put_i32(startup, protocol_3 | t_.max_protocol_minor);
   for (const auto& [k, v] : {std::pair<std::string, std::string>{"user", t_.user},
                              {"database", t_.dbname},
                              {"application_name", "pgpipe-scram"}}) {
@@ -302,17 +352,28 @@ void prober::run() {
   for (;;) {
     backend_message m;
     if (auto e = read_message(*io_, m); !e.empty()) {
+      if (e.rfind("timed out", 0) == 0) {
+        // PgBouncer answers a client only once its own login to the server
+        // is done, and 1.25 reports a failed server login after ~15 s.
+        e += " (a connection pooler such as PgBouncer may still be waiting on its own login "
+             "to the server: try a longer --timeout)";
+      }
       fail(e);
       return;
     }
     switch (m.type) {
       case 'E': {
-        parse_error_fields(m.body, r_.sqlstate, r_.server_message);
+        const auto f = detail::parse_error_fields(m.body);
+        r_.sqlstate = f.sqlstate;
+        r_.server_message = detail::error_text(f);
+        r_.password_rejected = detail::rejects_password(f);
         r_.outcome = probe_outcome::rejected;
         return;
       }
       case 'N':  // NoticeResponse
-      case 'v':  // NegotiateProtocolVersion: only lists options it ignored
+        continue;
+      case 'v':
+        if (!negotiate_protocol(m.body)) return;
         continue;
       case 'R':
         break;
@@ -326,6 +387,15 @@ void prober::run() {
     }
     const std::int32_t code = get_i32(m.body, 0);
     const std::string rest = m.body.substr(4);
+    if (r_.protocol_version.empty()) r_.protocol_version = "3." + std::to_string(t_.max_protocol_minor);
+    // What the server asked for is reported even when the string forbids it.
+    if (code == 3 || code == 5) r_.method = code == 3 ? auth_method::cleartext : auth_method::md5;
+    if (code == 2 || (code >= 7 && code <= 9)) r_.method = auth_method::gss;
+    if (code == 10) {
+      r_.method = auth_method::sasl;
+      r_.mechanisms = detail::parse_sasl_mechanisms(rest);
+    }
+    if (!check_request(code)) return;
     switch (code) {
       case 0:
         after_auth_ok();
@@ -363,6 +433,7 @@ void prober::run() {
         detail::cleanse(answer.data(), answer.size());
         detail::cleanse(msg.data(), msg.size());
         if (!ok) return;
+        client_finished_auth_ = true;
         continue;
       }
       case 10:
@@ -401,6 +472,8 @@ int probe_report::exit_code() const noexcept {
       return 0;
     case probe_outcome::rejected:
       return 1;
+    case probe_outcome::invalid_options:
+      return 2;
     case probe_outcome::client_error:
       return 3;
     case probe_outcome::cleartext_not_sent:
@@ -428,6 +501,7 @@ const char* to_string(probe_outcome o) noexcept {
     case probe_outcome::cleartext_not_sent: return "cleartext_not_sent";
     case probe_outcome::rejected: return "rejected";
     case probe_outcome::client_error: return "client_error";
+    case probe_outcome::invalid_options: return "invalid_options";
   }
   return "client_error";
 }

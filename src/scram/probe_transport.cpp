@@ -153,8 +153,21 @@ std::string transport::start_tls(const tls_options& o) {
   ERR_clear_error();
   ctx_ = SSL_CTX_new(TLS_client_method());
   if (ctx_ == nullptr) return openssl_error("SSL_CTX_new");
-  // libpq 15's default ssl_min_protocol_version.
-  SSL_CTX_set_min_proto_version(ctx_, TLS1_2_VERSION);
+  if (o.min_version != 0 && SSL_CTX_set_min_proto_version(ctx_, o.min_version) != 1) {
+    return openssl_error("could not set minimum SSL protocol version");
+  }
+  if (o.max_version != 0 && SSL_CTX_set_max_proto_version(ctx_, o.max_version) != 1) {
+    return openssl_error("could not set maximum SSL protocol version");
+  }
+  // Called when the server asks for a client certificate: sslcertmode=require
+  // needs to know (libpq fails differently whether it was asked or not).
+  SSL_CTX_set_cert_cb(
+      ctx_,
+      [](SSL*, void* arg) {
+        *static_cast<bool*>(arg) = true;
+        return 1;
+      },
+      &certificate_requested_);
   if (o.verify_chain) {
     if (o.root_cert.empty()) {
       return "sslmode=" + o.sslmode + " needs a root certificate (sslrootcert) to verify the server";
@@ -169,9 +182,13 @@ std::string transport::start_tls(const tls_options& o) {
   ssl_ = SSL_new(ctx_);
   if (ssl_ == nullptr) return openssl_error("SSL_new");
   if (SSL_set_fd(ssl_, fd_) != 1) return openssl_error("SSL_set_fd");
-  // SNI as libpq 15 (sslsni=1) sends it: host names only, not IP literals.
-  if (!o.host.empty() && o.host.front() != '/' && !is_ip_literal(o.host)) {
+  // SNI as libpq sends it with sslsni=1: host names only, not IP literals.
+  if (o.sni && !o.host.empty() && o.host.front() != '/' && !is_ip_literal(o.host)) {
     SSL_set_tlsext_host_name(ssl_, o.host.c_str());
+  }
+  static const unsigned char alpn_postgresql[] = {10, 'p', 'o', 's', 't', 'g', 'r', 'e', 's', 'q', 'l'};
+  if (o.alpn && SSL_set_alpn_protos(ssl_, alpn_postgresql, sizeof alpn_postgresql) != 0) {
+    return openssl_error("could not set SSL ALPN extension");
   }
   if (o.verify_host) {
     X509_VERIFY_PARAM* param = SSL_get0_param(ssl_);
@@ -193,6 +210,16 @@ std::string transport::start_tls(const tls_options& o) {
       return std::string("server certificate verification failed: ") + X509_verify_cert_error_string(verify);
     }
     return openssl_error("TLS handshake failed");
+  }
+  if (o.alpn) {
+    // libpq's words: a server that skipped ALPN may not be PostgreSQL at all.
+    const unsigned char* selected = nullptr;
+    unsigned int length = 0;
+    SSL_get0_alpn_selected(ssl_, &selected, &length);
+    if (selected == nullptr) return "direct SSL connection was established without ALPN protocol negotiation extension";
+    if (length != sizeof alpn_postgresql - 1 || std::memcmp(selected, alpn_postgresql + 1, length) != 0) {
+      return "SSL connection was established with unexpected ALPN protocol";
+    }
   }
   return {};
 }

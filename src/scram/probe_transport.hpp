@@ -20,6 +20,10 @@ struct tls_options {
   std::string root_cert;    ///< CA file; "" when none
   bool verify_chain = false;
   bool verify_host = false;
+  bool sni = true;          ///< send the host name (not an IP literal) as SNI
+  bool alpn = false;        ///< offer ALPN "postgresql" and require the server to pick it (direct TLS)
+  int min_version = 0;      ///< OpenSSL protocol version bounds (TLS1_2_VERSION...); 0: none
+  int max_version = 0;
 };
 
 class transport {
@@ -45,6 +49,9 @@ class transport {
   bool tls() const noexcept { return ssl_ != nullptr; }
   std::string tls_version() const;
   std::string tls_cipher() const;
+  /// The server sent a CertificateRequest in the handshake (the probe has
+  /// no client certificate to send).
+  bool client_certificate_requested() const noexcept { return certificate_requested_; }
   /// DER of the server certificate (empty without TLS).
   std::vector<unsigned char> peer_certificate_der() const;
 
@@ -56,6 +63,7 @@ class transport {
   int fd_ = -1;
   SSL_CTX* ctx_ = nullptr;
   SSL* ssl_ = nullptr;
+  bool certificate_requested_ = false;
 };
 
 }  // namespace pgpipe::scram::detail

@@ -62,6 +62,27 @@ std::string error_text(const error_fields& f) {
   return text;
 }
 
+bool rejects_password(const error_fields& f) {
+  if (f.sqlstate == "28P01") return true;
+  // PgBouncer words are English and fixed (it has no lc_messages).
+  return f.sqlstate == "08P01" &&
+         (f.message == "SASL authentication failed" || f.message == "password authentication failed");
+}
+
+std::string negotiated_protocol(std::string_view body, int min_minor, int max_minor, int& minor) {
+  if (body.size() < 8) return "received invalid protocol negotiation message: message too short";
+  const std::int32_t offered = get_i32(body, 0);
+  minor = offered & 0xffff;
+  if ((offered >> 16) != 3 || minor > max_minor) {
+    return "received invalid protocol negotiation message: server requested downgrade to a higher-numbered version";
+  }
+  if (minor < min_minor) {
+    return "server only supports protocol version 3." + std::to_string(minor) + ", but \"min_protocol_version\" was set to 3." +
+           std::to_string(min_minor);
+  }
+  return {};
+}
+
 std::vector<std::string> parse_sasl_mechanisms(std::string_view body) {
   std::vector<std::string> out;
   std::size_t i = 0;

@@ -40,6 +40,17 @@ error_fields parse_error_fields(std::string_view body);
 /// "SEVERITY: message (detail)", as the probe reports it.
 std::string error_text(const error_fields& f);
 
+/// True when an ErrorResponse during authentication says the password (or
+/// SCRAM proof) was wrong: PostgreSQL's 28P01, and PgBouncer's 08P01 "SASL
+/// authentication failed" / "password authentication failed" (PgBouncer
+/// reports a failed client login as a protocol violation).
+bool rejects_password(const error_fields& f);
+
+/// NegotiateProtocolVersion's body (newest minor version the server speaks,
+/// then the protocol options it ignored) against the range the client asked
+/// for: "" and `minor`, or libpq 18's message.
+std::string negotiated_protocol(std::string_view body, int min_minor, int max_minor, int& minor);
+
 /// AuthenticationSASL's list of mechanisms (NUL-terminated names, then NUL).
 std::vector<std::string> parse_sasl_mechanisms(std::string_view body);
 

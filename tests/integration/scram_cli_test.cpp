@@ -196,6 +196,16 @@ TEST_F(scram_cli_probe, NoPasswordReportsTheMethodAndExits0) {
   EXPECT_NE(r.out.find("iterations:      4096"), std::string::npos) << r.out;
 }
 
+TEST_F(scram_cli_probe, ConninfoLibpqRefusesExits2AndStillSaysThePasswordWasGiven) {
+  // An option this libpq does not know: libpq refuses the string before
+  // anything is sent, a usage error; the piped password was still read.
+  auto r = run({"probe", "host=127.0.0.1 port=1 user=x no_such_option=1"}, secret + "\n");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("password:        given"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no_such_option"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("s3cret"), std::string::npos) << r.out;
+}
+
 TEST_F(scram_cli_probe, UnreachableServerExits3) {
   // A port nothing listens on: the cluster's port + 1 is not guaranteed free,
   // so use port 1 (privileged, never a PostgreSQL on the test machine).

@@ -256,7 +256,8 @@ TEST(scram_probe, BadConninfo) {
   scram::probe_params p;
   p.conninfo = "host=127.0.0.1 nonsense_key=1";
   auto r = scram::probe(p);
-  EXPECT_EQ(r.outcome, probe_outcome::client_error);
+  EXPECT_EQ(r.outcome, probe_outcome::invalid_options);
+  EXPECT_EQ(r.exit_code(), 2);
   EXPECT_NE(r.client_message.find("nonsense_key"), std::string::npos) << r.client_message;
   p.conninfo = "host=127.0.0.1 user=x sslmode=sometimes";
   EXPECT_NE(scram::probe(p).client_message.find("sslmode"), std::string::npos);
@@ -265,7 +266,7 @@ TEST(scram_probe, BadConninfo) {
   for (const char* broken : {"postgresql://u:hunter2@[::1/db", "postgresql://u:hun%zzter2@h/db"}) {
     p.conninfo = broken;
     auto b = scram::probe(p);
-    EXPECT_EQ(b.outcome, probe_outcome::client_error);
+    EXPECT_EQ(b.outcome, probe_outcome::invalid_options);
     EXPECT_NE(b.client_message.find("invalid connection string"), std::string::npos) << b.client_message;
     EXPECT_EQ(b.client_message.find("hunter2"), std::string::npos) << b.client_message;
     EXPECT_EQ(b.client_message.find("zzter2"), std::string::npos) << b.client_message;
@@ -364,6 +365,27 @@ TEST(scram_probe_fake, SilentServerTimesOut) {
   auto r = scram::probe(p);
   EXPECT_EQ(r.outcome, probe_outcome::client_error);
   EXPECT_NE(r.client_message.find("timed out"), std::string::npos) << r.client_message;
+  EXPECT_NE(r.client_message.find("pooler"), std::string::npos) << r.client_message;
+}
+
+TEST(scram_probe_fake, SilenceAfterTheProofSaysAPoolerMayStillBeLoggingIn) {
+  // PgBouncer answers the client's proof only after its own login to the
+  // server, which 1.25 reports as failed only after about 15 s.
+  fake_server pooler([](int fd) {
+    const std::string nonce = start_scram(fd);
+    send_auth(fd, 11, "r=" + nonce + "server,s=QUJDREVGR0hJSktMTU5PUA==,i=4096");
+  });
+  scram::probe_params p;
+  p.conninfo = pooler.conninfo();
+  p.password = "pw";
+  p.timeout = std::chrono::milliseconds(300);
+  auto r = scram::probe(p);
+  EXPECT_EQ(r.outcome, probe_outcome::client_error);
+  EXPECT_EQ(r.iterations, 4096);  // the proof was sent: the wait is for the verdict
+  EXPECT_NE(r.client_message.find("timed out"), std::string::npos) << r.client_message;
+  EXPECT_NE(r.client_message.find("a connection pooler such as PgBouncer may still be waiting on its own login"),
+            std::string::npos)
+      << r.client_message;
 }
 
 TEST(scram_probe_fake, ServerWithoutTlsFailsSslmodeRequire) {

@@ -1,7 +1,9 @@
 // Ask a PostgreSQL server how it authenticates a user, and optionally try a
 // password, speaking the protocol directly (no libpq connection): TCP or
-// Unix socket, SSLRequest and TLS through OpenSSL, StartupMessage v3.0, the
-// authentication messages, SCRAM through pgpipe::scram::client.
+// Unix socket, SSLRequest (or direct TLS) through OpenSSL, StartupMessage
+// v3.0 (v3.2 when max_protocol_version asks), the authentication messages,
+// SCRAM through pgpipe::scram::client. It answers as the libpq loaded at
+// run time would: the same options, the same checks, the same words.
 //
 // The probe never sends a password the server would see in clear text (or
 // as an MD5 hash that replays like one) unless allow_cleartext is set: a
@@ -20,11 +22,21 @@ namespace pgpipe::scram {
 
 /// What probe() connects to and how far it goes.
 struct probe_params {
-  /// libpq syntax (key=value or postgresql:// URI), parsed with
-  /// PQconninfoParse; unset keys fall back to libpq's defaults and PG*
-  /// environment variables (PQconndefaults). Used: host (first of a list),
-  /// hostaddr, port, user, dbname, sslmode, sslrootcert, channel_binding,
-  /// connect_timeout, password.
+  /// libpq syntax (key=value or postgresql:// URI), parsed with the libpq
+  /// loaded at run time (PQconninfoParse), so an option that libpq does not
+  /// know is refused as libpq refuses it; unset keys fall back to libpq's
+  /// defaults and PG* environment variables (PQconndefaults). Used: host
+  /// (first of a list), hostaddr, port, user, dbname, password,
+  /// connect_timeout, and every option that changes authentication or TLS
+  /// negotiation that the probe speaks: sslmode, sslrootcert, sslsni,
+  /// ssl_min/max_protocol_version, channel_binding, and (libpq 16-18)
+  /// require_auth, sslcertmode, sslnegotiation, min/max_protocol_version.
+  /// The others (sslcert, sslkey, sslpassword, sslcrl, sslcrldir,
+  /// requirepeer, gssencmode=require, krbsrvname, gsslib, gssdelegation,
+  /// scram_client_key, scram_server_key, oauth_*, service,
+  /// sslrootcert=system, and passfile when `password` is not set and the
+  /// string has none), when set, make the probe refuse the string
+  /// (probe_outcome::invalid_options) naming the option.
   std::string conninfo;
   /// Overrides the conninfo's password. No password at all: the probe
   /// reports what the server asks for and stops before answering.
@@ -53,7 +65,10 @@ enum class probe_outcome {
   method_reported,      ///< no password given: the method was found, nothing sent
   cleartext_not_sent,   ///< password given but the server wants cleartext/MD5 and allow_cleartext is off
   rejected,             ///< the server refused (ErrorResponse: see sqlstate, server_message)
-  client_error,         ///< the probe failed: bad conninfo, network, TLS, protocol, SCRAM check
+  client_error,         ///< the probe failed: network, TLS, protocol, SCRAM check, or a
+                        ///< requirement of the connection string the server did not meet
+  invalid_options,      ///< the connection string was refused before connecting (libpq's
+                        ///< parser, an invalid value, an option the probe does not implement)
 };
 
 /// What probe() found out; every field is free of the password.
@@ -73,17 +88,30 @@ struct probe_report {
   int iterations = 0;                   ///< from server-first-message
   std::size_t salt_length = 0;          ///< decoded salt bytes
 
+  /// The authentication and TLS options set away from libpq's defaults,
+  /// as "key=value" (e.g. "require_auth=scram-sha-256"): what the probe
+  /// honoured. Empty: libpq's defaults throughout.
+  std::vector<std::string> options_in_force;
+  /// The protocol version the session runs ("3.0", "3.2"); empty when the
+  /// probe stopped before the server answered the StartupMessage.
+  std::string protocol_version;
+
   bool password_given = false;  ///< a password was available (given, file, PGPASSWORD or conninfo)
   bool server_signature_verified = false;  ///< SCRAM: v= matched
   probe_outcome outcome = probe_outcome::client_error;  ///< how the probe ended
 
+  /// The server refused the password or the SCRAM proof: 28P01 from
+  /// PostgreSQL, and from PgBouncer 08P01 "SASL authentication failed" (or
+  /// "password authentication failed"), its code for a failed client login.
+  bool password_rejected = false;
   std::string sqlstate;        ///< from an ErrorResponse
   std::string server_message;  ///< its message (and detail)
   std::string session_error;   ///< ErrorResponse after AuthenticationOk (e.g. 3D000 unknown database)
   std::string client_message;  ///< what went wrong on our side (never contains the password)
 
-  /// 0 for authenticated and method_reported, 1 rejected, 3 client_error,
-  /// 4 cleartext_not_sent (the pgpipe-scram exit code).
+  /// 0 for authenticated and method_reported, 1 rejected, 2
+  /// invalid_options, 3 client_error, 4 cleartext_not_sent (the
+  /// pgpipe-scram exit code).
   int exit_code() const noexcept;
 };
 
