@@ -5,6 +5,7 @@
 
 #include "async/connection/request_outcome.hpp"
 #include "async/sansio/sync_coalescing.hpp"
+#include "core/sql/sql_text.hpp"
 #include "pq/libpq_failure.hpp"
 
 #include <pgpipe/detail/param_limits.hpp>
@@ -81,6 +82,10 @@ void pipelined_connection::enqueue(std::shared_ptr<query_request> req) {
     }
     return;
   }
+  if (std::string why = nul_byte_refusal(req->spec.sql); !why.empty()) {
+    refuse(req, std::move(why));
+    return;
+  }
   if (st_ == state::dead) {
     // The connection died after the pool granted it; the pool already forgot
     // the grant, so nothing is released.
@@ -119,6 +124,31 @@ void pipelined_connection::enqueue(std::shared_ptr<query_request> req) {
   if (req->deadline < timer_at_) set_timer(req->deadline);
   apply();
   schedule_write();
+}
+
+void pipelined_connection::enqueue_chain(const std::vector<std::shared_ptr<query_request>>& reqs) {
+  // All or nothing: a chain with a statement missing would be another
+  // transaction (its BEGIN and COMMIT around the rest).
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    std::string why = nul_byte_refusal(reqs[i]->spec.sql);
+    if (why.empty()) continue;
+    for (std::size_t j = 0; j < reqs.size(); ++j) {
+      refuse(reqs[j], j == i ? why
+                             : "nothing of this chain was sent: its request " + std::to_string(i) +
+                                   " was refused (" + why + ")");
+    }
+    return;
+  }
+  for (const auto& req : reqs) enqueue(req);
+}
+
+void pipelined_connection::refuse(const std::shared_ptr<query_request>& req, std::string why) {
+  // Capacity the pool granted for it goes back first, so that a handler
+  // looking at stats() sees it free.
+  if (req->pooled && !req->completed.load(std::memory_order_acquire)) {
+    if (auto owner = owner_.lock()) owner->conn_release(slot_, 1);
+  }
+  complete(req, make_error_code(errc::invalid_argument), client_error_result(std::move(why)));
 }
 
 void pipelined_connection::schedule_write() {
