@@ -43,7 +43,7 @@ pipeline_params core_params(const connection_config& c) {
 pipelined_connection::pipelined_connection(asio::any_io_executor ex, slot_id slot,
                                            std::shared_ptr<const connection_config> cfg,
                                            std::weak_ptr<connection_owner> owner)
-    : ex_(std::move(ex)), slot_(slot), cfg_(std::move(cfg)), owner_(std::move(owner)),
+    : ex_(std::move(ex)), slot_(slot), cfg_(std::move(cfg)), secrets_(cfg_->secrets), owner_(std::move(owner)),
       core_(core_params(*cfg_)),
       timer_(ex_) {}
 
@@ -61,7 +61,7 @@ pipelined_connection::~pipelined_connection() {
 }
 
 std::string pipelined_connection::pq_error() const {
-  return clean_message(pg_ ? PQerrorMessage(pg_) : "out of memory", cfg_->secrets);
+  return clean_message(pg_ ? PQerrorMessage(pg_) : "out of memory", secrets_);
 }
 
 // ---- requests ---------------------------------------------------------------

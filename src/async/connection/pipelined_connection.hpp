@@ -282,6 +282,9 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   boost::asio::any_io_executor ex_;
   slot_id slot_;
   std::shared_ptr<const connection_config> cfg_;
+  /// What pq_error() scrubs: the pool's conninfo passwords and, once
+  /// connected, the one libpq used (before_connect's).
+  std::vector<std::string> secrets_;
   std::weak_ptr<connection_owner> owner_;
 
   state st_ = state::created;
