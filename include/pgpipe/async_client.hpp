@@ -132,7 +132,8 @@ class async_client {
   /// unnamed statement is used.
   /// Errors (the result's diag() has the details):
   ///   SQLSTATE codes (sqlstate_category) for errors the server reported;
-  ///   errc::invalid_argument (a text parameter with a NUL byte, a parameter
+  ///   errc::invalid_argument (a NUL byte in `sql`, which libpq would cut
+  ///   there; a text parameter with a NUL byte, a parameter
   ///   over 1 GiB - 1 bytes or parameters over 1 GiB in all, the server's
   ///   limits; nothing sent);
   ///   errc::queue_full (max_queued already waiting), errc::pool_timeout (no

@@ -80,8 +80,9 @@ class async_read_router {
   /// async_client::async_query, and:
   ///  - a read that fails on a server because its connection was lost
   ///    (errc::not_sent, errc::connection_lost), no connection could be opened
-  ///    (connect errors) or the server is shutting down (SQLSTATE 57P01-57P03,
-  ///    class 08) is run again elsewhere: after a replica, on another healthy
+  ///    (connect errors) or the server is shutting down (SQLSTATE 57P01-57P03;
+  ///    not class 08, which a live server sends: 08P01 for a wrong
+  ///    parameter count) is run again elsewhere: after a replica, on another healthy
   ///    replica or else the primary (its read-only pool); after the primary,
   ///    on a replica that may serve it (in recovery, within max_lag unless
   ///    the primary counts as down, its latest probe good). Each server is

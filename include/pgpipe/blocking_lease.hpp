@@ -154,8 +154,8 @@ class blocking_lease {
   /// diagnostics; 25P02 when a COMMIT (END, PREPARE TRANSACTION) was answered
   /// ROLLBACK (the transaction had failed); errc::connection_lost (the
   /// connection is discarded on release; the statement may have executed);
-  /// errc::invalid_argument before anything is sent, for a text parameter
-  /// holding a NUL byte, a value over the server's size limits
+  /// errc::invalid_argument before anything is sent, for `sql` or a text
+  /// parameter holding a NUL byte, a value over the server's size limits
   /// (param_limits.hpp) or over 65535 parameters, and after a COPY ... FROM
   /// STDIN / TO STDOUT (use blocking_copy_in / blocking_copy_out; the connection is discarded).
   /// Precondition: valid lease, used by one thread, no libpqxx transaction

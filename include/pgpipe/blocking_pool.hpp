@@ -143,7 +143,7 @@ class blocking_pool {
   /// the statement's SQLSTATE and the server's diagnostics, or
   /// errc::connection_lost when the connection died during the statement (it
   /// may have executed), or errc::invalid_argument (before anything is sent)
-  /// when a text argument contains a NUL byte, or a string or bytes argument
+  /// when `sql` or a text argument contains a NUL byte, or a string or bytes argument
   /// is over 1 GiB - 1 bytes (or all of them over 1 GiB), the server's limits.
   /// Unlike async_client::async_query, exec() refuses no statement: the
   /// connection serves only this call meanwhile, and a transaction it leaves

@@ -107,8 +107,8 @@ class blocking_read_router {
   /// primary's read-only pool (read_routing_params::primary_read_only_pool_size).
   /// Same arguments, blocking and errors as blocking_pool::exec, and:
   /// a read that fails on a server because its connection was lost or could
-  /// not be opened, or the server is shutting down (SQLSTATE 57P01-57P03,
-  /// class 08), is run again elsewhere (after a replica: another healthy
+  /// not be opened, or the server is shutting down (SQLSTATE 57P01-57P03;
+  /// not class 08, which a live server sends), is run again elsewhere (after a replica: another healthy
   /// replica or the primary; after the primary: a replica that may serve
   /// it), each server at most once, and the caller sees the answer, or the
   /// last server's error when none is left (safe: a standby refuses writes,

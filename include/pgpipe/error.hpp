@@ -35,7 +35,7 @@ enum class errc {
   connect_failed,      ///< any other failure to establish a session
   // Using results and parameters.
   bad_params,          ///< pool_params (or another *_params) failed validation
-  invalid_argument,    ///< a query argument cannot be sent (e.g. NUL byte in text)
+  invalid_argument,    ///< a query or its argument cannot be sent (e.g. a NUL byte in SQL text or a text parameter)
   conversion_error,    ///< a field cannot be converted to the requested C++ type
   null_value,          ///< a NULL field was read into a non-optional type
   out_of_range,        ///< row or column index out of range, or a value the C++ type cannot hold

@@ -207,6 +207,19 @@ std::string pooler_suspected_message(std::string_view sqlstate) {
          "This connection sends unnamed statements from now on";
 }
 
+std::vector<std::string> secrets_of(PGconn* conn, std::vector<std::string> configured) {
+  const char* pw = conn != nullptr ? PQpass(conn) : nullptr;
+  if (pw == nullptr || *pw == '\0') return configured;
+  std::string s(pw);
+  for (const auto& c : configured)
+    if (c == s) return configured;
+  // Longest first, as passwords_of orders them: a secret containing another
+  // is scrubbed whole.
+  auto at = std::find_if(configured.begin(), configured.end(), [&](const std::string& c) { return c.size() < s.size(); });
+  configured.insert(at, std::move(s));
+  return configured;
+}
+
 std::string clean_message(std::string_view message, const std::vector<std::string>& secrets) {
   std::string m(message);
   while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();

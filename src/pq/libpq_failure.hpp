@@ -104,6 +104,12 @@ inline bool is_stale_statement(std::string_view sqlstate, std::string_view prima
 
 // ---- passwords and conninfo ----------------------------------------------------
 
+/// `configured` and the password libpq used for `conn` (PQpass: the one
+/// pool_params::before_connect returned, which the pool's own conninfo does
+/// not carry). libpq's words about a connection can quote only that
+/// connection's password, so this list scrubs everything libpq says of it.
+std::vector<std::string> secrets_of(PGconn* conn, std::vector<std::string> configured);
+
 /// libpq's message on one line, with every secret scrubbed.
 std::string clean_message(std::string_view message, const std::vector<std::string>& secrets);
 

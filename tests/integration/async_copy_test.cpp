@@ -23,8 +23,10 @@
 #include <chrono>
 #include <cstdio>
 #include <future>
+#include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -268,14 +270,31 @@ TEST(async_copy, a_timeout_mid_copy_ends_it_once_and_leaves_nothing) {
   expect_serves(l);
 }
 
+// The password is "closed", a word of libpq's "server closed the connection
+// unexpectedly", and before_connect supplies it (the pool's conninfo has
+// none): every error and log line of the loss must still be without it.
 TEST(async_copy, a_backend_killed_mid_copy_fails_it_once_as_lost) {
   auto& pg = shared_cluster();
-  pg.exec("drop table if exists acopy_kill; create table acopy_kill(id int)");
+  const std::string secret = "closed";
+  pgpipe::test::limited_role role(pg, "acopy_lost_role", secret);
+  pg.exec("drop table if exists acopy_kill; create table acopy_kill(id int); grant insert on acopy_kill to acopy_lost_role");
+  std::string conninfo = role.conninfo("acopy_kill");
+  const std::string spelled = " password=" + secret;
+  conninfo.erase(conninfo.find(spelled), spelled.size());
   // Declared before the client: a completion after the client's end would
   // still find the counter.
   std::atomic<int> finish_calls{0};
+  std::mutex log_mu;
+  std::string log;
+  std::vector<std::string> texts;
   {
-    pgpipe::async_client client(copy_params("acopy_kill"));
+    pgpipe::pool_params p = copy_params("acopy_kill");
+    p.conninfo = conninfo;
+    p.before_connect = [spelled](const std::string& c) { return c + spelled; };
+    pgpipe::async_client client(p, {.loops = 1, .logger = [&](pgpipe::log_level, std::string_view line) {
+                                      std::lock_guard lk(log_mu);
+                                      log += std::string(line) + "\n";
+                                    }});
     auto l = acquire(client);
     auto [ec0, pid] = l.async_query("select pg_backend_pid()", pgpipe::test::use_future_ec).get();
     ASSERT_FALSE(ec0);
@@ -292,18 +311,27 @@ TEST(async_copy, a_backend_killed_mid_copy_fails_it_once_as_lost) {
     }
     std::promise<std::pair<std::error_code, std::string>> first;
     in.async_finish([&](std::error_code e, pgpipe::result r) {
-      if (finish_calls.fetch_add(1) == 0) first.set_value({e, r.diag().to_string()});
+      if (finish_calls.fetch_add(1) == 0) first.set_value({e, r.diag().to_string() + " | " + r.diag().client_message});
     });
     const auto [fec, diag] = first.get_future().get();
     EXPECT_EQ(fec, pgpipe::errc::connection_lost) << fec.message() << " " << diag;
+    texts.push_back(diag);
     EXPECT_EQ(pg.query_value("select count(*) from acopy_kill"), "0");
     auto [qec, qr] = l.async_query("select 1", pgpipe::test::use_future_ec).get();
     EXPECT_EQ(qec, pgpipe::errc_condition::connection_lost) << "the lease's connection is gone: " << qec.message();
     l.release();
     auto l2 = acquire(client);
     expect_serves(l2);  // the pool replaced the connection
+    // Up to here (not the client's own "closed by the pool" at its end).
+    std::lock_guard lk(log_mu);
+    texts.push_back(log);
   }
   EXPECT_EQ(finish_calls.load(), 1) << "the COPY's completion ran more than once";
+  for (const auto& t : texts) pgpipe::test::expect_no_secret(t, {secret}, "an error or log line of the loss");
+  // libpq's words carried the secret somewhere, or this test could not fail.
+  std::string all;
+  for (const auto& t : texts) all += t + "\n";
+  EXPECT_NE(all.find("server ******** the connection"), std::string::npos) << all;
 }
 
 // libpq takes a chunk's length as an int: a chunk past 2 GiB must still

@@ -6,10 +6,13 @@
 // new shape.
 #include <pgpipe/async_client.hpp>
 #include <pgpipe/blocking_pool.hpp>
+#include <pgpipe/transaction.hpp>
 
 #include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 
 #include <libpq-fe.h>
@@ -218,6 +221,135 @@ TEST(fault_migration, blocking_callers_never_see_a_stale_statement) {
     EXPECT_EQ(r[0][0].type(), int8_oid);
     EXPECT_EQ(r[0][1].get<int>(), 7);
   }
+}
+
+// Inside a transaction a stale statement's error aborts the transaction, so
+// that one transaction fails (0A000) whatever the driver does; the
+// statement must not stay cached, or every later transaction on the
+// connection fails the same way. Each helper runs `runs` transactions of
+// one cached `insert ... returning *` after the migration: at most the first
+// may fail.
+constexpr int runs = 5;
+
+struct after_migration {
+  int failed = 0;
+  std::string errors;
+  std::vector<int> failed_runs;
+};
+
+// One connection, so the statement the priming transaction cached is the one
+// every later transaction meets.
+pgpipe::pool_params one_connection() {
+  auto p = params(1);
+  p.acquire_timeout = 10s;
+  return p;
+}
+
+template <class Transaction>
+after_migration run_after_migration(const std::string& t, Transaction&& transaction) {
+  shared_cluster().exec("drop table if exists " + t + "; create table " + t + " (a int4 not null)");
+  // Primes the cache.
+  std::error_code primed = transaction(0);
+  EXPECT_FALSE(primed) << primed.message();
+  shared_cluster().exec("alter table " + t + " add column b int4 not null default 7");
+  after_migration out;
+  for (int i = 1; i <= runs; ++i) {
+    std::error_code ec = transaction(i);
+    if (ec) {
+      ++out.failed;
+      out.failed_runs.push_back(i);
+      out.errors += pgpipe::sqlstate_of(ec) + " " + ec.message() + "\n";
+    }
+  }
+  return out;
+}
+
+void expect_only_the_first_failed(const after_migration& m) {
+  EXPECT_LE(m.failed, 1) << m.errors;
+  if (m.failed == 1) {
+    EXPECT_EQ(m.failed_runs.front(), 1) << m.errors;
+  }
+}
+
+TEST(fault_migration, async_transaction_meets_a_stale_statement_once_only) {
+  const std::string t = "mig_async_tx";
+  pgpipe::async_client client(one_connection());
+  const std::string ins = "insert into " + t + " (a) values ($1) returning *";
+  auto m = run_after_migration(t, [&](int i) {
+    auto work = [&ins, i](pgpipe::async_lease& l) -> boost::asio::awaitable<std::error_code> {
+      auto [ec, r] = co_await l.async_query(ins, i, boost::asio::as_tuple(boost::asio::use_awaitable));
+      co_return ec;
+    };
+    return std::get<0>(pgpipe::async_transaction(client, {}, work, pgpipe::test::use_future_ec).get());
+  });
+  expect_only_the_first_failed(m);
+  EXPECT_EQ(shared_cluster().query_value("select count(*) from " + t + " where a > 0"),
+            std::to_string(runs - m.failed));
+}
+
+TEST(fault_migration, async_transaction_batch_meets_a_stale_statement_once_only) {
+  const std::string t = "mig_async_batch";
+  pgpipe::async_client client(one_connection());
+  const std::string ins = "insert into " + t + " (a) values ($1) returning *";
+  auto m = run_after_migration(t, [&](int i) {
+    std::vector<pgpipe::statement> s;
+    s.emplace_back(ins, i);
+    return std::get<0>(pgpipe::async_transaction_batch(client, {}, std::move(s), pgpipe::test::use_future_ec).get());
+  });
+  expect_only_the_first_failed(m);
+}
+
+TEST(fault_migration, async_begin_meets_a_stale_statement_once_only) {
+  const std::string t = "mig_async_begin";
+  pgpipe::async_client client(one_connection());
+  const std::string ins = "insert into " + t + " (a) values ($1) returning *";
+  auto m = run_after_migration(t, [&](int i) -> std::error_code {
+    auto [bec, tx] = client.async_begin({}, pgpipe::test::use_future_ec).get();
+    if (bec) return bec;
+    auto [ec, r] = tx.async_query(ins, i, pgpipe::test::use_future_ec).get();
+    if (ec) {
+      (void)tx.async_rollback(pgpipe::test::use_future_ec).get();
+      return ec;
+    }
+    return std::get<0>(tx.async_commit(pgpipe::test::use_future_ec).get());
+  });
+  expect_only_the_first_failed(m);
+}
+
+// The repair on a lease runs the statement again and drops the stale one;
+// the DEALLOCATE is the lease's own request. With pipeline_depth 1 the
+// lease's BEGIN, sent behind the stale statement, is still waiting when the
+// repair queues the DEALLOCATE, so the DEALLOCATE runs inside the lease's
+// transaction: it must not be taken for a shared request that left one open.
+TEST(fault_migration, async_repair_on_a_lease_runs_inside_the_lease_transaction_harmlessly) {
+  const std::string t = "mig_async_lease_repair";
+  shared_cluster().exec("drop table if exists " + t + "; create table " + t + " (a int4 not null)");
+  auto p = one_connection();
+  p.pipeline_depth = 1;
+  pgpipe::async_client client(p, {.loops = 1});
+  auto [aec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
+  ASSERT_FALSE(aec) << aec.message();
+  const std::string sel = "select * from " + t;
+  {
+    auto [ec, r] = l.async_query(sel, pgpipe::test::use_future_ec).get();
+    ASSERT_FALSE(ec) << r.diag().to_string();
+  }
+  shared_cluster().exec("alter table " + t + " add column b int4 not null default 7");
+  auto stale = l.async_query(sel, pgpipe::test::use_future_ec);
+  auto begin = l.async_query("begin", pgpipe::test::use_future_ec);
+  for (auto* f : {&stale, &begin}) {
+    auto [ec, r] = f->get();
+    EXPECT_FALSE(ec) << ec.message() << " | " << r.diag().to_string();
+  }
+  // The DEALLOCATE was queued behind BEGIN, ahead of these.
+  auto insert = l.async_query("insert into " + t + " (a) values (1)", pgpipe::test::use_future_ec);
+  auto commit = l.async_query("commit", pgpipe::test::use_future_ec);
+  for (auto* f : {&insert, &commit}) {
+    auto [ec, r] = f->get();
+    EXPECT_FALSE(ec) << ec.message() << " | " << r.diag().to_string();
+  }
+  EXPECT_EQ(shared_cluster().query_value("select count(*) from " + t), "1");
+  EXPECT_EQ(client.stats().disconnects, 0u);
 }
 
 }  // namespace

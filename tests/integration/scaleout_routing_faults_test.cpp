@@ -265,6 +265,24 @@ TYPED_TEST(scaleout_routing_faults, a_read_lost_with_its_primary_connection_runs
   EXPECT_EQ(after.lost - before.lost, 0u) << "an error the caller never saw was counted";
 }
 
+// A caller's own class-08 error (08P01: a Bind with the wrong parameter
+// count) is an answer from a server that is reachable: the read runs once,
+// where it was routed, and the standby stays in the replica set.
+TYPED_TEST(scaleout_routing_faults, a_callers_protocol_error_runs_once_and_keeps_the_standby_healthy) {
+  TypeParam router(pgpipe::test::fault_params(this->primary_->conninfo(), 2), this->replica_params(), this->routing());
+  std::vector<std::string> errors;
+  ASSERT_TRUE(this->reads_reach(router, "standby", errors)) << "reads never reached the standby";
+  const pgpipe::read_routing_stats before = router.stats();
+  const outcome o = router.read("select $1::int");
+  EXPECT_EQ(pgpipe::sqlstate_of(o.ec), "08P01") << o.text;
+  const pgpipe::read_routing_stats after = router.stats();
+  EXPECT_EQ(after.reads_retried_on_primary, before.reads_retried_on_primary) << "the read ran again on the primary";
+  EXPECT_EQ(after.reads_retried_on_replica, before.reads_retried_on_replica);
+  EXPECT_EQ(after.replicas[0].reads, before.replicas[0].reads + 1);
+  EXPECT_TRUE(after.replicas[0].healthy) << "a caller's error marked the standby unhealthy";
+  EXPECT_TRUE(errors.empty()) << errors.front();
+}
+
 // The primary dies and the standby is promoted. The router's probe sees its
 // replica out of recovery: it leaves the replica set, and marked reads go to
 // the primary's read-only pool, which finds the promoted server through the

@@ -90,7 +90,7 @@ void pipelined_connection::cancel_job_returned(pipe_id target, bool sent, const 
     // Not sent: nothing can hit the next query; the request is answered as
     // when no cancel could be started (detached).
     if (auto o = owner_.lock())
-      o->log(log_level::warning, "cancel request failed: " + clean_message(message, cfg_->secrets));
+      o->log(log_level::warning, "cancel request failed: " + clean_message(message, secrets_));
     core_.on_cancel_failed(target);
   }
   apply();

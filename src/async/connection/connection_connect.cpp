@@ -31,6 +31,7 @@ void pipelined_connection::connect_done(pgconn_ptr pg, std::error_code ec, const
     return;
   }
   pg_ = pg.release();
+  secrets_ = secrets_of(pg_, cfg_->secrets);
   connected();
 }
 

@@ -6,6 +6,7 @@
 #include "async/connection/request_outcome.hpp"
 #include "async/connection/tcp_cork.hpp"
 #include "async/sansio/sync_coalescing.hpp"
+#include "core/sql/sql_text.hpp"
 #include "pq/libpq_failure.hpp"
 
 #include <pgpipe/detail/param_limits.hpp>
@@ -43,7 +44,7 @@ pipeline_params core_params(const connection_config& c) {
 pipelined_connection::pipelined_connection(asio::any_io_executor ex, slot_id slot,
                                            std::shared_ptr<const connection_config> cfg,
                                            std::weak_ptr<connection_owner> owner)
-    : ex_(std::move(ex)), slot_(slot), cfg_(std::move(cfg)), owner_(std::move(owner)),
+    : ex_(std::move(ex)), slot_(slot), cfg_(std::move(cfg)), secrets_(cfg_->secrets), owner_(std::move(owner)),
       core_(core_params(*cfg_)),
       timer_(ex_) {}
 
@@ -61,7 +62,7 @@ pipelined_connection::~pipelined_connection() {
 }
 
 std::string pipelined_connection::pq_error() const {
-  return clean_message(pg_ ? PQerrorMessage(pg_) : "out of memory", cfg_->secrets);
+  return clean_message(pg_ ? PQerrorMessage(pg_) : "out of memory", secrets_);
 }
 
 // ---- requests ---------------------------------------------------------------
@@ -80,6 +81,10 @@ void pipelined_connection::enqueue(std::shared_ptr<query_request> req) {
     if (req->pooled) {
       if (auto owner = owner_.lock()) owner->conn_release(slot_, 1);
     }
+    return;
+  }
+  if (std::string why = nul_byte_refusal(req->spec.sql); !why.empty()) {
+    refuse(req, std::move(why));
     return;
   }
   if (st_ == state::dead) {
@@ -120,6 +125,31 @@ void pipelined_connection::enqueue(std::shared_ptr<query_request> req) {
   if (req->deadline < timer_at_) set_timer(req->deadline);
   apply();
   schedule_write();
+}
+
+void pipelined_connection::enqueue_chain(const std::vector<std::shared_ptr<query_request>>& reqs) {
+  // All or nothing: a chain with a statement missing would be another
+  // transaction (its BEGIN and COMMIT around the rest).
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    std::string why = nul_byte_refusal(reqs[i]->spec.sql);
+    if (why.empty()) continue;
+    for (std::size_t j = 0; j < reqs.size(); ++j) {
+      refuse(reqs[j], j == i ? why
+                             : "nothing of this chain was sent: its request " + std::to_string(i) +
+                                   " was refused (" + why + ")");
+    }
+    return;
+  }
+  for (const auto& req : reqs) enqueue(req);
+}
+
+void pipelined_connection::refuse(const std::shared_ptr<query_request>& req, std::string why) {
+  // Capacity the pool granted for it goes back first, so that a handler
+  // looking at stats() sees it free.
+  if (req->pooled && !req->completed.load(std::memory_order_acquire)) {
+    if (auto owner = owner_.lock()) owner->conn_release(slot_, 1);
+  }
+  complete(req, make_error_code(errc::invalid_argument), client_error_result(std::move(why)));
 }
 
 void pipelined_connection::schedule_write() {

@@ -146,8 +146,14 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   /// a connect_job on `connect_ex` (the client's connector), and the
   /// connection comes back to its own executor once it is established.
   void start(boost::asio::any_io_executor connect_ex);
-  /// Appends a request to the FIFO; it is written on this loop turn's write pass.
+  /// Appends a request to the FIFO; it is written on this loop turn's write
+  /// pass. Every request of the driver comes this way: a text libpq would
+  /// cut (a NUL byte, core/sql/sql_text.hpp) fails with errc::invalid_argument
+  /// here, before anything is sent.
   void enqueue(std::shared_ptr<query_request> req);
+  /// enqueue() for a lease's chain, all or nothing: if one text is refused,
+  /// every request of the chain fails with errc::invalid_argument.
+  void enqueue_chain(const std::vector<std::shared_ptr<query_request>>& reqs);
   /// Asio cancellation of `req`: removed if not written; detached if written
   /// (terminal/partial); on a lease, a cancel request as well (cancel_job on
   /// the loop with libpq 17+, else PQcancel on a thread).
@@ -161,6 +167,9 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   /// Completes `req` with (ec, r) now (used for requests that fail before
   /// they reach the FIFO, e.g. a stream with a bad parameter).
   void fail_request(const std::shared_ptr<query_request>& req, std::error_code ec, result r);
+  /// Fails `req` (never enqueued) with errc::invalid_argument and `why`,
+  /// giving back the pool capacity granted for it.
+  void refuse(const std::shared_ptr<query_request>& req, std::string why);
   /// async_row_stream::async_next and cancel.
   void stream_next(const std::shared_ptr<stream_state>& st, std::unique_ptr<completion<result>> done);
   void stream_cancel(const std::shared_ptr<stream_state>& st);
@@ -273,6 +282,9 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   boost::asio::any_io_executor ex_;
   slot_id slot_;
   std::shared_ptr<const connection_config> cfg_;
+  /// What pq_error() scrubs: the pool's conninfo passwords and, once
+  /// connected, the one libpq used (before_connect's).
+  std::vector<std::string> secrets_;
   std::weak_ptr<connection_owner> owner_;
 
   state st_ = state::created;

@@ -135,10 +135,9 @@ void client_impl::post_enqueue(const std::shared_ptr<pipelined_connection>& conn
 void client_impl::post_enqueue_chain(const std::shared_ptr<pipelined_connection>& conn,
                                      std::vector<std::shared_ptr<query_request>> reqs) const {
   asio::post(conn->get_executor(), [c = conn, reqs = std::move(reqs)] {
-    for (const auto& req : reqs) {
-      if (query_observer* obs = c->observer()) observe_request_start(*obs, *req, *c);
-      c->enqueue(req);
-    }
+    if (query_observer* obs = c->observer())
+      for (const auto& req : reqs) observe_request_start(*obs, *req, *c);
+    c->enqueue_chain(reqs);
   });
 }
 

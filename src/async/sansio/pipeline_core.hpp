@@ -42,7 +42,11 @@
 //    `max_statement_repairs` times in all. Shared requests always qualify; a
 //    lease request only when the server is idle (no transaction, which the
 //    error would have aborted) and nothing was written behind it (it keeps
-//    its order).
+//    its order). A request that is not re-run reports the error, and its
+//    statement is dropped all the same: the next use prepares it afresh.
+//  - The core's own requests (DEALLOCATE, Close) made for a lease request
+//    are the lease's: they may run inside its transaction, and the safety
+//    net below does not apply to them.
 //  - Pooler detection: a named statement whose Parse this connection has just
 //    sent fails with 42P05 (the fresh name already exists) or 26000 (it is
 //    gone at once), first use or re-run: only a server session that changes
@@ -390,9 +394,12 @@ class pipeline_core {
   /// A Parse this connection just sent under a fresh name failed in a way
   /// only a transaction pooler explains.
   static bool pooler_symptom(const entry& e);
-  /// `e` may be re-run with a fresh Parse: its stale statement is dropped
-  /// (and deallocated if it still exists).
+  /// `e` may be re-run with a fresh Parse. Its stale statement is dropped
+  /// (and deallocated if it still exists) whether it may or not.
   bool repair_statement(entry& e, bool lease_may_retry);
+  /// Forgets `e`'s stale statement and queues its DEALLOCATE (or Close) when
+  /// it still exists on the server.
+  void drop_stale_statement(const entry& e);
   // pipeline_batches.cpp: Sync coalescing.
   bool may_coalesce(const entry& e) const;
   /// `e` (just sent, `batch_run` requests before it in its batch) leaves its

@@ -38,6 +38,7 @@ void pipeline_core::name_statement(entry& e) {
           d.id = next_internal_--;
           d.seq = e.seq;  // written just ahead of e
           d.to = recipient::core;
+          d.req.on_lease = e.req.on_lease;  // inside e's lease (and its transaction)
           drop_statement(d, *old);
           send(d);
           ++syncs_sent_;  // it closes an open batch, if any (batch_last)
@@ -77,21 +78,34 @@ bool pipeline_core::pooler_symptom(const entry& e) {
 }
 
 bool pipeline_core::repair_statement(entry& e, bool lease_may_retry) {
-  if (e.heard != answer::stale_statement || e.repairs >= max_statement_repairs || !e.awaited()) return false;
+  if (e.heard != answer::stale_statement) return false;
+  // The statement is stale for every later use as well: it is dropped
+  // whether or not this request runs again, so that the next use prepares
+  // it afresh (a lease's transaction meets the error once, not every time).
+  drop_stale_statement(e);
+  if (e.repairs >= max_statement_repairs || !e.awaited()) return false;
   if (e.req.on_lease && !lease_may_retry) return false;
+  ++e.repairs;
+  return true;
+}
+
+void pipeline_core::drop_stale_statement(const entry& e) {
   // The server refused the stale statement before executing anything; 26000
   // says it is gone already, anything else that it still exists.
   const bool exists = e.sqlstate != "26000";
-  if (cache_.forget(e.req.sql.hashed(), e.name) && exists) {
-    entry d;
-    d.id = next_internal_--;
-    d.seq = next_seq_++;
-    d.to = recipient::core;
-    drop_statement(d, e.name);
-    waiting_.push_back(std::move(d));
-  }
-  ++e.repairs;
-  return true;
+  if (!cache_.forget(e.req.sql.hashed(), e.name) || !exists) return;
+  entry d;
+  d.id = next_internal_--;
+  d.seq = next_seq_++;
+  d.to = recipient::core;
+  // A lease's internal request belongs to the lease: it may run inside the
+  // lease's transaction (queued behind its BEGIN), which is no shared
+  // request leaving one open. Inside an aborted transaction the DEALLOCATE
+  // fails (25P02) and the server keeps the old statement until the session
+  // ends; nothing names it again.
+  d.req.on_lease = e.req.on_lease;
+  drop_statement(d, e.name);
+  waiting_.push_back(std::move(d));
 }
 
 }  // namespace pgpipe::detail

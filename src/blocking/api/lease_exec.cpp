@@ -9,6 +9,7 @@
 #include "blocking/connection/translate_error.hpp"
 #include "blocking/pool/blocking_pool_impl.hpp"
 #include "core/sql/commit_check.hpp"
+#include "core/sql/sql_text.hpp"
 #include "pq/libpq_failure.hpp"
 
 #include <libpq-fe.h>
@@ -98,6 +99,9 @@ void blocking_lease::pooler_suspected(const PGresult* res) {
 }
 
 result blocking_lease::exec_encoded(std::string_view sql, detail::encoded_params params) {
+  // Every statement of the driver comes this way (pool, lease, transaction,
+  // read router): a text libpq would cut is refused before anything is sent.
+  if (std::string why = detail::nul_byte_refusal(sql); !why.empty()) throw error(errc::invalid_argument, why);
   if (params.ec) throw error(params.ec, std::move(params.error_message));
   if (params.values.size() > max_params) {
     throw error(errc::invalid_argument, "too many parameters (" + std::to_string(params.values.size()) +

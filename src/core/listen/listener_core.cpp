@@ -20,6 +20,8 @@
 //    one that refuses is not hammered.
 #include "core/listen/listener_core.hpp"
 
+#include "core/sql/sql_text.hpp"
+
 #include <algorithm>
 #include <utility>
 
@@ -55,6 +57,13 @@ command_id listener_core::queue_command(listen_command::kind what, std::string_v
   c.sql = (what == listen_command::kind::listen ? "LISTEN " : "UNLISTEN ") + quote_identifier(channel);
   c.id = id;
   c.deadline = after(now, settings_.acquire_timeout);
+  if (std::string why = nul_byte_refusal(channel, "the channel name"); !why.empty()) {
+    // quote_identifier keeps the byte, and libpq would cut the LISTEN there.
+    diagnostics d;
+    d.client_message = std::move(why);
+    acks_.push_back({id, make_error_code(errc::invalid_argument), std::move(d)});
+    return id;
+  }
   if (closed()) {
     diagnostics d;
     d.client_message = "the listener is closed: " + c.sql + " was not sent";

@@ -63,8 +63,12 @@ std::string replica_name(const read_routing_params& params, std::size_t i) {
 bool server_unreachable(const std::error_code& ec) {
   if (!ec) return false;
   if (ec == errc_condition::connection_lost || ec == errc_condition::connect_error) return true;
+  // A SQLSTATE is the server's answer: only those saying it is going away
+  // or not up yet count. A class-08 code comes over a live connection (08P01:
+  // a Bind with the wrong parameter count is the caller's mistake); both
+  // drivers report a connection that is gone as errc::connection_lost.
   const std::string state = sqlstate_of(ec);
-  return state.rfind("08", 0) == 0 || state == "57P01" || state == "57P02" || state == "57P03";
+  return state == "57P01" || state == "57P02" || state == "57P03";
 }
 
 replica_tracker::replica_tracker(std::size_t replicas, read_routing_params params)

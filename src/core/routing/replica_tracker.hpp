@@ -125,7 +125,9 @@ class replica_tracker {
 
 /// A read that failed with `ec` on a replica says the replica is unreachable
 /// (connection lost, no connection could be opened, the server shutting down
-/// or starting: SQLSTATE class 08 and 57P01..57P03): run it on the primary.
+/// or starting: 57P01..57P03): run it on the primary. Any other SQLSTATE,
+/// class 08 included (08P01: the caller's wrong parameter count), is the
+/// server's answer to the caller. One rule for both read routers.
 bool server_unreachable(const std::error_code& ec);
 
 /// The name of replica i in stats (params.replica_names or "replica<i>").

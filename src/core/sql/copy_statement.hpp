@@ -14,7 +14,8 @@
 namespace pgpipe::detail {
 
 /// Empty when `sql` is one COPY statement (a trailing semicolon, blanks and
-/// comments allowed); otherwise the message of errc::invalid_argument.
+/// comments allowed) with no NUL byte (sql_text.hpp); otherwise the message
+/// of errc::invalid_argument.
 std::string copy_statement_refusal(std::string_view sql);
 
 }  // namespace pgpipe::detail

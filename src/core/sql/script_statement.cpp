@@ -2,6 +2,7 @@
 
 #include "core/sql/shared_statement.hpp"
 #include "core/sql/sql_statements.hpp"
+#include "core/sql/sql_text.hpp"
 
 namespace pgpipe::detail {
 
@@ -12,8 +13,8 @@ bool leaves_session_changed(std::string_view statement) {
 
 script_check check_script(std::string_view sql, std::string_view call) {
   script_check c;
-  if (sql.find('\0') != std::string_view::npos) {
-    c.refusal = std::string(call) + ": the script holds a NUL byte; nothing was sent";
+  if (std::string why = nul_byte_refusal(sql); !why.empty()) {
+    c.refusal = std::string(call) + ": " + why;
     return c;
   }
   const auto statements = sql_statements(sql);

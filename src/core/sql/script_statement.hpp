@@ -16,7 +16,8 @@ namespace pgpipe::detail {
 
 struct script_check {
   /// Empty when the script may be sent; otherwise the message of
-  /// errc::invalid_argument, starting with the calling function's name.
+  /// errc::invalid_argument, starting with the calling function's name
+  /// (a NUL byte: sql_text.hpp's message).
   std::string refusal;
   /// A statement of it leaves the session changed (leaves_session_changed).
   bool changes_session = false;

@@ -284,27 +284,138 @@ TEST(pipeline_core, a_request_is_repaired_a_bounded_number_of_times) {
 
 TEST(pipeline_core, lease_request_is_not_rerun_out_of_order_or_inside_a_transaction) {
   harness h;
+  // Prepares "q" (an answer with a Parse on the wire) and runs it once named.
+  pipe_id next = 1;
+  auto prepare_q = [&] {
+    h.submit(next, lease_req("q"));
+    h.write();
+    while (!h.wire.empty()) h.reply();
+    EXPECT_EQ(h.outcome(next), pipe_outcome::ok);
+    ++next;
+  };
+  prepare_q();
+  h.submit(10, lease_req("q"));
+  h.submit(11, lease_req("other"));
+  h.write();
+  h.reply({pipe_result::error, "0A000", true});
+  EXPECT_EQ(h.outcome(10), pipe_outcome::sql_error) << "request 11 was already written behind it";
+  h.reply();
+  h.write();  // the stale statement's DEALLOCATE
+  while (!h.wire.empty()) h.reply();
+  prepare_q();
+  h.submit(12, lease_req("q"));
+  h.write();
+  h.reply({pipe_result::error, "0A000", true, false, tx_state::failed});
+  EXPECT_EQ(h.outcome(12), pipe_outcome::sql_error) << "the error aborted the lease's transaction";
+  h.write();
+  while (!h.wire.empty()) h.reply({pipe_result::error, "25P02", false, false, tx_state::failed});
+  prepare_q();
+  h.submit(13, lease_req("q"));
+  h.write();
+  h.reply({pipe_result::error, "0A000", true});
+  EXPECT_EQ(h.completions(13), 0u) << "alone and idle: re-run";
+  h.write();
+  while (!h.wire.empty()) h.reply();
+  EXPECT_EQ(h.outcome(13), pipe_outcome::ok);
+  EXPECT_TRUE(h.closes.empty());
+}
+
+// A lease request that cannot run again (inside a transaction the error
+// aborted, or with requests written behind it) reports the error, and the
+// statement is dropped all the same: it is stale for every later use, so
+// the next one prepares it afresh instead of failing the same way.
+TEST(pipeline_core, a_stale_statement_a_lease_cannot_rerun_is_dropped_so_its_next_use_prepares_it) {
+  for (const bool in_transaction : {true, false}) {
+    SCOPED_TRACE(in_transaction ? "inside a transaction" : "with a request written behind it");
+    harness h;
+    h.submit(1, lease_req("q"));
+    h.write();
+    h.reply();
+    const std::string old_name = h.sent_log[0].name;
+    h.submit(2, lease_req("q"));
+    if (!in_transaction) h.submit(3, lease_req("other"));
+    h.write();
+    h.reply({pipe_result::error, "0A000", true, false, in_transaction ? tx_state::failed : tx_state::idle});
+    EXPECT_EQ(h.outcome(2), pipe_outcome::sql_error);
+    EXPECT_FALSE(h.core.statements().contains("q")) << "the stale statement is still cached";
+    if (!in_transaction) h.reply();
+    // The old name is dropped by the lease's own request, whatever the
+    // server says to it (25P02 inside the aborted transaction).
+    h.write();
+    ASSERT_EQ(h.wire.size(), 1u);
+    EXPECT_TRUE(h.wire.front().internal);
+    EXPECT_EQ(h.wire.front().name, "deallocate " + old_name);
+    h.reply({pipe_result::error, in_transaction ? "25P02" : "", false, false,
+             in_transaction ? tx_state::failed : tx_state::idle});
+    EXPECT_TRUE(h.closes.empty()) << h.closes.front();
+    h.submit(4, lease_req("q"));
+    h.write();
+    ASSERT_EQ(h.wire.size(), 1u);
+    EXPECT_TRUE(h.wire.front().parse) << "the next use runs the stale statement again";
+    EXPECT_NE(h.wire.front().name, old_name);
+    h.reply();
+    EXPECT_EQ(h.outcome(4), pipe_outcome::ok);
+  }
+}
+
+// The repair on a lease queues its DEALLOCATE behind what the lease had
+// already submitted: with depth 1, a BEGIN waiting behind the stale
+// statement goes first, and the DEALLOCATE's Sync finds the lease's
+// transaction open. That is the lease's transaction, not a shared request
+// that left one open: the connection stays, and the lease's COMMIT runs.
+TEST(pipeline_core, a_repairs_deallocate_inside_the_leases_transaction_keeps_the_connection) {
+  auto p = base_params();
+  p.depth = 1;
+  harness h(p);
   h.submit(1, lease_req("q"));
   h.write();
   h.reply();
   h.submit(2, lease_req("q"));
-  h.submit(3, lease_req("other"));
   h.write();
+  h.submit(3, lease_req("begin"));
   h.reply({pipe_result::error, "0A000", true});
-  EXPECT_EQ(h.outcome(2), pipe_outcome::sql_error) << "request 3 was already written behind it";
-  EXPECT_TRUE(h.core.statements().contains("q")) << "a failed Execute does not drop the statement by itself";
+  EXPECT_EQ(h.completions(2), 0u) << "alone and idle: re-run";
+  std::vector<std::string> order;
+  tx_state tx = tx_state::idle;
+  for (int i = 0; i < 3; ++i) {
+    h.write();
+    ASSERT_EQ(h.wire.size(), 1u);
+    const auto w = h.wire.front();
+    order.push_back(w.internal ? "deallocate" : std::to_string(w.id));
+    if (w.id == 3) tx = tx_state::in_transaction;
+    h.reply({pipe_result::command_ok, "", false, false, tx});
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"2", "3", "deallocate"}));
+  EXPECT_TRUE(h.closes.empty()) << "the lease's own DEALLOCATE tripped the shared-path safety net";
+  EXPECT_EQ(h.outcome(2), pipe_outcome::ok);
+  EXPECT_EQ(h.outcome(3), pipe_outcome::ok);
+  h.submit(4, lease_req("commit"));
+  h.write();
   h.reply();
-  h.submit(4, lease_req("q"));
+  EXPECT_EQ(h.outcome(4), pipe_outcome::ok);
+}
+
+// Eviction on a lease: the DEALLOCATE written just ahead of a new statement
+// inside the lease's transaction is the lease's too.
+TEST(pipeline_core, an_eviction_inside_a_leases_transaction_keeps_the_connection) {
+  harness h;  // max_prepared 3: "begin", "q2", "q3" fill the cache
+  h.submit(1, lease_req("begin"));
   h.write();
-  h.reply({pipe_result::error, "0A000", true, false, tx_state::failed});
-  EXPECT_EQ(h.outcome(4), pipe_outcome::sql_error) << "the error aborted the lease's transaction";
-  h.submit(5, lease_req("q"));
+  h.reply({pipe_result::command_ok, "", false, false, tx_state::in_transaction});
+  for (pipe_id i = 2; i <= 3; ++i) {
+    h.submit(i, lease_req("q" + std::to_string(i)));
+    h.write();
+    h.reply({pipe_result::command_ok, "", false, false, tx_state::in_transaction});
+  }
+  h.submit(4, lease_req("q4"));  // the cache is full: one is evicted
   h.write();
-  h.reply({pipe_result::error, "0A000", true});
-  EXPECT_EQ(h.completions(5), 0u) << "alone and idle: re-run";
-  h.write();
-  h.reply();
-  EXPECT_EQ(h.outcome(5), pipe_outcome::ok);
+  ASSERT_EQ(h.wire.size(), 2u);
+  EXPECT_TRUE(h.wire.front().internal);
+  h.reply({pipe_result::command_ok, "", false, false, tx_state::in_transaction});
+  EXPECT_TRUE(h.closes.empty()) << "the lease's eviction tripped the shared-path safety net";
+  ASSERT_EQ(h.wire.size(), 1u);
+  h.reply({pipe_result::command_ok, "", false, false, tx_state::in_transaction});
+  EXPECT_EQ(h.outcome(4), pipe_outcome::ok);
 }
 
 TEST(pipeline_core, non_retryable_errors_and_detached_requests_are_not_rerun) {
@@ -322,7 +433,7 @@ TEST(pipeline_core, non_retryable_errors_and_detached_requests_are_not_rerun) {
   h.reply({pipe_result::error, "0A000", true});
   EXPECT_EQ(h.outcomes.at(3), (std::vector<pipe_outcome>{pipe_outcome::cancelled_detached}));
   h.write();
-  EXPECT_TRUE(h.wire.empty()) << "a detached request is not sent again";
+  for (const auto& w : h.wire) EXPECT_NE(w.id, 3u) << "a detached request is not sent again";
 }
 
 TEST(pipeline_core, two_repairs_read_in_one_go_rerun_in_submission_order) {

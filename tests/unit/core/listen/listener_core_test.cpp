@@ -92,6 +92,22 @@ TEST(listener_core, a_subscription_made_while_disconnected_is_sent_once_ready_an
   EXPECT_EQ(f.core.channels().count("orders"), 1u);
 }
 
+// quote_identifier keeps a NUL byte, and libpq would cut the LISTEN there:
+// the command is refused at once and nothing is queued.
+TEST(listener_core, a_channel_name_holding_a_nul_byte_is_refused_and_nothing_is_sent) {
+  using namespace std::string_literals;
+  fixture f;
+  f.connect();
+  const command_id id = f.core.subscribe("chan\0nel"s, f.now);
+  const auto acks = f.core.take_acks();
+  ASSERT_EQ(acks.size(), 1u);
+  EXPECT_EQ(acks[0].id, id);
+  EXPECT_EQ(acks[0].ec, pgpipe::errc::invalid_argument);
+  EXPECT_NE(acks[0].diag.client_message.find("NUL byte at offset 4"), std::string::npos) << acks[0].diag.client_message;
+  EXPECT_EQ(f.core.next_command(), nullptr);
+  EXPECT_TRUE(f.core.channels().empty());
+}
+
 TEST(listener_core, commands_go_one_at_a_time_in_order) {
   fixture f;
   f.connect();

@@ -361,12 +361,16 @@ TEST(replica_tracker, which_read_failures_mean_the_server_is_unreachable) {
   EXPECT_TRUE(server_unreachable(make_error_code(errc::connection_lost)));
   EXPECT_TRUE(server_unreachable(make_error_code(errc::server_unreachable)));
   EXPECT_TRUE(server_unreachable(pgpipe::make_sqlstate("57P01")));
-  EXPECT_TRUE(server_unreachable(pgpipe::make_sqlstate("08006")));
   EXPECT_FALSE(server_unreachable({}));
   EXPECT_FALSE(server_unreachable(make_error_code(errc::query_timeout)));
   EXPECT_FALSE(server_unreachable(make_error_code(errc::cancelled)));
   EXPECT_FALSE(server_unreachable(pgpipe::make_sqlstate("25006")));
   EXPECT_FALSE(server_unreachable(pgpipe::make_sqlstate("42P01")));
+  // A class-08 SQLSTATE is the server's answer on a live connection: a Bind
+  // with the wrong parameter count (08P01) is the caller's mistake. Both
+  // drivers report a lost connection as errc::connection_lost.
+  EXPECT_FALSE(server_unreachable(pgpipe::make_sqlstate("08P01")));
+  EXPECT_FALSE(server_unreachable(pgpipe::make_sqlstate("08006")));
 }
 
 TEST(primary_read_only_params, read_only_sessions_opened_lazily_sized_by_the_routing_params) {

@@ -20,7 +20,9 @@ TEST(script_statement, a_script_of_plain_statements_is_accepted_and_changes_noth
 TEST(script_statement, a_nul_byte_is_refused_naming_the_call) {
   const std::string sql("select 1;\0 drop table t", 23);
   const auto c = check_script(sql, "async_execute_script");
-  EXPECT_EQ(c.refusal, "async_execute_script: the script holds a NUL byte; nothing was sent");
+  EXPECT_EQ(c.refusal,
+            "async_execute_script: SQL text contains a NUL byte at offset 9 (libpq would cut the text there); "
+            "nothing was sent");
 }
 
 TEST(script_statement, a_text_without_a_statement_is_refused) {
