@@ -11,9 +11,11 @@
 #include <pgpipe/query_observer.hpp>
 #include <pgpipe/read_routing.hpp>
 #include <pgpipe/result.hpp>
+#include <pgpipe/row_shape.hpp>
 #include <pgpipe/stats.hpp>
 #include <pgpipe/transaction_options.hpp>
 #include <pgpipe/type_traits.hpp>
+#include <pgpipe/typed_rows.hpp>
 #include <pgpipe/types.hpp>
 
 // The async driver.
