@@ -4,6 +4,7 @@
 #pragma once
 
 // Shared by both drivers: errors, configuration, results, stats, types.
+#include <pgpipe/enums.hpp>
 #include <pgpipe/error.hpp>
 #include <pgpipe/logger.hpp>
 #include <pgpipe/notification.hpp>

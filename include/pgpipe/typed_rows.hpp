@@ -40,6 +40,7 @@
 #include <iterator>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -103,18 +104,26 @@ std::error_code decode_row(const PGresult* res, int row, const row_plan<T>& plan
   return ec;
 }
 
-/// The message of a value that failed in decode_row.
+/// The message of a value that failed in decode_row with `ec`.
 template <class T>
-std::string describe_failed_value(const PGresult* res, int row, const row_plan<T>& plan, std::size_t failed) {
+std::string describe_failed_value(const PGresult* res, int row, const row_plan<T>& plan, std::size_t failed,
+                                  std::error_code ec) {
   const member_column& mc = plan.columns[failed];
   const column_desc col{PQfname(res, mc.column), mc.type, mc.format};
-  return describe_member_value(row_traits<T>::members[failed], failed, col, mc.column, row);
+  std::string m = describe_member_value(row_traits<T>::members[failed], failed, col, mc.column, row);
+  // A short sample of text that is not a value (an enum label the C++ side
+  // does not list, a malformed number) says what to fix; values are data.
+  if (ec == errc::conversion_error && mc.format == wire_format::text) {
+    const std::string_view t(PQgetvalue(res, row, mc.column), static_cast<std::size_t>(PQgetlength(res, row, mc.column)));
+    m += " (text \"" + std::string(t.substr(0, 40)) + (t.size() > 40 ? "...\")" : "\")");
+  }
+  return m;
 }
 
 template <class T>
 [[noreturn]] void throw_failed_value(const PGresult* res, int row, const row_plan<T>& plan, std::size_t failed,
                                      std::error_code ec) {
-  throw error(ec, describe_failed_value(res, row, plan, failed));
+  throw error(ec, describe_failed_value(res, row, plan, failed, ec));
 }
 
 /// Non-throwing reads for the operations that hand T to a handler: the
@@ -130,7 +139,7 @@ std::error_code rows_to_vector(const PGresult* res, std::vector<T>& out, std::st
   for (int r = 0; r < n; ++r) {
     std::size_t failed = 0;
     if (auto ec = decode_row(res, r, plan, out.emplace_back(), failed)) {
-      message = describe_failed_value(res, r, plan, failed);
+      message = describe_failed_value(res, r, plan, failed, ec);
       out.clear();
       return ec;
     }
@@ -154,7 +163,7 @@ std::error_code row_to_optional(const PGresult* res, bool required, std::optiona
   if (n == 0) return {};
   std::size_t failed = 0;
   if (auto ec = decode_row(res, 0, plan, out.emplace(), failed)) {
-    message = describe_failed_value(res, 0, plan, failed);
+    message = describe_failed_value(res, 0, plan, failed, ec);
     out.reset();
     return ec;
   }
