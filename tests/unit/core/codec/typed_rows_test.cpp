@@ -177,6 +177,8 @@ TEST(typed_rows, the_shape_is_checked_before_any_row_is_read) {
   EXPECT_EQ(thrown([&] { (void)r.as<user>(); }).code(), pgpipe::errc::columns_mismatch);
   auto empty_but_wrong = make_rows({{"id", oids::int8}}, {});
   EXPECT_EQ(thrown([&] { (void)empty_but_wrong.as_opt<user>(); }).code(), pgpipe::errc::columns_mismatch);
+  // Not "expected exactly one row": the row type is wrong whatever the count.
+  EXPECT_EQ(thrown([&] { (void)empty_but_wrong.as<user>(); }).code(), pgpipe::errc::columns_mismatch);
 }
 
 TEST(typed_rows, the_shape_is_checked_once_per_result_not_per_row) {
