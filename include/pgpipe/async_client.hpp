@@ -33,6 +33,7 @@
 
 #include <pgpipe/async_lease.hpp>
 #include <pgpipe/detail/async_glue.hpp>
+#include <pgpipe/detail/typed_query_glue.hpp>
 #include <pgpipe/error.hpp>
 #include <pgpipe/logger.hpp>
 #include <pgpipe/pool_params.hpp>
@@ -198,6 +199,52 @@ class async_client {
   auto async_query_opt(std::string_view sql, ArgsAndToken&&... args_and_token) {
     return detail::initiate_query_args(target(), query_options{}, detail::rows_expected::at_most_one, sql,
                                        std::forward<ArgsAndToken>(args_and_token)...);
+  }
+
+  /// async_query, with the rows read straight into T (a described struct, a
+  /// std::tuple, an aggregate or one field type: <pgpipe/row_shape.hpp>):
+  ///   std::vector<user> all = co_await c.async_query_as<user>("select * from users", asio::use_awaitable);
+  ///   auto [ec, all] = co_await c.async_query_as<user>(sql, asio::as_tuple(asio::use_awaitable));
+  /// token: completion token for void(std::error_code, std::vector<T>) (with
+  ///   use_awaitable / use_future: std::vector<T>, or pgpipe::error thrown).
+  /// The result's columns are checked against T once, before any row is
+  /// read, and the rows are decoded on the connection's event loop before
+  /// the handler runs (for very large results, async_stream reads row by row).
+  /// Errors: every error of async_query, then those of result::to_vector<T>
+  /// (pgpipe/typed_rows.hpp): errc::columns_mismatch, errc::type_mismatch,
+  /// errc::null_value, errc::conversion_error, errc::out_of_range; the value
+  /// is then empty. The message naming the field and column, or the
+  /// server's diagnostics, reach the caller in the pgpipe::error a throwing
+  /// token throws; the (ec, value) form has only the code (read
+  /// async_query's result with to_vector<T>() to keep its diag()).
+  /// Thread-safety, cancellation and executor: as async_query.
+  template <row_type T, class... ArgsAndToken>
+  auto async_query_as(std::string_view sql, ArgsAndToken&&... args_and_token) {
+    return detail::initiate_typed_args<T, detail::rows_expected::any>(target(), query_options{}, sql,
+                                                                        std::forward<ArgsAndToken>(args_and_token)...);
+  }
+  /// As above, with per-call options.
+  template <row_type T, class... ArgsAndToken>
+  auto async_query_as(const query_options& opts, std::string_view sql, ArgsAndToken&&... args_and_token) {
+    return detail::initiate_typed_args<T, detail::rows_expected::any>(target(), opts, sql,
+                                                                        std::forward<ArgsAndToken>(args_and_token)...);
+  }
+  /// async_query_as for a statement that must return exactly one row: token
+  /// for void(std::error_code, T); another row count is errc::out_of_range
+  /// naming it (checked after the shape: a T that does not fit the columns
+  /// fails with columns_mismatch / type_mismatch even when no row came back).
+  template <row_type T, class... ArgsAndToken>
+  auto async_query_as_one(std::string_view sql, ArgsAndToken&&... args_and_token) {
+    return detail::initiate_typed_args<T, detail::rows_expected::one>(target(), query_options{}, sql,
+                                                                        std::forward<ArgsAndToken>(args_and_token)...);
+  }
+  /// async_query_as for a statement that returns at most one row: token for
+  /// void(std::error_code, std::optional<T>), std::nullopt for none; several
+  /// rows are errc::out_of_range.
+  template <row_type T, class... ArgsAndToken>
+  auto async_query_as_opt(std::string_view sql, ArgsAndToken&&... args_and_token) {
+    return detail::initiate_typed_args<T, detail::rows_expected::at_most_one>(
+        target(), query_options{}, sql, std::forward<ArgsAndToken>(args_and_token)...);
   }
 
   /// Takes a whole connection exclusively: token for void(std::error_code, lease).

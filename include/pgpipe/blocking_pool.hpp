@@ -50,6 +50,7 @@
 #include <thread>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace pgpipe {
 
@@ -153,6 +154,31 @@ class blocking_pool {
   template <typename... Args>
   [[nodiscard]] result exec(std::string_view sql, const Args&... args) {
     return exec_encoded(sql, detail::encode_params(args...));
+  }
+
+  /// exec, with the rows read straight into T (a described struct, a
+  /// std::tuple, an aggregate or one field type: <pgpipe/row_shape.hpp>):
+  ///   std::vector<user> all = pool.query_as<user>("select * from users where team = $1", team);
+  /// The result's columns are checked against T once, before any row is read.
+  /// Throws what exec() throws, then what result::to_vector<T>() throws
+  /// (pgpipe/typed_rows.hpp): errc::columns_mismatch, errc::type_mismatch,
+  /// errc::null_value, errc::conversion_error, errc::out_of_range, each
+  /// naming the field and the column. Thread-safe; blocks.
+  template <row_type T, typename... Args>
+  [[nodiscard]] std::vector<T> query_as(std::string_view sql, const Args&... args) {
+    return exec(sql, args...).template to_vector<T>();
+  }
+  /// The same for a statement that must return exactly one row (another
+  /// count throws errc::out_of_range naming it).
+  template <row_type T, typename... Args>
+  [[nodiscard]] T query_as_one(std::string_view sql, const Args&... args) {
+    return exec(sql, args...).template as<T>();
+  }
+  /// The same for a statement that returns at most one row: std::nullopt
+  /// for none; several throw errc::out_of_range.
+  template <row_type T, typename... Args>
+  [[nodiscard]] std::optional<T> query_as_opt(std::string_view sql, const Args&... args) {
+    return exec(sql, args...).template as_opt<T>();
   }
 
   /// Runs fn(pqxx::work&) in a transaction on a borrowed connection: commits

@@ -48,6 +48,8 @@ enum class errc {
   type_mismatch,       ///< the column's PostgreSQL type cannot be read as the requested C++ type
   // The environment.
   unsupported_libpq,   ///< the libpq loaded at run time is older than pgpipe needs (14: pipeline mode)
+  // Typed rows (result::rows_as<T> and the *_as operations).
+  columns_mismatch,    ///< the result's columns do not fit the row type: a count, a missing or an extra column
 };
 
 /// Portable conditions: use these to classify an error_code from any category.

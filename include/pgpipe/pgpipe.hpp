@@ -4,6 +4,7 @@
 #pragma once
 
 // Shared by both drivers: errors, configuration, results, stats, types.
+#include <pgpipe/enums.hpp>
 #include <pgpipe/error.hpp>
 #include <pgpipe/logger.hpp>
 #include <pgpipe/notification.hpp>
@@ -11,9 +12,11 @@
 #include <pgpipe/query_observer.hpp>
 #include <pgpipe/read_routing.hpp>
 #include <pgpipe/result.hpp>
+#include <pgpipe/row_shape.hpp>
 #include <pgpipe/stats.hpp>
 #include <pgpipe/transaction_options.hpp>
 #include <pgpipe/type_traits.hpp>
+#include <pgpipe/typed_rows.hpp>
 #include <pgpipe/types.hpp>
 
 // The async driver.

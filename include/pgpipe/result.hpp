@@ -13,6 +13,10 @@
 // errc::null_value (NULL into a non-optional type). get<T>() throws
 // pgpipe::error; the overloads taking std::error_code& report instead.
 //
+// Whole rows read straight into C++ types (a described struct, a tuple, an
+// aggregate), checked against the columns once: as<T>(), rows_as<T>(),
+// to_vector<T>() (pgpipe/typed_rows.hpp, pgpipe/row_shape.hpp).
+//
 // A failed query's result remembers its error (code() and diag()): reading
 // what the query produced from it (size(), empty(), rows, iteration,
 // value<T>(), affected_rows(), command_tag()...) throws that pgpipe::error,
@@ -26,6 +30,7 @@
 
 #include <pgpipe/type_traits.hpp>
 #include <pgpipe/error.hpp>
+#include <pgpipe/row_shape.hpp>
 
 #include <libpq-fe.h>
 
@@ -39,11 +44,14 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 namespace pgpipe {
 
 class result;
 class row;
+template <row_type T>
+class typed_rows;
 
 /// One value of one row. A view: valid while its result lives.
 class field {
@@ -144,6 +152,12 @@ class row {
   ///@}
   /// This row's position in its result.
   std::size_t index() const noexcept { return static_cast<std::size_t>(idx_); }
+
+  /// This row read as T (a struct, tuple or single value; pgpipe/typed_rows.hpp
+  /// gives the kinds and the errors). The result's columns are checked
+  /// against T at each call: to read many rows, use result::rows_as<T>().
+  template <row_type T>
+  [[nodiscard]] T as() const;
 
  private:
   const PGresult* res_;
@@ -258,6 +272,29 @@ class [[nodiscard]] result {
     return (*this)[0];
   }
 
+  /// Rows read straight into T: a described struct (by column name), a
+  /// std::tuple or a plain aggregate (by position), or one field type (a
+  /// one-column result). The columns are checked against T once, before any
+  /// row is read. pgpipe/typed_rows.hpp gives the rules and every error;
+  /// all of these throw pgpipe::error, the query's own error first.
+  ///@{
+  /// The only row, as one() (errc::out_of_range for another row count).
+  template <row_type T>
+  [[nodiscard]] T as() const;
+  /// The row of a query that returns at most one, as opt().
+  template <row_type T>
+  [[nodiscard]] std::optional<T> as_opt() const;
+  /// Every row, read one at a time: `for (const T& x : r.rows_as<T>())`. A
+  /// view of this result; called on an rvalue result, the view keeps it.
+  template <row_type T>
+  [[nodiscard]] typed_rows<T> rows_as() const&;
+  template <row_type T>
+  [[nodiscard]] typed_rows<T> rows_as() &&;
+  /// Every row at once.
+  template <row_type T>
+  [[nodiscard]] std::vector<T> to_vector() const;
+  ///@}
+
   /// Shorthand for at(r).at(col).get<T>(): `r.value<std::int64_t>()` reads a
   /// single-value result.
   template <class T>
@@ -357,3 +394,6 @@ class [[nodiscard]] result {
 };
 
 }  // namespace pgpipe
+
+// The typed reads declared above (result::rows_as<T>...).
+#include <pgpipe/typed_rows.hpp>

@@ -38,6 +38,7 @@ class client_category_impl final : public std::error_category {
         return "the statement changes session state on a shared connection: use a lease or pool_params::on_connect";
       case errc::type_mismatch: return "the column's type does not match the requested C++ type";
       case errc::unsupported_libpq: return "unsupported libpq version";
+      case errc::columns_mismatch: return "the result's columns do not match the row type";
     }
     return "unknown pgpipe error " + std::to_string(ev);
   }
