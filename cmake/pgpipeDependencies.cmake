@@ -1,3 +1,4 @@
+set(pgpipe_dependency_components core pq ${PGPIPE_COMPONENTS})
 include(pgpipeFindDependencies)
 if(_pgpipe_dependency_error)
   message(FATAL_ERROR "${_pgpipe_dependency_error}")

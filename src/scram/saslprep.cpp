@@ -1,10 +1,9 @@
+// PostgreSQL's rules around SASLprep (src/common/saslprep.c, pg_saslprep):
+// which passwords are errors, which are used as typed, and when the prepared
+// form is used. The Unicode work itself is the backend's (saslprep_backend.hpp).
 #include <pgpipe/scram/saslprep.hpp>
 
-#include <cstdlib>
-#include <memory>
-#include <stringprep.h>
-
-#include "scram/crypto.hpp"
+#include "scram/saslprep_backend.hpp"
 
 namespace pgpipe::scram {
 namespace {
@@ -51,15 +50,6 @@ bool is_ascii(std::string_view s) {
   return true;
 }
 
-struct free_deleter {
-  void operator()(char* p) const noexcept {
-    if (p != nullptr) {
-      detail::cleanse(p, std::char_traits<char>::length(p));
-      std::free(p);
-    }
-  }
-};
-
 }  // namespace
 
 expected<prepared_password> saslprep(std::string_view password) {
@@ -76,28 +66,21 @@ expected<prepared_password> saslprep(std::string_view password) {
   if (is_ascii(password)) return prepared_password{std::string(password), saslprep_status::unchanged_ascii};
   if (!valid_utf8(password)) return prepared_password{std::string(password), saslprep_status::invalid_utf8};
 
-  const std::string input(password);  // libidn needs a NUL-terminated string
-  char* raw_out = nullptr;
-  // STRINGPREP_NO_UNASSIGNED: PostgreSQL treats unassigned code points
-  // (RFC 3454 table A.1) as prohibited, i.e. as a "stored string".
-  const int rc = stringprep_profile(input.c_str(), &raw_out, "SASLprep", STRINGPREP_NO_UNASSIGNED);
-  std::unique_ptr<char, free_deleter> out(raw_out);
-  switch (rc) {
-    case STRINGPREP_OK:
+  auto r = detail::saslprep_backend(password);
+  if (!r) return r.error();
+  using outcome = detail::saslprep_backend_result::outcome;
+  switch (r->what) {
+    case outcome::prepared:
       // PostgreSQL refuses a password that maps to nothing (e.g. only soft
       // hyphens) and falls back to the raw bytes.
-      if (out == nullptr || *out == '\0') {
-        return prepared_password{std::string(password), saslprep_status::prohibited};
-      }
-      return prepared_password{std::string(out.get()), saslprep_status::prepared};
-    case STRINGPREP_MALLOC_ERROR:
-      return make_failure(scram_errc::crypto_failure, "SASLprep (libidn) ran out of memory");
-    case STRINGPREP_ICONV_ERROR:
+      if (r->bytes.empty()) return prepared_password{std::string(password), saslprep_status::prohibited};
+      return prepared_password{std::move(r->bytes), saslprep_status::prepared};
+    case outcome::invalid_utf8:
       return prepared_password{std::string(password), saslprep_status::invalid_utf8};
-    default:
-      // Prohibited or unassigned code point, bidi violation.
-      return prepared_password{std::string(password), saslprep_status::prohibited};
+    case outcome::prohibited:
+      break;
   }
+  return prepared_password{std::string(password), saslprep_status::prohibited};
 }
 
 }  // namespace pgpipe::scram

@@ -5,7 +5,9 @@
 // bytes: a password that is not valid UTF-8, that contains a prohibited or
 // unassigned code point, that violates the bidi rules, or that maps to the
 // empty string is hashed as typed. Pure-ASCII passwords are never changed.
-// The Unicode work is done by libidn's "SASLprep" profile.
+// The Unicode work is done by the library pgpipe was configured with
+// (PGPIPE_SASLPREP): ICU's RFC 4013 profile (the default) or libidn 1.x's
+// "SASLprep" profile; docs/scram.md says where libidn differs from PostgreSQL.
 #pragma once
 
 #include <string>
@@ -36,5 +38,8 @@ struct prepared_password {
 /// string) and scram_errc::password_too_long above max_password_length bytes.
 /// Thread-safe. Messages never quote the password.
 expected<prepared_password> saslprep(std::string_view password);
+
+/// The library doing saslprep()'s Unicode work: "ICU" or "libidn". Thread-safe.
+std::string_view saslprep_library() noexcept;
 
 }  // namespace pgpipe::scram

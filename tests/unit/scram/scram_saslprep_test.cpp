@@ -79,3 +79,23 @@ TEST(scram_saslprep, LimitsFollowPostgreSQL) {
   EXPECT_EQ(big.error().code, scram::scram_errc::password_too_long);
   EXPECT_TRUE(scram::saslprep(std::string(scram::max_password_length, 'a')).has_value());
 }
+
+TEST(scram_saslprep, HangulJamoAreNotComposedAcrossACombiningMark) {
+  // U+1112 U+0330 U+116B: the combining mark (class 220) between the leading
+  // and the vowel jamo blocks their composition, so NFKC leaves the string
+  // as it is. PostgreSQL 15 hashes exactly these bytes (a role created with
+  // this password on a live server verifies with them, not with U+D670 U+0330).
+  if (scram::saslprep_library() == "libidn") {
+    GTEST_SKIP() << "libidn 1.x composes Hangul jamo across a combining mark (U+D670 U+0330), "
+                    "unlike PostgreSQL: a known difference of that backend (docs/scram.md)";
+  }
+  const std::string jamo = "\xE1\x84\x92\xCC\xB0\xE1\x85\xAB";
+  auto p = prep(jamo);
+  EXPECT_EQ(p.status, status::prepared);
+  EXPECT_EQ(p.bytes, jamo);
+  // The same blocking inside a syllable: U+C7C8 U+05AB U+11AD stays three code points.
+  const std::string syllable = "Q\xEC\x9F\x88\xD6\xAB\xE1\x86\xAD";
+  EXPECT_EQ(prep(syllable).bytes, syllable);
+  // Unblocked, the jamo do compose: U+1112 U+116B is U+D670.
+  EXPECT_EQ(prep("\xE1\x84\x92\xE1\x85\xAB").bytes, "\xED\x99\xB0");
+}
