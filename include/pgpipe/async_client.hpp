@@ -160,7 +160,8 @@ class async_client {
   ///     pg_temp.x, SELECT ... INTO TEMP, and calls of set_config(n, v, x)
   ///     with x not literally true or of pg_advisory_lock[_shared] /
   ///     pg_try_advisory_lock[_shared]. Use a lease, or
-  ///     pool_params::on_connect for settings every query should see.
+  ///     pool_params::on_connect for settings every query should see;
+  ///     for LISTEN/UNLISTEN, async_listener or blocking_listener.
   ///   Leading whitespace and comments are skipped, keywords are
   ///   case-insensitive, and strings, dollar quotes, quoted identifiers and
   ///   comments are never looked into (`select 'begin'` runs).

@@ -1,4 +1,6 @@
-// Both drivers through PgBouncer 1.18 (tests/support/pgbouncer), the way
+// Both drivers through PgBouncer without prepared-statement tracking
+// (tests/support/pgbouncer): Debian 12's 1.18, or a current one with
+// max_prepared_statements = 0 (CI's pgbouncer125 label), the way
 // applications deploy it: transaction pooling with unnamed statements and
 // more callers than PgBouncer has server connections, session pooling with
 // named statements, SCRAM with an auth_file verifier made by pgpipe-scram,
@@ -34,6 +36,8 @@ pgbouncer_params bouncer(const std::string& mode, int default_pool_size) {
   b.pool_mode = mode;
   b.default_pool_size = default_pool_size;
   b.max_client_conn = 100;
+  // What 1.18 does, on any version: pgbouncer_prepared_test covers tracking.
+  if (pgbouncer_instance::version().tracks_prepared_statements()) b.settings["max_prepared_statements"] = "0";
   return b;
 }
 

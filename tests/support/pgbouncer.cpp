@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 #include <sys/stat.h>
@@ -32,7 +34,37 @@ std::size_t file_size(const std::string& path) {
   return stat(path.c_str(), &st) == 0 ? static_cast<std::size_t>(st.st_size) : 0;
 }
 
+// "PgBouncer 1.25.2\nlibevent ..." -> {1, 25, 2}.
+pgbouncer_version ask_version(const std::string& binary) {
+  const std::string cmd = "'" + binary + "' --version 2>&1";
+  std::string text;
+  if (FILE* f = popen(cmd.c_str(), "r")) {
+    char buf[256];
+    while (std::fgets(buf, sizeof buf, f) != nullptr) text += buf;
+    if (pclose(f) != 0) text = "exit status non-zero: " + text;
+  }
+  pgbouncer_version v;
+  if (std::sscanf(text.c_str(), "PgBouncer %d.%d.%d", &v.major, &v.minor, &v.patch) < 2) {
+    throw std::runtime_error("pgbouncer_instance: `" + binary + " --version` gave no version: " + text);
+  }
+  return v;
+}
+
 }  // namespace
+
+std::string pgbouncer_version::to_string() const {
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
+
+std::string pgbouncer_instance::binary_path() {
+  const char* env = std::getenv("PGPIPE_PGBOUNCER_BIN");
+  return env != nullptr && *env != '\0' ? std::string(env) : std::string("/usr/sbin/pgbouncer");
+}
+
+pgbouncer_version pgbouncer_instance::version() {
+  static const pgbouncer_version v = ask_version(binary_path());
+  return v;
+}
 
 struct pgbouncer_instance::state {
   const dc::cluster* server = nullptr;
@@ -101,9 +133,10 @@ struct pgbouncer_instance::state {
 
 pgbouncer_instance::pgbouncer_instance(const devcluster::cluster& server, pgbouncer_params params)
     : s_(std::make_unique<state>()) {
-  if (access(binary, X_OK) != 0) {
-    throw std::runtime_error("pgbouncer_instance: no pgbouncer at " + std::string(binary) +
-                             " (apt-get install pgbouncer)");
+  const std::string binary = binary_path();
+  if (access(binary.c_str(), X_OK) != 0) {
+    throw std::runtime_error("pgbouncer_instance: no pgbouncer at " + binary +
+                             " (apt-get install pgbouncer, or set PGPIPE_PGBOUNCER_BIN)");
   }
   s_->server = &server;
   s_->params = std::move(params);

@@ -1,5 +1,7 @@
-// A PgBouncer 1.18 process in front of a devcluster, for tests of pooling
-// through a bouncer (session and transaction pooling).
+// A PgBouncer process in front of a devcluster, for tests of pooling through
+// a bouncer (session and transaction pooling). Debian's 1.18 by default; the
+// environment variable PGPIPE_PGBOUNCER_BIN names another build (CI runs the
+// same suites against 1.25, built by .ci/pgbouncer-125).
 #pragma once
 
 #include "devcluster/devcluster.hpp"
@@ -26,7 +28,18 @@ struct pgbouncer_params {
   std::vector<std::pair<std::string, std::string>> users;
 };
 
-/// Starts /usr/sbin/pgbouncer (as `postgres` when root) on a free port of
+/// The version of a PgBouncer binary, from `pgbouncer --version`.
+struct pgbouncer_version {
+  int major = 0;
+  int minor = 0;
+  int patch = 0;
+  /// 1.21 and later rewrite protocol-level named statements per server
+  /// connection when max_prepared_statements > 0.
+  bool tracks_prepared_statements() const noexcept { return major > 1 || (major == 1 && minor >= 21); }
+  std::string to_string() const;
+};
+
+/// Starts binary_path() (as `postgres` when root) on a free port of
 /// 127.0.0.1, forwarding every database to `server`. Clients authenticate
 /// with scram-sha-256 against an auth_file holding the superuser's SCRAM
 /// verifier copied from pg_authid, so the cluster's user and password work
@@ -53,8 +66,13 @@ class pgbouncer_instance {
   /// Stop the process (SIGTERM, SIGKILL after a deadline). Idempotent.
   void stop();
 
-  /// Where pgbouncer is expected to be installed.
-  static constexpr const char* binary = "/usr/sbin/pgbouncer";
+  /// The PgBouncer every instance runs: $PGPIPE_PGBOUNCER_BIN when set
+  /// (it must be executable by the user the process runs as), else
+  /// Debian's /usr/sbin/pgbouncer.
+  static std::string binary_path();
+  /// binary_path()'s version, asked once. Throws std::runtime_error when the
+  /// binary cannot be run or its answer is not a version.
+  static pgbouncer_version version();
 
  private:
   struct state;

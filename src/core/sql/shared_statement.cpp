@@ -63,6 +63,14 @@ shared_refusal session_refusal(std::string statement) {
     m = "COPY cannot run on a connection other callers share (the COPY protocol would stall the queries "
         "pipelined behind it): run it on a lease of its own (async driver: async_lease::copy_in / copy_out; "
         "blocking driver: pgpipe::blocking_copy_in / blocking_copy_out on a blocking_lease). Nothing was sent.";
+  } else if (statement == "LISTEN" || statement == "UNLISTEN") {
+    // A lease would not do either: its channels stay on a pooled connection
+    // whose notifications nobody reads.
+    m = statement +
+        " needs a connection that stays with its reader, not a shared one or a lease: use pgpipe::async_listener "
+        "or pgpipe::blocking_listener, which hold their own. Behind a transaction pooler (PgBouncer pool_mode = "
+        "transaction) no connection stays: point the listener at the server or at a session-mode pool. "
+        "Nothing was sent.";
   } else {
     m = statement +
         " changes the session of a connection other callers share: run it on a lease "

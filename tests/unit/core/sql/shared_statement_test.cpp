@@ -84,6 +84,15 @@ TEST(shared_statement, session_messages_point_to_on_connect) {
   auto c = check_shared_statement("copy t from stdin");
   ASSERT_TRUE(c);
   EXPECT_NE(c->message.find("copy_in"), std::string::npos) << c->message;
+  // LISTEN's way out is a listener: a lease returns its connection (and its
+  // channels) to the pool, and a transaction pooler cannot keep one at all.
+  for (const char* sql : {"listen jobs", "UNLISTEN *"}) {
+    auto l = check_shared_statement(sql);
+    ASSERT_TRUE(l) << sql;
+    EXPECT_NE(l->message.find("pgpipe::async_listener"), std::string::npos) << l->message;
+    EXPECT_NE(l->message.find("blocking_listener"), std::string::npos) << l->message;
+    EXPECT_NE(l->message.find("transaction pooler"), std::string::npos) << l->message;
+  }
 }
 
 TEST(shared_statement, allows_what_only_mentions_a_keyword) {
