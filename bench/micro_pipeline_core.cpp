@@ -10,7 +10,7 @@
 //    owner reference), as pipelined_connection does;
 //  - copied: the core gets its own copy of the text per query (an owning
 //    sql_key: the copy plus one shared block). Callgrind on pgpipe-bench
-//    gives the difference on the whole query path (docs/benchmarks.md);
+//    gives the difference on the whole query path (docs/benchmarks-log.md);
 //  - typed_parts: borrowed, with parameter types in the key.
 // Plus the statement cache's lookups of one query alone.
 #include "async/sansio/pipeline_core.hpp"

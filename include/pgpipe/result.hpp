@@ -383,7 +383,7 @@ class [[nodiscard]] result {
   std::unique_ptr<PGresult, detail::pgresult_deleter> res_;
   // Held apart and only when there is something to say: a result is moved
   // several times on its way to the caller, and twelve strings moved each
-  // time cost more than the rest of the move (docs/benchmarks.md).
+  // time cost more than the rest of the move (docs/benchmarks-log.md).
   static std::unique_ptr<diagnostics> keep(diagnostics&& d) noexcept {
     if (detail::is_blank(d)) return nullptr;
     // Out of memory: the result keeps its code and loses the text.
