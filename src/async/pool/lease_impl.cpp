@@ -52,7 +52,6 @@ void lease_impl::submit_query(query_spec spec, std::unique_ptr<completion<result
     return;
   }
   note_session_change(leaves_session_changed(spec.sql));
-  req->in_unit = in_unit_.load(std::memory_order_acquire);
   const auto timeout = spec.timeout.value_or(owner_->params().query_timeout);
   req->deadline = add_or_max(now, timeout);
   req->spec = std::move(spec);
@@ -90,8 +89,6 @@ void lease_impl::submit_chain(std::vector<query_spec> specs, std::vector<std::un
     auto req = std::make_shared<query_request>();
     req->on_lease = true;
     req->chained = i + 1 < specs.size() || open_end;
-    req->opens_unit = i == 0;
-    req->in_unit = i > 0;
     req->set_handler(std::move(done[i]));
     req->submitted = now;
     if (refused) {
@@ -113,7 +110,6 @@ void lease_impl::submit_chain(std::vector<query_spec> specs, std::vector<std::un
     req->slot = slot_;
     reqs.push_back(std::move(req));
   }
-  if (open_end && !refused) in_unit_.store(true, std::memory_order_release);
   if (!reqs.empty()) owner_->post_enqueue_chain(conn_, std::move(reqs));
 }
 
@@ -121,7 +117,6 @@ std::shared_ptr<query_request> lease_impl::make_handle_request(request_sink sink
   auto req = std::make_shared<query_request>();
   req->sink = std::move(sink);
   req->on_lease = true;
-  req->in_unit = in_unit_.load(std::memory_order_acquire);
   req->conn = conn_;
   req->slot = slot_;
   return req;
