@@ -7,6 +7,7 @@
 
 #include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
+#include "support/result_drivers.hpp"
 
 #include <boost/describe/enum.hpp>
 #include <gtest/gtest.h>
@@ -52,40 +53,13 @@ pgpipe::pool_params params() {
   return p;
 }
 
-struct async_driver {
-  static constexpr const char* name = "async";
-  pgpipe::async_client client{params(), {.loops = 1}};
-  template <class... A>
-  pgpipe::result run(std::string_view sql, const A&... args) {
-    auto [ec, r] = client.async_query(sql, args..., pgpipe::test::use_future_ec).get();
-    if (ec) throw pgpipe::error(ec, r.diag().to_string());
-    return std::move(r);
-  }
-};
-
-struct blocking_driver {
-  static constexpr const char* name = "blocking";
-  pgpipe::blocking_pool pool{params()};
-  template <class... A>
-  pgpipe::result run(std::string_view sql, const A&... args) {
-    return pool.exec(sql, args...);
-  }
-};
-
 template <class D>
 class enum_round_trip : public ::testing::Test {
  protected:
   void SetUp() override { (void)d_.run(create_types); }
-  D d_;
+  D d_{params()};
 };
-using drivers = ::testing::Types<async_driver, blocking_driver>;
-struct driver_names {
-  template <class D>
-  static std::string GetName(int) {
-    return D::name;
-  }
-};
-TYPED_TEST_SUITE(enum_round_trip, drivers, driver_names);
+TYPED_TEST_SUITE(enum_round_trip, pgpipe::test::result_drivers, pgpipe::test::driver_names);
 
 TYPED_TEST(enum_round_trip, every_label_goes_and_comes_back) {
   for (mood m : {mood::sad, mood::ok, mood::happy}) {

@@ -6,6 +6,7 @@
 
 #include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
+#include "support/result_drivers.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -48,66 +49,14 @@ constexpr const char* cities_sql =
     "select people, name, id from (values (1, 'Hà Nội', 8000000::int8), (2, 'Huế', null), (3, 'Đà Lạt', 400000)) "
     "as v(id, name, people) where id <= $1 order by id";
 
-// Each driver's three forms, all throwing pgpipe::error (the async driver
-// through use_future, which throws the operation's error with its diagnostics).
-struct async_driver {
-  static constexpr const char* name = "async";
-  pgpipe::async_client client{params(), {.loops = 1}};
-  template <class T, class... A>
-  std::vector<T> all(std::string_view sql, const A&... args) {
-    return client.async_query_as<T>(sql, args..., asio::use_future).get();
-  }
-  template <class T, class... A>
-  T one(std::string_view sql, const A&... args) {
-    return client.async_query_as_one<T>(sql, args..., asio::use_future).get();
-  }
-  template <class T, class... A>
-  std::optional<T> opt(std::string_view sql, const A&... args) {
-    return client.async_query_as_opt<T>(sql, args..., asio::use_future).get();
-  }
-};
-
-struct blocking_driver {
-  static constexpr const char* name = "blocking";
-  pgpipe::blocking_pool pool{params()};
-  template <class T, class... A>
-  std::vector<T> all(std::string_view sql, const A&... args) {
-    return pool.query_as<T>(sql, args...);
-  }
-  template <class T, class... A>
-  T one(std::string_view sql, const A&... args) {
-    return pool.query_as_one<T>(sql, args...);
-  }
-  template <class T, class... A>
-  std::optional<T> opt(std::string_view sql, const A&... args) {
-    return pool.query_as_opt<T>(sql, args...);
-  }
-};
-
 template <class D>
 class typed_query : public ::testing::Test {
  protected:
-  D d_;
+  D d_{params()};
 };
-using drivers = ::testing::Types<async_driver, blocking_driver>;
-struct driver_names {
-  template <class D>
-  static std::string GetName(int) {
-    return D::name;
-  }
-};
-TYPED_TEST_SUITE(typed_query, drivers, driver_names);
+TYPED_TEST_SUITE(typed_query, pgpipe::test::result_drivers, pgpipe::test::driver_names);
 
-template <class F>
-pgpipe::error thrown(F&& f) {
-  try {
-    f();
-  } catch (const pgpipe::error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no pgpipe::error thrown";
-  return pgpipe::error(pgpipe::make_error_code(errc::protocol_error), "none");
-}
+using pgpipe::test::thrown;
 
 TYPED_TEST(typed_query, every_row_into_a_described_struct) {
   std::vector<city> v = this->d_.template all<city>(cities_sql, 3);

@@ -8,6 +8,7 @@
 
 #include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
+#include "support/result_drivers.hpp"
 
 #include <boost/describe/class.hpp>
 #include <gtest/gtest.h>
@@ -47,50 +48,14 @@ pgpipe::pool_params params() {
   return p;
 }
 
-struct async_driver {
-  static constexpr const char* name = "async";
-  pgpipe::async_client client{params(), {.loops = 1}};
-  template <class... A>
-  pgpipe::result run(std::string_view sql, const A&... args) {
-    auto [ec, r] = client.async_query(sql, args..., pgpipe::test::use_future_ec).get();
-    if (ec) throw pgpipe::error(ec, r.diag().to_string());
-    return std::move(r);
-  }
-};
-
-struct blocking_driver {
-  static constexpr const char* name = "blocking";
-  pgpipe::blocking_pool pool{params()};
-  template <class... A>
-  pgpipe::result run(std::string_view sql, const A&... args) {
-    return pool.exec(sql, args...);
-  }
-};
-
 template <class D>
 class typed_rows_it : public ::testing::Test {
  protected:
-  D d_;
+  D d_{params()};
 };
-using drivers = ::testing::Types<async_driver, blocking_driver>;
-struct driver_names {
-  template <class D>
-  static std::string GetName(int) {
-    return D::name;
-  }
-};
-TYPED_TEST_SUITE(typed_rows_it, drivers, driver_names);
+TYPED_TEST_SUITE(typed_rows_it, pgpipe::test::result_drivers, pgpipe::test::driver_names);
 
-template <class F>
-pgpipe::error thrown(F&& f) {
-  try {
-    f();
-  } catch (const pgpipe::error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no pgpipe::error thrown";
-  return pgpipe::error(pgpipe::make_error_code(errc::protocol_error), "none");
-}
+using pgpipe::test::thrown;
 
 // The columns in another order than the struct's fields, some NULL.
 constexpr const char* products_sql =

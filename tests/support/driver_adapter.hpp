@@ -17,6 +17,7 @@
 #pragma once
 
 #include "support/async_kit.hpp"
+#include "support/driver_names.hpp"
 
 #include <pgpipe/async_client.hpp>
 #include <pgpipe/blocking_pool.hpp>
@@ -258,13 +259,5 @@ class blocking_driver {
 };
 
 using drivers = ::testing::Types<async_driver, blocking_driver>;
-
-/// Names typed-test instances after the driver: badinput/async, badinput/blocking.
-struct driver_names {
-  template <class D>
-  static std::string GetName(int) {
-    return D::name;
-  }
-};
 
 }  // namespace pgpipe::test
