@@ -142,16 +142,17 @@ result blocking_lease::exec_encoded(std::string_view sql, detail::encoded_params
   if (st != nullptr) {
     r = run_prepared(st->name);
     if (!succeeded(r.get()) && stale(r.get())) {
-      if (st->fresh) {
-        if (sqlstate_of(r.get()) == "26000") {
-          conn_->forget_direct(key);
-          pooler_suspected(r.get());
-        }
+      if (st->fresh && sqlstate_of(r.get()) == "26000") {
+        // Prepared a moment ago and already unknown: another session answers.
+        conn_->forget_direct(key);
+        pooler_suspected(r.get());
       } else if (PQtransactionStatus(c) == PQTRANS_IDLE) {
         // A migration changed what the statement reads, and the server
         // refused it before executing anything: prepare it again and run it
-        // once more, so the caller never sees the stale plan. (After 26000
-        // the DEALLOCATE fails: nothing was left to free.)
+        // once more, so the caller never sees the stale plan. This holds for
+        // a statement prepared by this very call too: a migration can
+        // commit between its Parse and its Execute. (After 26000 the
+        // DEALLOCATE fails: nothing was left to free.)
         const std::string old = "DEALLOCATE " + st->name;
         pgresult_ptr gone{PQexec(c, old.c_str())};
         prepare(conn_->rename_direct(*st));
