@@ -93,6 +93,12 @@ inline bool is_pooler_symptom(std::string_view sqlstate) noexcept {
   return sqlstate == "26000" || sqlstate == "42P05";
 }
 
+/// How many times a request meeting a stale statement is prepared again and
+/// re-run before its caller sees the error: each migration statement can
+/// invalidate the statement once more (ADD COLUMN, then ALTER TYPE). The
+/// async core's pipeline_core::max_statement_repairs is the same number.
+inline constexpr int max_stale_repairs = 3;
+
 /// Whether the server refused a cached named statement before executing it:
 /// 26000 (it does not exist) or 0A000 "cached plan must not change result
 /// type" (a migration changed a table it reads). `primary` is the error's

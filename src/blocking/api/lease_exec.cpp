@@ -149,17 +149,21 @@ result blocking_lease::exec_encoded(std::string_view sql, detail::encoded_params
       } else if (PQtransactionStatus(c) == PQTRANS_IDLE) {
         // A migration changed what the statement reads, and the server
         // refused it before executing anything: prepare it again and run it
-        // once more, so the caller never sees the stale plan. This holds for
-        // a statement prepared by this very call too: a migration can
-        // commit between its Parse and its Execute. (After 26000 the
-        // DEALLOCATE fails: nothing was left to free.)
-        const std::string old = "DEALLOCATE " + st->name;
-        pgresult_ptr gone{PQexec(c, old.c_str())};
-        prepare(conn_->rename_direct(*st));
-        r = run_prepared(st->name);
-        if (!succeeded(r.get()) && detail::is_pooler_symptom(sqlstate_of(r.get()))) {
-          conn_->forget_direct(key);
-          pooler_suspected(r.get());
+        // again, so the caller never sees the stale plan; each statement of
+        // a migration can invalidate it once more, so up to
+        // max_stale_repairs times, as the async driver. This holds for a
+        // statement prepared by this very call too: a migration can commit
+        // between its Parse and its Execute. (After 26000 the DEALLOCATE
+        // fails: nothing was left to free.)
+        for (int repair = 0; repair < detail::max_stale_repairs && !succeeded(r.get()) && stale(r.get()); ++repair) {
+          const std::string old = "DEALLOCATE " + st->name;
+          pgresult_ptr gone{PQexec(c, old.c_str())};
+          prepare(conn_->rename_direct(*st));
+          r = run_prepared(st->name);
+          if (!succeeded(r.get()) && detail::is_pooler_symptom(sqlstate_of(r.get()))) {
+            conn_->forget_direct(key);
+            pooler_suspected(r.get());
+          }
         }
       } else {
         // Inside a transaction block the error has already aborted it: a
