@@ -96,6 +96,8 @@ bool value_of(std::string_view label, E& out) {
 
 }  // namespace detail::enums
 
+/// A labelled enum as a parameter: its label, sent untyped so that the
+/// server infers the enum type from the statement.
 template <detail::enums::labelled E>
 struct param_traits<E> {
   /// The label; an enumerator without one cannot be sent.
@@ -107,6 +109,8 @@ struct param_traits<E> {
   }
 };
 
+/// A labelled enum read from a column of the server's enum type (or text):
+/// by label; a label the C++ side does not list is errc::conversion_error.
 template <detail::enums::labelled E>
 struct field_traits<E> {
   /// A user-defined type (the server's enums) or a text type.
@@ -114,6 +118,7 @@ struct field_traits<E> {
     return t >= oids::first_user_oid || t == oids::text || t == oids::varchar || t == oids::name ||
            t == oids::bpchar || t == oids::unknown;
   }
+  /// What a type-mismatch message calls the C++ type.
   static std::string cpp_name() { return "a labelled enum"; }
   /// Text and binary forms are both the label.
   static std::error_code decode(const field_value& v, E& out) {

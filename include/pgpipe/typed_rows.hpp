@@ -282,12 +282,15 @@ std::optional<T> result::as_opt() const {
   return out;
 }
 
+/// The rows as T, read lazily; the result must outlive the range (see the
+/// declaration in result.hpp).
 template <row_type T>
 typed_rows<T> result::rows_as() const& {
   throw_if_failed();
   return typed_rows<T>(res_.get(), result());
 }
 
+/// The rows as T from a temporary result, which the range then keeps.
 template <row_type T>
 typed_rows<T> result::rows_as() && {
   throw_if_failed();
