@@ -50,6 +50,7 @@ enum class errc {
   unsupported_libpq,   ///< the libpq loaded at run time is older than pgpipe needs (14: pipeline mode)
   // Typed rows (result::rows_as<T> and the *_as operations).
   columns_mismatch,    ///< the result's columns do not fit the row type: a count, a missing or an extra column
+  dimensions_mismatch, ///< an array's number of dimensions does not fit the C++ type (a 2-D array into a std::vector)
 };
 
 /// Portable conditions: use these to classify an error_code from any category.

@@ -4,12 +4,14 @@
 #pragma once
 
 // Shared by both drivers: errors, configuration, results, stats, types.
+#include <pgpipe/array.hpp>
 #include <pgpipe/enums.hpp>
 #include <pgpipe/error.hpp>
 #include <pgpipe/logger.hpp>
 #include <pgpipe/notification.hpp>
 #include <pgpipe/pool_params.hpp>
 #include <pgpipe/query_observer.hpp>
+#include <pgpipe/range.hpp>
 #include <pgpipe/read_routing.hpp>
 #include <pgpipe/result.hpp>
 #include <pgpipe/row_shape.hpp>

@@ -16,7 +16,11 @@
 //   pgpipe::interval                                   interval
 //   pgpipe::numeric                                    numeric
 //   boost::json::value                                 json, jsonb
-//   std::vector<T>, std::vector<std::optional<T>>      one-dimensional arrays of the above
+//   std::vector<T>, std::vector<std::optional<T>>      one-dimensional arrays of the above; multiranges
+//   std::vector<std::vector<T>>                        rectangular two-dimensional arrays
+//   pgpipe::array<T> (pgpipe/array.hpp)                arrays of any dimension, with lower bounds
+//   pgpipe::range<T> (pgpipe/range.hpp)                int4/int8/num/ts/tstz/date ranges
+//   (a domain reads and is sent as its base type)
 //   std::optional<T>, std::nullopt, nullptr            NULL
 //
 // ---- param_traits<T> ----------------------------------------------------

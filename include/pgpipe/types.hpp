@@ -65,6 +65,26 @@ inline constexpr type_oid numeric_array = 1231;  ///< numeric[]
 inline constexpr type_oid json_array = 199;  ///< json[]
 inline constexpr type_oid uuid_array = 2951;  ///< uuid[]
 inline constexpr type_oid jsonb_array = 3807;  ///< jsonb[]
+// Ranges of the numeric and time types, their arrays, and (PostgreSQL 14+)
+// their multiranges.
+inline constexpr type_oid int4range = 3904;  ///< int4range
+inline constexpr type_oid numrange = 3906;  ///< numrange
+inline constexpr type_oid tsrange = 3908;  ///< tsrange
+inline constexpr type_oid tstzrange = 3910;  ///< tstzrange
+inline constexpr type_oid daterange = 3912;  ///< daterange
+inline constexpr type_oid int8range = 3926;  ///< int8range
+inline constexpr type_oid int4range_array = 3905;  ///< int4range[]
+inline constexpr type_oid numrange_array = 3907;  ///< numrange[]
+inline constexpr type_oid tsrange_array = 3909;  ///< tsrange[]
+inline constexpr type_oid tstzrange_array = 3911;  ///< tstzrange[]
+inline constexpr type_oid daterange_array = 3913;  ///< daterange[]
+inline constexpr type_oid int8range_array = 3927;  ///< int8range[]
+inline constexpr type_oid int4multirange = 4451;  ///< int4multirange
+inline constexpr type_oid nummultirange = 4532;  ///< nummultirange
+inline constexpr type_oid tsmultirange = 4533;  ///< tsmultirange
+inline constexpr type_oid tstzmultirange = 4534;  ///< tstzmultirange
+inline constexpr type_oid datemultirange = 4535;  ///< datemultirange
+inline constexpr type_oid int8multirange = 4536;  ///< int8multirange
 /// OIDs from here up belong to user-defined types (enums, domains, composites).
 inline constexpr type_oid first_user_oid = 16384;
 }  // namespace oids
@@ -73,6 +93,36 @@ inline constexpr type_oid first_user_oid = 16384;
 type_oid array_element_oid(type_oid array) noexcept;
 /// The array type of a built-in element type, or 0 when it has none here.
 type_oid array_oid_of(type_oid element) noexcept;
+/// The range type over a built-in subtype (int4 -> int4range), or 0.
+constexpr type_oid range_oid_of(type_oid subtype) noexcept {
+  switch (subtype) {
+    case oids::int4: return oids::int4range;
+    case oids::int8: return oids::int8range;
+    case oids::numeric: return oids::numrange;
+    case oids::timestamp: return oids::tsrange;
+    case oids::timestamptz: return oids::tstzrange;
+    case oids::date: return oids::daterange;
+    default: return 0;
+  }
+}
+/// The subtype of a built-in range type (int4range -> int4), or 0.
+constexpr type_oid range_subtype_oid(type_oid range) noexcept {
+  for (type_oid s : {oids::int4, oids::int8, oids::numeric, oids::timestamp, oids::timestamptz, oids::date})
+    if (range != 0 && range_oid_of(s) == range) return s;
+  return 0;
+}
+/// The range type of a built-in multirange type (int4multirange -> int4range), or 0.
+constexpr type_oid multirange_range_oid(type_oid multirange) noexcept {
+  switch (multirange) {
+    case oids::int4multirange: return oids::int4range;
+    case oids::int8multirange: return oids::int8range;
+    case oids::nummultirange: return oids::numrange;
+    case oids::tsmultirange: return oids::tsrange;
+    case oids::tstzmultirange: return oids::tstzrange;
+    case oids::datemultirange: return oids::daterange;
+    default: return 0;
+  }
+}
 /// "int4", "timestamptz", "text[]"... or "oid 16390" for a type pgpipe does not know.
 std::string type_name_of(type_oid t);
 

@@ -39,6 +39,9 @@ class client_category_impl final : public std::error_category {
       case errc::type_mismatch: return "the column's type does not match the requested C++ type";
       case errc::unsupported_libpq: return "unsupported libpq version";
       case errc::columns_mismatch: return "the result's columns do not match the row type";
+      case errc::dimensions_mismatch:
+        return "the array's number of dimensions does not fit the C++ type (std::vector: 1, "
+               "std::vector<std::vector>: 2, pgpipe::array: any)";
     }
     return "unknown pgpipe error " + std::to_string(ev);
   }

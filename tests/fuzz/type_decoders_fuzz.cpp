@@ -6,9 +6,13 @@
 //  - a decoder either succeeds or answers one of pgpipe's own codes;
 //  - a numeric that decodes re-encodes to binary and decodes to the same text;
 //  - a timestamp/date that decodes (finite) re-encodes to text that decodes
-//    to the same value.
+//    to the same value;
+//  - a range or an n-dimensional array that decodes re-encodes (text and
+//    binary) to a value that decodes equal.
 //
 // Input: first byte selects the decoder and the format, the rest is the value.
+#include <pgpipe/array.hpp>
+#include <pgpipe/range.hpp>
 #include <pgpipe/type_traits.hpp>
 
 #include <boost/json/value.hpp>
@@ -32,7 +36,8 @@ using namespace std::chrono;
 void check_code(const std::error_code& ec) {
   if (!ec) return;
   if (ec != pgpipe::errc::conversion_error && ec != pgpipe::errc::out_of_range &&
-      ec != pgpipe::errc::type_mismatch && ec != pgpipe::errc::null_value)
+      ec != pgpipe::errc::type_mismatch && ec != pgpipe::errc::null_value &&
+      ec != pgpipe::errc::dimensions_mismatch)
     std::abort();
 }
 
@@ -76,6 +81,22 @@ void date_round_trip(std::string_view data, wire_format f) {
   if (run(*text, oids::date, wire_format::text, back) || back != d) std::abort();
 }
 
+// What decodes from `data` encodes (as a parameter, both forms) to what
+// decodes back equal.
+template <class T>
+void round_trip(std::string_view data, pgpipe::type_oid type, wire_format f) {
+  T x{};
+  if (run(data, type, f, x)) return;
+  using P = pgpipe::param_traits<T>;
+  auto text = P::encode(x);
+  T back{};
+  if (!text || run(*text, type, wire_format::text, back) || !(back == x)) std::abort();
+  std::string bin;
+  if (P::encode_binary(x, bin)) return;  // a value the binary form cannot carry
+  T bback{};
+  if (run(bin, type, wire_format::binary, bback) || !(bback == x)) std::abort();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -85,7 +106,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // A copy of exactly the value's bytes: ASan sees any read past its end.
   const std::string value(reinterpret_cast<const char*>(data + 1), size - 1);
   const std::string_view v(value);
-  switch ((sel >> 1) % 20) {
+  switch ((sel >> 1) % 23) {
     case 0: run<std::int64_t>(v, oids::int8, f); run<std::int16_t>(v, oids::int2, f); break;
     case 1: run<std::uint32_t>(v, oids::oid, f); run<double>(v, oids::float8, f); run<float>(v, oids::float4, f); break;
     case 2: run<bool>(v, oids::bool_, f); run<std::string>(v, oids::text, f); break;
@@ -107,6 +128,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 18: run<std::vector<boost::json::value>>(v, oids::jsonb_array, f); break;
     case 19: run<std::vector<std::optional<pgpipe::interval>>>(v, oids::interval_array, f);
              run<std::vector<std::optional<sys_days>>>(v, oids::date_array, f); break;
+    case 20: round_trip<pgpipe::range<std::int64_t>>(v, oids::int8range, f);
+             round_trip<pgpipe::range<sys_time<microseconds>>>(v, oids::tstzrange, f);
+             run<pgpipe::range<pgpipe::numeric>>(v, oids::numrange, f); break;
+    case 21: round_trip<pgpipe::array<std::optional<std::int32_t>>>(v, oids::int4_array, f);
+             run<std::vector<std::vector<std::optional<std::string>>>>(v, oids::text_array, f); break;
+    case 22: run<std::vector<pgpipe::range<sys_days>>>(v, oids::datemultirange, f);
+             run<pgpipe::array<std::string>>(v, oids::text_array, f); break;
   }
   return 0;
 }

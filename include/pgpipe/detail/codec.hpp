@@ -105,22 +105,63 @@ void encode_numeric_binary(const numeric& in, std::string& out);
 std::error_code decode_json(std::string_view in, bool jsonb_binary, boost::json::value& out);
 std::string encode_json_text(const boost::json::value& in);
 
-// ---- one-dimensional arrays ----------------------------------------------
-/// The elements of an array value, as views. Text elements that needed
-/// unquoting live in `owned` (a deque: views into it stay valid).
+// ---- arrays of any dimension ------------------------------------------------
+/// PostgreSQL's limit on an array's dimensions (MAXDIM).
+inline constexpr std::size_t max_array_dims = 6;
+/// The elements of an array value, as views, in row-major order (the last
+/// subscript varies fastest). Text elements that needed unquoting live in
+/// `owned` (a deque: views into it stay valid). An empty array has no
+/// dimensions.
 struct array_items {
   type_oid element_type = 0;
   std::vector<std::optional<std::string_view>> items;  ///< std::nullopt: NULL element
   std::deque<std::string> owned;
+  std::vector<std::int32_t> dims;          ///< length of each dimension
+  std::vector<std::int32_t> lower_bounds;  ///< first subscript of each dimension
 };
-/// Text array literal ("{1,NULL,\"a b\"}", optionally "[0:2]={...}"). The
-/// element type comes from the column's array type. A multi-dimensional array
-/// is conversion_error ("multi-dimensional arrays are not supported").
+/// Text array literal ("{1,NULL,\"a b\"}", "{{1,2},{3,4}}", optionally
+/// "[0:1][1:2]={...}"). The element type comes from the column's array type.
+/// Sub-arrays of one level must have the same length (the server never
+/// sends others) and a decoration must agree with the braces.
 std::error_code split_array_text(std::string_view in, type_oid element_type, array_items& out);
-/// Binary array: ndim, flags, element oid, dims, then length-prefixed
-/// elements; every length is checked against what is left.
+/// Binary array: ndim, flags, element oid, (length, lower bound) per
+/// dimension, then length-prefixed elements; every length is checked
+/// against what is left before anything is allocated.
 std::error_code split_array_binary(std::string_view in, array_items& out);
 /// Quotes one element for a text array literal (always quoted; NULL as NULL).
 void append_array_text_element(std::string& out, const std::optional<std::string>& element);
+
+// ---- ranges and multiranges ------------------------------------------------
+/// One range value split into its bounds, as views. `lower`/`upper` are
+/// std::nullopt for an unbounded side (and for an empty range). Text bounds
+/// that needed unquoting live in `owned` (a deque: views stay valid).
+struct range_parts {
+  bool empty = false;
+  std::optional<std::string_view> lower, upper;
+  bool lower_inclusive = false, upper_inclusive = false;
+  std::deque<std::string> owned;
+};
+/// Text as range_in reads it: "empty" (any case), or '[' / '(', the lower
+/// bound, ',', the upper bound, ']' / ')'. A bound may be quoted ("" is a
+/// quote inside quotes) and may use backslash escapes; an absent bound is
+/// unbounded, a quoted empty one ("") is a bound of empty text.
+std::error_code split_range_text(std::string_view in, range_parts& out);
+/// Binary: a flags byte, then each bounded side as a 4-byte length and its
+/// bytes; every length is checked against what is left.
+std::error_code split_range_binary(std::string_view in, range_parts& out);
+/// Text for a parameter: bounds always quoted, '"' and '\' escaped.
+std::string encode_range_text(const range_parts& in);
+/// Binary for a parameter: `lower_binary`/`upper_binary` are the bounds'
+/// binary forms (ignored for an unbounded side). invalid_argument when a
+/// bound is longer than the format's 4-byte length can say.
+std::error_code encode_range_binary(const range_parts& in, std::string_view lower_binary,
+                                    std::string_view upper_binary, std::string& out);
+
+/// A multirange's ranges, as views of each range's own text or bytes, into
+/// `out.items` (one dimension); out.element_type is `range_type`.
+/// Text: "{}" or "{[1,3),[5,7)}" (whitespace allowed between ranges).
+/// Binary: a 4-byte count, then each range length-prefixed.
+std::error_code split_multirange_text(std::string_view in, type_oid range_type, array_items& out);
+std::error_code split_multirange_binary(std::string_view in, type_oid range_type, array_items& out);
 
 }  // namespace pgpipe::detail::codec

@@ -31,6 +31,13 @@ constexpr type_row type_table[] = {
     {oids::interval, oids::interval_array, "interval"},
     {oids::numeric, oids::numeric_array, "numeric"},  {oids::uuid, oids::uuid_array, "uuid"},
     {oids::jsonb, oids::jsonb_array, "jsonb"},
+    {oids::int4range, oids::int4range_array, "int4range"},  {oids::int8range, oids::int8range_array, "int8range"},
+    {oids::numrange, oids::numrange_array, "numrange"},     {oids::tsrange, oids::tsrange_array, "tsrange"},
+    {oids::tstzrange, oids::tstzrange_array, "tstzrange"},  {oids::daterange, oids::daterange_array, "daterange"},
+    // Multiranges' arrays are left out: pgpipe reads none of them.
+    {oids::int4multirange, 0, "int4multirange"},            {oids::int8multirange, 0, "int8multirange"},
+    {oids::nummultirange, 0, "nummultirange"},              {oids::tsmultirange, 0, "tsmultirange"},
+    {oids::tstzmultirange, 0, "tstzmultirange"},            {oids::datemultirange, 0, "datemultirange"},
 };
 
 }  // namespace
