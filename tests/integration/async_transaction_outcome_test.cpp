@@ -185,3 +185,30 @@ TEST(async_transaction_outcome, a_statement_started_after_async_begin_runs_insid
         << "run " << i << ": the statement ran outside the transaction and committed";
   }
 }
+
+// BEGIN shares its Sync with the work's first statement, so its deadline is
+// that statement's: a first statement with a longer query_options::timeout
+// than query_timeout runs to its end, and the report is the work's outcome.
+TEST(async_transaction_outcome, begin_takes_the_deadline_of_the_first_statement_it_waits_for) {
+  auto p = params_for(app_conninfo("tx_outcome_begin_deadline"), 1);
+  p.query_timeout = 500ms;
+  pgpipe::async_client client(p, {.loops = 1});
+  const pgpipe::query_options longer{std::chrono::milliseconds(10'000)};
+  auto [ec, report] = pgpipe::async_transaction(
+                          client, {},
+                          [&](pgpipe::async_lease& l) -> asio::awaitable<void> {
+                            auto [sec, r] = co_await l.async_query(longer, "select pg_sleep(1.5)",
+                                                                   asio::as_tuple(asio::use_awaitable));
+                            pgpipe::throw_if_error(sec, r);
+                          },
+                          pgpipe::test::use_future_ec)
+                          .get();
+  EXPECT_FALSE(ec) << ec.message() << " " << report.diag.client_message;
+  auto tx = client.async_begin({}, pgpipe::test::use_future_ec).get();
+  ASSERT_FALSE(std::get<0>(tx)) << std::get<0>(tx).message();
+  auto& lease = std::get<1>(tx);
+  auto [qec, qr] = lease.async_query(longer, "select pg_sleep(1.5)", pgpipe::test::use_future_ec).get();
+  EXPECT_FALSE(qec) << qec.message();
+  auto [cec, cr] = lease.async_commit(pgpipe::test::use_future_ec).get();
+  EXPECT_FALSE(cec) << cec.message() << " " << cr.diag().to_string();
+}

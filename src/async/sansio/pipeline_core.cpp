@@ -133,6 +133,11 @@ void pipeline_core::write_pass(time_point now) {
       continue;
     }
     send(e);
+    // A chained request is answered at the Sync this one shares (or carries):
+    // it cannot be over before this one, so it takes this one's deadline
+    // (BEGIN's is its first statement's).
+    if (!written_.empty() && !written_.back().batch_last && written_.back().req.chained)
+      written_.back().req.deadline = e.req.deadline;
     // sync_batch 1 (coalescing off): every request has its own Sync, chains apart.
     if ((p_.sync_batch > 1 || e.req.chained) && batch_stays_open(e, batch_run)) {
       actions_.back().sync = false;  // send() pushed e's action last

@@ -86,7 +86,10 @@
 //    error aborted). Requests inside a chain carry their Parse (a skipped
 //    Parse makes no statement and is forgotten; another request on the
 //    lease written before that Sync was read and naming it fails with
-//    26000, as any statement of an aborted transaction would).
+//    26000, as any statement of an aborted transaction would). A request
+//    written without its Sync takes the deadline of the request written
+//    next (it cannot be answered before that one: BEGIN's deadline is its
+//    first statement's).
 //  - Units (lease only): a request marked `opens_unit` (a transaction
 //    helper's BEGIN) opens a unit; requests marked `in_unit` (the rest of
 //    that transaction's work) run only inside it. Until the opener's Sync is

@@ -208,4 +208,27 @@ TEST(pipeline_core_chain, a_full_statement_cache_never_splits_a_chain) {
   EXPECT_EQ(chain_syncs, (std::vector<bool>{false, false, true}));
 }
 
+// BEGIN's answer waits for the Sync it shares with the work's first
+// statement: its deadline is that statement's. With its own shorter one it
+// would "time out" while the statement, and so BEGIN, ran on and succeeded.
+TEST(pipeline_core_chain, begin_written_with_the_first_statement_takes_its_deadline) {
+  harness h;
+  auto begin = opener(true);
+  begin.deadline = h.now + 1s;
+  auto first = work("select pg_sleep(2)", false);
+  first.deadline = h.now + 10s;
+  h.submit(1, begin);
+  h.submit(2, first);
+  h.write();
+  ASSERT_EQ(syncs_of(h), (std::vector<bool>{false, true}));
+  h.now += 2s;
+  h.core.on_tick(h.now);
+  h.pump();
+  EXPECT_EQ(h.completions(1), 0u) << "BEGIN answered before the statement it waits for";
+  h.reply();
+  h.reply();
+  EXPECT_EQ(h.outcome(1), pipe_outcome::ok);
+  EXPECT_EQ(h.outcome(2), pipe_outcome::ok);
+}
+
 }  // namespace
