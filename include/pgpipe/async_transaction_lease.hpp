@@ -92,7 +92,10 @@ class async_transaction_lease {
 
   /// Sends COMMIT and returns the connection to the pool.
   ///   token: completion token for void(std::error_code, result) (COMMIT's).
-  /// Errors: BEGIN's (the connection failed before the work started);
+  /// Errors: BEGIN's (its SQLSTATE, or the connection failed before the
+  ///   work started: nothing ran, and the transaction's statements after a
+  ///   failed BEGIN were not sent, errc::not_sent); errc::query_timeout
+  ///   when COMMIT outlasted its timeout (it may have committed);
   ///   SQLSTATE 25P02 when a statement of the transaction had failed (the
   ///   server answers COMMIT with ROLLBACK: nothing was committed);
   ///   COMMIT's own SQLSTATE (40001 for a serializable conflict, a deferred

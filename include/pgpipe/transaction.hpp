@@ -182,8 +182,10 @@ async_transaction_work to_transaction_work(Work&& work) {
 
 /// Runs `work` in a transaction on a lease of `client` (see the file comment).
 ///   token: completion token for void(std::error_code, async_transaction_report).
-/// Errors: the work's error; BEGIN's or COMMIT's SQLSTATE (40001 when a
-///   serializable COMMIT fails); the acquire errors (errc::pool_timeout,
+/// Errors: the work's error (errc::not_sent for its statements after BEGIN
+///   failed: none of them is sent); BEGIN's SQLSTATE (nothing ran) or
+///   COMMIT's (40001 when a serializable COMMIT fails); errc::query_timeout
+///   from COMMIT (it may have committed); the acquire errors (errc::pool_timeout,
 ///   queue_full, closed, connect errors); errc::connection_lost when the
 ///   connection died with COMMIT in flight (it may have committed);
 ///   std::errc::state_not_recoverable for other exceptions (report.diag
@@ -213,7 +215,7 @@ auto async_transaction(async_client& client, transaction_options opts, Work&& wo
 /// When a statement fails, the server skips the rest of the batch (COMMIT
 /// included): the error is that statement's (report.failed_statement is its
 /// index, report.diag its fields), ROLLBACK is sent, and nothing of the
-/// batch stays. A COMMIT the server answers with ROLLBACK is SQLSTATE 25P02
+/// batch stays. When BEGIN fails, nothing of the batch is run. A COMMIT the server answers with ROLLBACK is SQLSTATE 25P02
 /// naming the statement that failed first. With opts.retry, the whole batch
 /// is sent again (after a jittered back-off) when it fails with 40001 or
 /// 40P01, as async_transaction does.
@@ -221,7 +223,12 @@ auto async_transaction(async_client& client, transaction_options opts, Work&& wo
 ///   (a parameter with a NUL byte, or an empty batch: nothing sent); the
 ///   acquire errors (errc::pool_timeout, queue_full, closed, connect errors);
 ///   errc::connection_lost when the connection died with the batch in flight
-///   (it may have committed); errc::not_sent when it died before.
+///   (it may have committed); errc::not_sent when it died before;
+///   errc::query_timeout when the client stopped waiting (query_timeout or a
+///   statement's query_options::timeout) after the batch was written: the
+///   server still runs it, so it may have committed (results empty,
+///   failed_statement empty). The meaning of every error, per helper:
+///   docs/reliability.md, "What a transaction helper's error means".
 /// Statements run on a lease: the shared path's sharing rules do not apply.
 /// `client` must outlive the operation. Not cancellable. Executor of the handler: its own, else the client's first loop.
 template <class CompletionToken>

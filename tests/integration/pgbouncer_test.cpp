@@ -9,6 +9,13 @@
 #include "support/driver_adapter.hpp"
 #include "support/kit.hpp"
 #include "support/pgbouncer.hpp"
+#include "support/use_future_ec.hpp"
+
+#include <pgpipe/async_client.hpp>
+#include <pgpipe/transaction.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <gtest/gtest.h>
 
@@ -250,6 +257,40 @@ TEST(pgbouncer_async, sharing_rules_are_the_same_as_direct) {
   outcome after = pooled.run("select current_setting('work_mem')");
   ASSERT_FALSE(after.ec) << after.text;
   EXPECT_EQ(after.first, direct.run("select current_setting('work_mem')").first);
+}
+
+// A BEGIN that fails with an SQL error opens no transaction: nothing more
+// of the work may be sent, or it would commit statement by statement. A
+// transaction pooler makes BEGIN fail for real: another client's statement
+// holds the name this connection gives BEGIN on the one server session (42P05).
+TEST(pgbouncer_async, a_failed_begin_lets_nothing_of_the_work_run) {
+  namespace asio = boost::asio;
+  auto& pg = pgpipe::test::shared_cluster();
+  pg.exec("drop table if exists begin_fails; create table begin_fails (v int)");
+  pgbouncer_instance b(pg, bouncer("transaction", 1));
+  pgpipe::async_client first(through(b, 1, true), {.loops = 1});
+  // Names statement pgpipe_1 on the only server session.
+  auto [fec, fr] = first.async_query("select 1", pgpipe::test::use_future_ec).get();
+  ASSERT_FALSE(fec) << fec.message();
+  pgpipe::async_client second(through(b, 1, true), {.loops = 1});
+  std::error_code later_ec;
+  auto done = pgpipe::async_transaction(
+      second, {},
+      [&](pgpipe::async_lease& l) -> asio::awaitable<std::error_code> {
+        // Written with BEGIN: the server skips it. A work that carries on
+        // after an error (or writes later) must not get further.
+        auto [ec1, r1] = co_await l.async_query("insert into begin_fails values (1)", asio::as_tuple(asio::use_awaitable));
+        auto [ec2, r2] = co_await l.async_query("insert into begin_fails values (2)", asio::as_tuple(asio::use_awaitable));
+        later_ec = ec2;
+        co_return std::error_code{};
+      },
+      pgpipe::test::use_future_ec);
+  auto [ec, report] = done.get();
+  EXPECT_EQ(pgpipe::sqlstate_of(ec), "42P05") << ec.message() << " " << report.diag.client_message;
+  EXPECT_EQ(later_ec, pgpipe::errc::not_sent) << later_ec.message();
+  EXPECT_EQ(pg.query_value("select count(*) from begin_fails"), "0")
+      << "a statement of the work ran outside the transaction and committed";
+  pg.exec("drop table begin_fails");
 }
 
 }  // namespace

@@ -77,8 +77,9 @@ asio::awaitable<std::pair<std::error_code, async_transaction_report>> run_transa
     report.attempts = attempt;
     // BEGIN is not awaited before the work: it is written with the work's
     // first query (and shares its Sync when both go out in one write, so a
-    // failed BEGIN skips that query). BEGIN fails only with the connection,
-    // which fails the work's queries too.
+    // failed BEGIN skips that query). The rest of the work is the unit
+    // BEGIN opens (lease_impl::submit_chain): after a failed BEGIN none of it
+    // is sent (errc::not_sent), and BEGIN's error is the report.
     std::vector<query_spec> begin_spec;
     begin_spec.push_back(query_spec{begin, {}, std::nullopt});
     auto begun = start_chain(*lease_access::impl(l), std::move(begin_spec), true);

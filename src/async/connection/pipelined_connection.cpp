@@ -111,6 +111,8 @@ void pipelined_connection::enqueue(std::shared_ptr<query_request> req) {
   r.internal = req->internal;
   r.on_lease = req->on_lease;
   r.chained = req->chained && req->on_lease;
+  r.opens_unit = req->opens_unit && req->on_lease;
+  r.in_unit = req->in_unit && req->on_lease;
   r.pooled = req->pooled;
   r.deadline = req->deadline;
   // Sync coalescing only where a rollback of the batch cannot undo anything

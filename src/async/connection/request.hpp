@@ -86,6 +86,10 @@ struct query_request {
   bool internal = false;
   /// Lease: the next request shares this one's Sync (pipeline_core "Chains").
   bool chained = false;
+  /// Lease: a transaction helper's BEGIN, and the work that runs only
+  /// inside it (pipeline_core "Units").
+  bool opens_unit = false;
+  bool in_unit = false;
 
   // Guarded by the client's mutex while the request is in the pool.
   waiter_id waiter = 0;                         ///< nonzero while queued

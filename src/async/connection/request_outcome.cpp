@@ -41,6 +41,8 @@ std::pair<std::error_code, result> outcome_result(pipe_outcome o, query_request&
       return out{ec, result(req.err.release(), std::move(d))};
     }
     case pipe_outcome::cancelled_by_server:
+      // No error of its own: the cancel stopped the segment ahead of it.
+      if (!req.err) return fail(errc::cancelled, "cancelled on the server before it ran");
       return with_error(make_error_code(errc::cancelled));
     case pipe_outcome::session_ended:
       return with_error(make_error_code(errc::connection_lost));
@@ -72,6 +74,9 @@ std::pair<std::error_code, result> outcome_result(pipe_outcome o, query_request&
       d.client_message = "not run: an earlier statement of its pipelined transaction failed";
       return out{make_sqlstate("25P02"), result(std::move(d))};
     }
+    case pipe_outcome::unit_failed:
+      return fail(errc::not_sent, "not sent: the BEGIN of its transaction failed, and nothing of the transaction's "
+                                  "work may run outside it");
     case pipe_outcome::transaction_left_open:
       return fail(errc::connection_lost,
            "the statement left a transaction open on a shared connection; the connection was retired and the "

@@ -132,12 +132,22 @@ void client_impl::post_enqueue(const std::shared_ptr<pipelined_connection>& conn
   });
 }
 
-void client_impl::post_enqueue_chain(const std::shared_ptr<pipelined_connection>& conn,
-                                     std::vector<std::shared_ptr<query_request>> reqs) const {
-  asio::post(conn->get_executor(), [c = conn, reqs = std::move(reqs)] {
-    if (query_observer* obs = c->observer())
-      for (const auto& req : reqs) observe_request_start(*obs, *req, *c);
-    c->enqueue_chain(reqs);
+void client_impl::post_handoff(const std::shared_ptr<pipelined_connection>& conn,
+                               const std::shared_ptr<lease_handoff>& handoff, lease_handoff::entry e) const {
+  handoff->push(std::move(e));
+  asio::post(conn->get_executor(), [c = conn, h = handoff] {
+    lease_handoff::entry next = h->take();
+    if (next.returns) {
+      c->lease_returned();
+      return;
+    }
+    if (query_observer* obs = c->observer(); obs && next.observed)
+      for (const auto& req : next.reqs) observe_request_start(*obs, *req, *c);
+    if (next.reqs.size() == 1) {
+      c->enqueue(next.reqs.front());
+    } else {
+      c->enqueue_chain(next.reqs);
+    }
   });
 }
 

@@ -13,6 +13,7 @@
 #pragma once
 
 #include "async/pool/event_loops.hpp"
+#include "async/pool/lease_handoff.hpp"
 #include "async/connection/pipelined_connection.hpp"
 #include "async/connection/request.hpp"
 #include "async/pool/lease_impl.hpp"
@@ -94,10 +95,13 @@ class client_impl final : public query_target,
   /// Hands `req` to `conn` on the connection's executor, telling the query
   /// observer first when one is installed.
   void post_enqueue(const std::shared_ptr<pipelined_connection>& conn, const std::shared_ptr<query_request>& req) const;
-  /// post_enqueue for a lease's chain: every request enqueued in one turn of
-  /// the connection's loop, in order, so one write pass takes them all.
-  void post_enqueue_chain(const std::shared_ptr<pipelined_connection>& conn,
-                          std::vector<std::shared_ptr<query_request>> reqs) const;
+  /// A lease's start, `e`, queued on `handoff` and handed to `conn` on the
+  /// connection's executor in the order of the lease's starts
+  /// (lease_handoff.hpp): a chain's requests are enqueued in one turn of the
+  /// loop, in order, so one write pass takes them all; a `returns` entry
+  /// gives the connection back to the pool. Throws std::bad_alloc.
+  void post_handoff(const std::shared_ptr<pipelined_connection>& conn, const std::shared_ptr<lease_handoff>& handoff,
+                    lease_handoff::entry e) const;
   void log(log_level level, const std::string& line) override;
 
   const pool_params& params() const noexcept { return params_; }

@@ -20,7 +20,7 @@ namespace pgpipe::detail {
 namespace asio = boost::asio;
 
 lease_impl::lease_impl(std::shared_ptr<pipelined_connection> conn, slot_id slot, std::shared_ptr<client_impl> owner)
-    : conn_(std::move(conn)), slot_(slot), owner_(std::move(owner)) {}
+    : conn_(std::move(conn)), slot_(slot), owner_(std::move(owner)), handoff_(std::make_shared<lease_handoff>()) {}
 
 const asio::any_io_executor& lease_impl::get_executor() const noexcept { return conn_->get_executor(); }
 
@@ -52,13 +52,14 @@ void lease_impl::submit_query(query_spec spec, std::unique_ptr<completion<result
     return;
   }
   note_session_change(leaves_session_changed(spec.sql));
+  req->in_unit = in_unit_.load(std::memory_order_acquire);
   const auto timeout = spec.timeout.value_or(owner_->params().query_timeout);
   req->deadline = add_or_max(now, timeout);
   req->spec = std::move(spec);
   req->conn = conn_;
   req->slot = slot_;
   if (slot.is_connected()) slot.template emplace<query_cancel_hook>(query_cancel_hook{req});
-  owner_->post_enqueue(conn_, req);
+  owner_->post_handoff(conn_, handoff_, lease_handoff::entry{{req}});
 }
 
 void lease_impl::submit_chain(std::vector<query_spec> specs, std::vector<std::unique_ptr<completion<result>>> done,
@@ -89,6 +90,8 @@ void lease_impl::submit_chain(std::vector<query_spec> specs, std::vector<std::un
     auto req = std::make_shared<query_request>();
     req->on_lease = true;
     req->chained = i + 1 < specs.size() || open_end;
+    req->opens_unit = i == 0;
+    req->in_unit = i > 0;
     req->set_handler(std::move(done[i]));
     req->submitted = now;
     if (refused) {
@@ -110,13 +113,15 @@ void lease_impl::submit_chain(std::vector<query_spec> specs, std::vector<std::un
     req->slot = slot_;
     reqs.push_back(std::move(req));
   }
-  if (!reqs.empty()) owner_->post_enqueue_chain(conn_, std::move(reqs));
+  if (open_end && !refused) in_unit_.store(true, std::memory_order_release);
+  if (!reqs.empty()) owner_->post_handoff(conn_, handoff_, lease_handoff::entry{std::move(reqs)});
 }
 
 std::shared_ptr<query_request> lease_impl::make_handle_request(request_sink sink) const {
   auto req = std::make_shared<query_request>();
   req->sink = std::move(sink);
   req->on_lease = true;
+  req->in_unit = in_unit_.load(std::memory_order_acquire);
   req->conn = conn_;
   req->slot = slot_;
   return req;
@@ -167,7 +172,7 @@ std::shared_ptr<stream_state> lease_impl::start_stream(query_spec spec) {
   if (ec) {
     post_failure(req, ec, std::move(why));
   } else {
-    owner_->post_enqueue(conn_, req);
+    owner_->post_handoff(conn_, handoff_, lease_handoff::entry{{req}});
   }
   return st;
 }
@@ -194,7 +199,9 @@ std::shared_ptr<copy_state> lease_impl::start_copy(std::string sql, std::optiona
   if (ec) {
     post_failure(req, ec, std::move(why));
   } else {
-    asio::post(conn_->get_executor(), [c = conn_, req] { c->enqueue(req); });
+    lease_handoff::entry e{{req}};
+    e.observed = false;
+    owner_->post_handoff(conn_, handoff_, std::move(e));
   }
   return st;
 }
@@ -228,7 +235,7 @@ void lease_impl::submit_script(std::string sql, std::optional<std::chrono::milli
   req->deadline = add_or_max(now, timeout.value_or(owner_->params().query_timeout));
   req->spec.sql = std::move(sql);
   if (slot.is_connected()) slot.template emplace<query_cancel_hook>(query_cancel_hook{req});
-  owner_->post_enqueue(conn_, req);
+  owner_->post_handoff(conn_, handoff_, lease_handoff::entry{{req}});
 }
 
 void lease_impl::release() noexcept {
@@ -236,7 +243,10 @@ void lease_impl::release() noexcept {
   if (owner_->loops_stopped()) return;  // nothing left to give the connection back to
   try {
     if (changed_session_.load(std::memory_order_relaxed)) owner_->retire_after_lease(slot_);
-    asio::post(conn_->get_executor(), [c = conn_] { c->lease_returned(); });
+    // Behind everything the lease started, whichever thread started it.
+    lease_handoff::entry e;
+    e.returns = true;
+    owner_->post_handoff(conn_, handoff_, std::move(e));
   } catch (...) {
     // Posting allocates; if that fails the connection is lost to the pool
     // until the client closes, which is the best we can do in a destructor.

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "async/connection/request.hpp"
+#include "async/pool/lease_handoff.hpp"
 #include "core/pool/pool_core.hpp"
 
 #include <pgpipe/detail/async_glue.hpp>
@@ -32,12 +33,16 @@ class lease_impl final : public query_target, public std::enable_shared_from_thi
   ~lease_impl() override { release(); }
   void submit_query(query_spec spec, std::unique_ptr<completion<result>> done,
                     boost::asio::cancellation_slot slot) override;
-  /// The statements as one pipeline segment (pipeline_core "Chains"):
-  /// enqueued together, in order, so that they are written in one pass with
-  /// one Sync after the last; `open_end` leaves the last one chained too
-  /// (it shares its Sync with the next query started on the lease, if that
-  /// one is written in the same pass). done[i] gets specs[i]'s outcome;
-  /// the sizes must match. Never completes inline. Not cancellable.
+  /// A transaction as one pipeline segment (pipeline_core "Chains"):
+  /// specs[0] is its BEGIN, the rest its statements; enqueued together, in
+  /// order, so that they are written in one pass with one Sync after the
+  /// last. BEGIN opens a unit (pipeline_core "Units"): nothing of the chain
+  /// runs outside the transaction, whatever splits it. `open_end` leaves the
+  /// last one chained too (it shares its Sync with the next query started
+  /// on the lease, if that one is written in the same pass), and makes every
+  /// later request of the lease part of the transaction's work: none runs
+  /// if BEGIN failed. done[i] gets specs[i]'s outcome; the sizes must match.
+  /// Never completes inline. Not cancellable.
   void submit_chain(std::vector<query_spec> specs, std::vector<std::unique_ptr<completion<result>>> done,
                     bool open_end);
   void release() noexcept;
@@ -68,8 +73,14 @@ class lease_impl final : public query_target, public std::enable_shared_from_thi
   slot_id slot_;
   // Strong: the loops (and their io_contexts) must outlive a lease's posts.
   std::shared_ptr<client_impl> owner_;
+  /// Every start and the return go through it, so they reach the connection
+  /// in the order they were made, whatever the threads (lease_handoff.hpp).
+  std::shared_ptr<lease_handoff> handoff_;
   std::atomic<bool> released_{false};
   std::atomic<bool> changed_session_{false};  ///< ran a statement the shared path refuses as session-changing
+  /// A transaction helper's BEGIN was submitted with an open end: every later
+  /// request is the transaction's work (submit_chain).
+  std::atomic<bool> in_unit_{false};
 };
 
 }  // namespace pgpipe::detail

@@ -2,13 +2,25 @@
 // hitting another query (contract in pipeline_core.hpp).
 //
 // Policy reasons:
-//  - A PQcancel hits whatever the backend executes when the signal lands, so
-//    it is started only for a lease request that is the only one written,
-//    and nothing is written from then until the call has returned and the
-//    target's Sync was read (writes_held()).
-//  - Anywhere else a written request is answered at once (detached): the
-//    server's answer is matched and discarded when it arrives.
+//  - A PQcancel hits whatever the backend executes when the signal lands.
+//    Within the target's own Sync segment that is harmless: an error in any
+//    request of it aborts the segment, the target included, which is what the
+//    caller asked for (BEGIN written with the first statement of a
+//    transaction, a chain's statements). The server sends a segment's
+//    results only at its Sync, so the client cannot tell which of them runs.
+//  - Segments written ahead of the target are waited for: the signal goes
+//    once their Syncs were read (writes held meanwhile), else it could stop
+//    an earlier statement of the lease and let the target run.
+//  - A segment written behind the target is the danger the driver cannot
+//    wait out: the signal may land once the target is over. Then no cancel is
+//    sent: the request is answered at once (detached), and the server's
+//    answer is matched and discarded when it arrives. The same anywhere a
+//    cancel may not be sent (a shared connection).
+//  - Nothing is written from the cancel's request until the call has
+//    returned and the target's Sync was read (writes_held()).
 #include "async/sansio/pipeline_core.hpp"
+
+#include <iterator>
 
 namespace pgpipe::detail {
 
@@ -20,25 +32,65 @@ pipeline_core::entry* pipeline_core::find_written(pipe_id id) {
   return nullptr;
 }
 
+bool pipeline_core::last_segment_is(const entry& e) const {
+  // e's segment ends at the first request from e on that carries a Sync.
+  auto it = written_.begin();
+  while (it != written_.end() && &*it != &e) ++it;
+  if (it == written_.end()) return false;
+  while (!it->batch_last && std::next(it) != written_.end()) ++it;
+  return std::next(it) == written_.end();
+}
+
+pipeline_core::entry* pipeline_core::in_first_segment(pipe_id id) {
+  // batch_ holds finished requests of the oldest segment only.
+  for (auto& e : written_) {
+    if (e.id == id) return &e;
+    if (e.batch_last) return nullptr;  // a Sync ahead of it: an older segment
+  }
+  return nullptr;
+}
+
 bool pipeline_core::try_start_cancel(time_point now, entry& e) {
-  // Only safe if nothing but the target can be executing, i.e. it is the
-  // only request written (writes_held() keeps it so until the signal has landed).
-  if (!e.req.on_lease || e.cancel_sent || writes_held() || written() != 1 || written_.empty() ||
-      &written_.front() != &e)
+  // e.at: its Execute is still to run or running (a request whose commands
+  // are over waits in batch_ for its segment's Sync: nothing to stop).
+  if (!e.req.on_lease || e.cancel_sent || writes_held() || e.at == stage::ended || !last_segment_is(e))
     return false;
+  bound_by_cancel(e, now + p_.cancel_bound);
   emit_cancel(now, e);
   return true;
 }
 
 void pipeline_core::emit_cancel(time_point now, entry& e) {
   e.cancel_sent = true;
-  cancel_running_ = true;
   cancel_target_ = e.id;
-  cancel_deadline_ = now + p_.cancel_bound;
-  if (cancel_deadline_ < e.req.deadline) {
-    e.req.deadline = cancel_deadline_;
+  cancel_fired_ = false;
+  fire_pending_cancel(now);
+}
+
+void pipeline_core::target_over(pipe_id id) {
+  if (id != cancel_target_) return;
+  cancel_target_ = 0;  // the backend is past it
+  cancel_fired_ = false;
+}
+
+void pipeline_core::bound_by_cancel(entry& e, time_point t) {
+  if (t < e.req.deadline) {
+    e.req.deadline = t;
     any_deadline_ = true;
   }
+}
+
+void pipeline_core::fire_pending_cancel(time_point now) {
+  // Pending: asked for (cancel_target_), not started, and the target's
+  // segment is now the oldest written: every Sync ahead of it was read.
+  if (cancel_target_ == 0 || cancel_running_ || cancel_fired_) return;
+  entry* t = in_first_segment(cancel_target_);
+  if (t == nullptr) return;
+  entry& e = *t;
+  cancel_fired_ = true;
+  cancel_running_ = true;
+  cancel_deadline_ = now + p_.cancel_bound;
+  bound_by_cancel(e, cancel_deadline_);
   pipe_action a{pipe_action::kind::start_cancel};
   a.id = e.id;
   actions_.push_back(std::move(a));
@@ -85,7 +137,7 @@ void pipeline_core::on_cancel_returned() {
 void pipeline_core::on_cancel_failed(pipe_id id) {
   cancel_running_ = false;
   cancel_deadline_ = time_point::max();
-  if (cancel_target_ == id) cancel_target_ = 0;
+  target_over(id);
   if (entry* e = find_written(id)) {
     e->cancel_sent = false;
     if (!e->abandoned) complete(*e, pipe_outcome::cancelled_detached);

@@ -36,7 +36,7 @@ void pipeline_core::on_copy_end(time_point now, bool failed) {
   written_.pop_front();
   copy_id_ = 0;
   last_progress_ = now;
-  if (e.id == cancel_target_) cancel_target_ = 0;  // the backend is past it
+  target_over(e.id);
   release_unit(e);
   if (failed) {
     complete(e, e.cancel_sent ? pipe_outcome::cancelled_by_server : pipe_outcome::sql_error);

@@ -85,6 +85,10 @@ void pipeline_core::submit(time_point now, pipe_id id, pipe_request r) {
     complete(e, pipe_outcome::not_sent);
     return;
   }
+  if (e.req.opens_unit && e.req.on_lease) {
+    unit_ = unit_state::pending;
+    unit_opener_ = id;
+  }
   waiting_.push_back(std::move(e));
 }
 
@@ -119,6 +123,7 @@ void pipeline_core::write_pass(time_point now) {
   bool sent = false;
   std::size_t batch_run = 0;  // requests in the batch being written, this one excluded
   while (!waiting_.empty() && written() < p_.depth) {
+    if (unit_blocks_queue() || waiting_.empty()) break;
     if (copy_blocks_queue()) break;
     entry e = std::move(waiting_.front());
     waiting_.pop_front();
@@ -128,6 +133,11 @@ void pipeline_core::write_pass(time_point now) {
       continue;
     }
     send(e);
+    // A chained request is answered at the Sync this one shares (or carries):
+    // it cannot be over before this one, so it takes this one's deadline
+    // (BEGIN's is its first statement's).
+    if (!written_.empty() && !written_.back().batch_last && written_.back().req.chained)
+      written_.back().req.deadline = e.req.deadline;
     // sync_batch 1 (coalescing off): every request has its own Sync, chains apart.
     if ((p_.sync_batch > 1 || e.req.chained) && batch_stays_open(e, batch_run)) {
       actions_.back().sync = false;  // send() pushed e's action last
@@ -221,6 +231,7 @@ void pipeline_core::break_all(const std::string& reason, std::optional<pipe_outc
   broken_ = true;
   cancel_running_ = false;
   cancel_target_ = 0;
+  cancel_fired_ = false;
   cancel_deadline_ = time_point::max();
   copy_id_ = 0;
   pipe_action c{pipe_action::kind::close};
@@ -242,6 +253,7 @@ void pipeline_core::abort() {
   release_units_ = 0;
   cancel_running_ = false;
   cancel_target_ = 0;
+  cancel_fired_ = false;
   copy_id_ = 0;
   for (auto& e : batch_) complete(e, pipe_outcome::closed);
   for (auto& e : written_) complete(e, pipe_outcome::closed);

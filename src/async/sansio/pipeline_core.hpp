@@ -24,9 +24,15 @@
 //    error, COPY, a stall, an unanswered cancel): written requests complete
 //    with connection_lost ("may have executed"), waiting ones with not_sent.
 //  - Cancel hold-back: a PQcancel hits whatever the backend runs when it
-//    lands, so it is started only for a lease request that is the only one
-//    written, and nothing is sent from then until both the PQcancel call has
-//    returned (on_cancel_returned) and the target's Sync was read.
+//    lands, so it is started only for a lease request whose Sync segment is
+//    both the oldest and the newest written: segments ahead of it are waited
+//    for (writes held; the signal goes at their last Sync), a segment behind
+//    it means no cancel (the request is detached). Within its segment the
+//    signal may hit another request (BEGIN, a chain's statement): that aborts
+//    the segment, the target included; a target that was skipped so
+//    completes cancelled_by_server. Nothing is sent from the cancel's
+//    request until both the PQcancel call has returned (on_cancel_returned)
+//    and the target's Sync was read.
 //  - Statement cache: a SQL text seen before runs as a named statement; the
 //    first use carries its Parse in the same Sync segment. At most
 //    `max_prepared` names exist; the least recently used idle one is evicted
@@ -80,7 +86,23 @@
 //    error aborted). Requests inside a chain carry their Parse (a skipped
 //    Parse makes no statement and is forgotten; another request on the
 //    lease written before that Sync was read and naming it fails with
-//    26000, as any statement of an aborted transaction would).
+//    26000, as any statement of an aborted transaction would). A request
+//    written without its Sync takes the deadline of the request written
+//    next (it cannot be answered before that one: BEGIN's deadline is its
+//    first statement's).
+//  - Units (lease only): a request marked `opens_unit` (a transaction
+//    helper's BEGIN) opens a unit; requests marked `in_unit` (the rest of
+//    that transaction's work) run only inside it. Until the opener's Sync is
+//    read, an `in_unit` request is written only into the opener's own Sync
+//    segment (a chain: the server skips it if the opener fails); one that
+//    would start a new segment waits. Once the opener failed (any answer but
+//    success, so nothing is open on the server), every `in_unit` request
+//    still to be written completes `unit_failed` unwritten: nothing of the
+//    work runs outside its transaction, whatever split the chain (the depth
+//    limit, a work that writes a statement later). A unit lasts until the
+//    next opener. A chain's segment is never split by the statement cache:
+//    a request that would evict a statement mid-segment goes unnamed (the
+//    DEALLOCATE's own Sync would end the segment).
 //  - COPY (lease only): a `copy` request waits at the head of the waiting
 //    queue until nothing is written (the pipeline is idle: libpq 15 allows
 //    no COPY in pipeline mode), then `start_copy` hands the connection to the
@@ -174,13 +196,17 @@ struct pipe_request {
   bool copy = false;      ///< a COPY or a script: runs alone, outside pipeline mode (lease only)
   /// Lease only: the next request shares this one's Sync (see "Chains").
   bool chained = false;
+  /// Lease only: opens a unit (a transaction helper's BEGIN; see "Units").
+  bool opens_unit = false;
+  /// Lease only: runs only inside the unit opened last (see "Units").
+  bool in_unit = false;
   time_point deadline = time_point::max();
 };
 
 enum class pipe_outcome : unsigned char {
   ok,                     ///< the shell's stored result (no_result if none was stored)
   sql_error,              ///< the shell's stored error result
-  cancelled_by_server,    ///< stored error (57014) after our PQcancel
+  cancelled_by_server,    ///< stored error (57014) after our PQcancel; none if the cancel skipped it (a chain)
   no_result,              ///< Sync without any result: protocol error
   cancelled_unsent,       ///< removed from the FIFO before it was written
   cancelled_detached,     ///< written; caller answered, results discarded
@@ -195,6 +221,7 @@ enum class pipe_outcome : unsigned char {
   transaction_left_open,  ///< safety net tripped on this request
   pooler_suspected,       ///< stored error (26000/42P05) that only a transaction pooler explains
   skipped,                ///< a chain's request the server skipped after an earlier one's error
+  unit_failed,            ///< never written: the request opening its unit (BEGIN) failed
 };
 
 struct pipe_action {
@@ -380,8 +407,9 @@ class pipeline_core {
   /// Decides every request of the segment a Sync closed: the head, and the
   /// requests of its coalesced batch in batch_.
   void settle(tx_state tx);
-  /// One request of the settled segment.
-  void settle_one(entry& e, bool lease_may_retry);
+  /// One request of the settled segment; true when it was queued to be
+  /// written again (moved out of `e`).
+  bool settle_one(entry& e, bool lease_may_retry);
   /// Back into waiting_ to be written again, at its place in submission order.
   void requeue(entry& e);
   // pipeline_statements.cpp: the statement cache, its repair, pooler detection.
@@ -407,11 +435,30 @@ class pipeline_core {
   bool batch_stays_open(const entry& e, std::size_t batch_run) const;
   // pipeline_cancel.cpp: cancellation and its hold-back.
   entry* find_written(pipe_id id);
+  /// Nothing is written behind `e` but the rest of its own Sync segment.
+  bool last_segment_is(const entry& e) const;
   bool try_start_cancel(time_point now, entry& e);
-  /// start_cancel for `e`, holding writes until it returned and `e` is over.
+  /// A cancel for `e`: start_cancel once its segment is the oldest written (at once if it is),
+  /// holding writes from now until the call returned and `e` is over.
   void emit_cancel(time_point now, entry& e);
+  /// The written request `id` if its Sync segment is the oldest written, else null.
+  entry* in_first_segment(pipe_id id);
+  /// start_cancel for the pending cancel's target, once its segment is the oldest.
+  void fire_pending_cancel(time_point now);
+  /// A cancel's target has the server's answer: lifts that part of the hold-back.
+  void target_over(pipe_id id);
+  /// `e`'s deadline is at most `t`.
+  void bound_by_cancel(entry& e, time_point t);
   /// Removes a request not yet written (completed cancelled_unsent); false if it was not waiting.
   bool drop_unsent(pipe_id id);
+  // pipeline_units.cpp: units (a transaction helper's BEGIN and its work).
+  /// write_pass's turn for an `in_unit` request at the head of the waiting
+  /// queue: completes it (and those behind it) when its unit failed; true
+  /// when the queue must wait for the opener's Sync.
+  bool unit_blocks_queue();
+  /// Request `id`, settled with `heard` and not to be written again: if it
+  /// is the unit's opener, the unit is open or failed.
+  void settle_unit(pipe_id id, answer heard);
   // pipeline_copy.cpp
   /// write_pass's turn for a COPY at the head of the waiting queue: true when
   /// the queue must not move (the COPY waits for the pipeline to drain, or started).
@@ -438,6 +485,7 @@ class pipeline_core {
   bool broken_ = false;
   bool cancel_running_ = false;  ///< PQcancel started, not returned
   pipe_id cancel_target_ = 0;    ///< its Sync not read yet
+  bool cancel_fired_ = false;    ///< start_cancel given for cancel_target_ (else pending: an older segment is on the wire)
   time_point cancel_deadline_ = time_point::max();
   time_point last_progress_{};
   pipe_id next_internal_ = 0;  ///< counts down from the top of the id space
@@ -445,6 +493,9 @@ class pipeline_core {
   bool pooler_seen_ = false;   ///< pooler detection tripped: unnamed from then on
   bool pooler_warned_ = false;
   pipe_id copy_id_ = 0;  ///< the COPY running outside pipeline mode
+  enum class unit_state : unsigned char { none, pending, open, failed };
+  unit_state unit_ = unit_state::none;  ///< of the unit opened last
+  pipe_id unit_opener_ = 0;
   /// Some request had a deadline (sticky): next_timer() must scan the queues.
   bool any_deadline_ = false;
 };

@@ -33,6 +33,7 @@ void pipeline_core::on_sync(time_point now, tx_state tx) {
   written_.pop_front();  // the head: settled, or moved to waiting_ to run again
   batch_.clear();
   prime_single_row();
+  fire_pending_cancel(now);
 }
 
 void pipeline_core::settle(tx_state tx) {
@@ -46,7 +47,7 @@ void pipeline_core::settle(tx_state tx) {
   };
   each([&](entry& e) {
     finish_statement(e);
-    if (e.id == cancel_target_) cancel_target_ = 0;  // the backend is past it
+    target_over(e.id);
   });
   if ((tx == tx_state::in_transaction || tx == tx_state::failed) && !head.req.on_lease) {
     // Safety net. Coalesced requests are reads that cannot open a block; if
@@ -62,31 +63,37 @@ void pipeline_core::settle(tx_state tx) {
   // A lease's requests keep their order, and a transaction the error aborted
   // stays aborted: a lease request is re-run only alone and outside one.
   const bool lease_may_retry = tx == tx_state::idle && written_.size() == 1;
-  each([&](entry& e) { settle_one(e, lease_may_retry); });
+  each([&](entry& e) {
+    const pipe_id id = e.id;
+    const answer heard = e.heard;
+    if (!settle_one(e, lease_may_retry)) settle_unit(id, heard);
+  });
 }
 
-void pipeline_core::settle_one(entry& e, bool lease_may_retry) {
+bool pipeline_core::settle_one(entry& e, bool lease_may_retry) {
   switch (e.heard) {
     case answer::ok:
       release_unit(e);
       complete(e, pipe_outcome::ok);
-      return;
+      return false;
     case answer::none:
       release_unit(e);
       complete(e, pipe_outcome::no_result);  // a Sync without any result: protocol error
-      return;
+      return false;
     case answer::skipped:
       if (e.to == recipient::detached) {
         release_unit(e);  // its caller was answered (cancel, timeout): nothing to run
       } else if (e.req.on_lease) {
         // Only a chain puts lease requests in one segment: its transaction
         // is aborted, and running the rest alone would commit half of it.
+        // A cancelled one did not run: its cancel landed ahead of it.
         release_unit(e);
-        complete(e, pipe_outcome::skipped);
+        complete(e, e.cancel_sent ? pipe_outcome::cancelled_by_server : pipe_outcome::skipped);
       } else {
         requeue(e);
+        return true;
       }
-      return;
+      return false;
     case answer::error:
     case answer::parse_error:
     case answer::stale_statement:
@@ -97,14 +104,15 @@ void pipeline_core::settle_one(entry& e, bool lease_may_retry) {
     pooler_seen_ = true;
     release_unit(e);
     complete(e, pipe_outcome::pooler_suspected);
-    return;
+    return false;
   }
   if (repair_statement(e, lease_may_retry)) {
     requeue(e);
-    return;
+    return true;
   }
   release_unit(e);
   complete(e, e.cancel_sent && e.sqlstate == "57014" ? pipe_outcome::cancelled_by_server : pipe_outcome::sql_error);
+  return false;
 }
 
 void pipeline_core::requeue(entry& e) {

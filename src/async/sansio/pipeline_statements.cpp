@@ -31,8 +31,10 @@ void pipeline_core::name_statement(entry& e) {
     e.name = *n;
   } else {
     if (!cache_.has_room()) {
-      // Room for the DEALLOCATE too, or this one simply goes unnamed.
-      if (written() + 2 <= p_.depth) {
+      // Room for the DEALLOCATE too, or this one simply goes unnamed. Not
+      // inside an open chain either: the DEALLOCATE's Sync would split it.
+      const bool mid_segment = !written_.empty() && !written_.back().batch_last;
+      if (written() + 2 <= p_.depth && !mid_segment) {
         if (auto old = cache_.evict()) {
           entry d;
           d.id = next_internal_--;

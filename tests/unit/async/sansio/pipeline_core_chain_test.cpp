@@ -112,4 +112,123 @@ TEST(pipeline_core_chain, a_chained_request_with_nothing_behind_it_gets_its_own_
   EXPECT_EQ(syncs_of(h), (std::vector<bool>{true, true, true}));
 }
 
+// A transaction helper's chain: BEGIN opens the unit, the rest is its work.
+pipe_request opener(bool more) {
+  auto r = link("begin", more);
+  r.opens_unit = true;
+  return r;
+}
+pipe_request work(std::string sql, bool more) {
+  auto r = link(std::move(sql), more);
+  r.in_unit = true;
+  return r;
+}
+
+TEST(pipeline_core_chain, a_chain_split_by_the_depth_limit_whose_begin_failed_writes_nothing_more) {
+  auto p = base_params();
+  p.depth = 3;
+  p.max_prepared = 10;
+  harness h(p);
+  h.submit(1, opener(true));
+  h.submit(2, work("insert a", true));
+  h.submit(3, work("insert b", true));
+  h.submit(4, work("insert c", true));
+  h.submit(5, work("commit", false));
+  h.write();
+  ASSERT_EQ(h.sent_log.size(), 3u);
+  h.reply({pipe_result::error, "0A000"});  // BEGIN fails (SERIALIZABLE on a standby): nothing is open
+  h.reply();
+  h.reply();
+  h.write();
+  EXPECT_EQ(h.sent_log.size(), 3u) << "the rest of the chain would run outside any transaction";
+  EXPECT_EQ(h.outcome(1), pipe_outcome::sql_error);
+  EXPECT_EQ(h.outcome(2), pipe_outcome::skipped);
+  EXPECT_EQ(h.outcome(4), pipe_outcome::unit_failed);
+  EXPECT_EQ(h.outcome(5), pipe_outcome::unit_failed);
+  // A request outside the unit is written as usual.
+  h.submit(6, lease_req("rollback"));
+  h.write();
+  EXPECT_EQ(h.sent_log.size(), 4u);
+}
+
+TEST(pipeline_core_chain, work_that_misses_begins_segment_waits_for_begins_answer) {
+  for (const bool begin_fails : {true, false}) {
+    harness h;
+    h.submit(1, opener(true));
+    h.write();  // BEGIN alone: the work had not started its first statement
+    EXPECT_EQ(syncs_of(h), (std::vector<bool>{true}));
+    h.submit(2, work("insert a", false));
+    h.submit(3, work("insert b", false));
+    h.write();
+    EXPECT_EQ(h.sent_log.size(), 1u) << "written before BEGIN's answer, it could run outside the transaction";
+    if (begin_fails) {
+      h.reply({pipe_result::error, "0A000"});
+    } else {
+      server_answer ok;
+      ok.tx = tx_state::in_transaction;
+      h.reply(ok);
+    }
+    h.write();
+    if (begin_fails) {
+      EXPECT_EQ(h.sent_log.size(), 1u);
+      EXPECT_EQ(h.outcome(2), pipe_outcome::unit_failed);
+      EXPECT_EQ(h.outcome(3), pipe_outcome::unit_failed);
+    } else {
+      EXPECT_EQ(h.sent_log.size(), 3u);
+      EXPECT_EQ(h.completions(2), 0u);
+    }
+  }
+}
+
+TEST(pipeline_core_chain, a_full_statement_cache_never_splits_a_chain) {
+  auto p = base_params();
+  p.depth = 16;
+  p.max_prepared = 2;
+  harness h(p);
+  h.submit(1, lease_req("select 1"));
+  h.submit(2, lease_req("select 2"));
+  h.write();
+  h.reply();
+  h.reply();
+  ASSERT_EQ(h.core.statements().size(), 2u);  // full
+  h.submit(3, opener(true));
+  h.submit(4, work("insert a", true));
+  h.submit(5, work("commit", false));
+  h.write();
+  // BEGIN may evict (its DEALLOCATE goes ahead of the chain); inside the
+  // chain a statement that finds the cache full goes unnamed.
+  std::size_t at = 0;
+  while (at < h.sent_log.size() && h.sent_log[at].id != 3) ++at;
+  ASSERT_LT(at, h.sent_log.size());
+  std::vector<bool> chain_syncs;
+  for (std::size_t i = at; i < h.sent_log.size(); ++i) {
+    EXPECT_FALSE(h.sent_log[i].internal) << "a DEALLOCATE, and its Sync, inside the chain";
+    chain_syncs.push_back(h.sent_log[i].sync);
+  }
+  EXPECT_EQ(chain_syncs, (std::vector<bool>{false, false, true}));
+}
+
+// BEGIN's answer waits for the Sync it shares with the work's first
+// statement: its deadline is that statement's. With its own shorter one it
+// would "time out" while the statement, and so BEGIN, ran on and succeeded.
+TEST(pipeline_core_chain, begin_written_with_the_first_statement_takes_its_deadline) {
+  harness h;
+  auto begin = opener(true);
+  begin.deadline = h.now + 1s;
+  auto first = work("select pg_sleep(2)", false);
+  first.deadline = h.now + 10s;
+  h.submit(1, begin);
+  h.submit(2, first);
+  h.write();
+  ASSERT_EQ(syncs_of(h), (std::vector<bool>{false, true}));
+  h.now += 2s;
+  h.core.on_tick(h.now);
+  h.pump();
+  EXPECT_EQ(h.completions(1), 0u) << "BEGIN answered before the statement it waits for";
+  h.reply();
+  h.reply();
+  EXPECT_EQ(h.outcome(1), pipe_outcome::ok);
+  EXPECT_EQ(h.outcome(2), pipe_outcome::ok);
+}
+
 }  // namespace

@@ -1,0 +1,54 @@
+// lease_handoff: what a lease started, in the order it was started, on its
+// way to the lease's connection.
+//
+// Why: a lease's calls go to its connection's loop by asio::post, and Asio
+// does not keep the order of posts made on different threads. On a loop
+// with one thread, a post made inside a running handler waits in that
+// thread's private queue until the handler returns, while a post made on
+// another thread meanwhile runs first. So async_begin's BEGIN (posted on the
+// loop) could reach the connection after the first statement the caller
+// started on its own thread once async_begin completed, and that statement
+// would run outside the transaction. Every start therefore appends to this
+// queue and posts one turn that takes the queue's OLDEST entry, whichever
+// turn runs first: posts may overtake each other, the entries cannot.
+#pragma once
+
+#include "async/connection/request.hpp"
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+namespace pgpipe::detail {
+
+class lease_handoff {
+ public:
+  /// One start: requests to enqueue together (a chain is several), or the
+  /// lease's end (`returns`: the connection goes back to the pool).
+  struct entry {
+    std::vector<std::shared_ptr<query_request>> reqs;
+    bool observed = true;  ///< the query observer hears of its requests
+    bool returns = false;
+  };
+
+  /// Thread-safe. The caller posts exactly one take() per push.
+  void push(entry e) {
+    std::lock_guard lk(m_);
+    q_.push_back(std::move(e));
+  }
+  /// Thread-safe. The oldest entry pushed and not taken yet.
+  entry take() {
+    std::lock_guard lk(m_);
+    entry e = std::move(q_.front());
+    q_.pop_front();
+    return e;
+  }
+
+ private:
+  std::mutex m_;
+  std::deque<entry> q_;
+};
+
+}  // namespace pgpipe::detail
