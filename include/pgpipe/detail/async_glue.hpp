@@ -84,9 +84,11 @@ class completion {
 /// executor) for the coroutine's whole life.
 template <class Handler, class = void>
 struct is_coroutine_handler : std::false_type {};
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
 template <class Handler>
 struct is_coroutine_handler<Handler, std::void_t<typename Handler::executor_type>>
     : std::is_base_of<boost::asio::detail::awaitable_thread<typename Handler::executor_type>, Handler> {};
+#endif
 
 template <class T, class Handler>
 class completion_impl final : public completion<T> {
