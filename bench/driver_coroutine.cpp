@@ -16,8 +16,8 @@
 
 #include <pgpipe/async_client.hpp>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -70,14 +70,16 @@ class coroutine_driver final : public driver {
       auto& random = thread_rng();
       for (std::size_t k = 0; k < args.size(); ++k) args[k] = draw(p_.work.params[k], random);
       const auto started = bench_clock::now();
-      // as_tuple: the (error_code, result) pair, so that a failed query is
-      // counted rather than thrown (use_awaitable alone throws). (Not a ?: of
-      // two co_awaits: g++ 12 destroys that temporary twice.)
+      // co_await of the deferred operation: the (error_code, result) pair,
+      // so that a failed query is counted rather than thrown (use_awaitable
+      // alone throws), and no coroutine frame per query (as_tuple(use_awaitable)
+      // makes one; docs/benchmarks.md). (Not a ?: of two co_awaits: g++ 12
+      // destroys that temporary twice.)
       std::tuple<std::error_code, pgpipe::result> done;
       if (args.size() == 1) {
-        done = co_await client_->async_query(p_.work.sql, args[0], asio::as_tuple(asio::use_awaitable));
+        done = co_await client_->async_query(p_.work.sql, args[0], asio::deferred);
       } else {
-        done = co_await query_n(args);
+        done = co_await async_query_n(*client_, p_.work.sql, args, asio::deferred);
       }
       auto& [ec, res] = done;
       if (!ec) {
@@ -88,10 +90,6 @@ class coroutine_driver final : public driver {
       }
       m_->end_query(started, ec);
     }
-  }
-
-  asio::awaitable<std::tuple<std::error_code, pgpipe::result>> query_n(const std::vector<std::string>& args) {
-    co_return co_await async_query_n(*client_, p_.work.sql, args, asio::as_tuple(asio::use_awaitable));
   }
 
   driver_params p_;

@@ -1,13 +1,16 @@
 // Coroutine style (C++20): co_await queries and a transaction on a lease.
 // With asio::use_awaitable an operation gives its value or throws
 // pgpipe::error with the server's diagnostics, so no error goes unchecked;
-// main() prints it.
+// main() prints it. Where an error is expected, co_await the operation
+// started with asio::deferred: it gives (std::error_code, value) and throws
+// nothing, for no more than a callback costs.
 //
 //   example_coroutine_query "host=... user=... password=... dbname=..."
 //   PGPIPE_CONNINFO=... example_coroutine_query
 #include <pgpipe/pgpipe.hpp>
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -43,6 +46,14 @@ asio::awaitable<int> run(pgpipe::async_client& client) {
   } catch (const pgpipe::error& e) {
     std::cout << "select 1/0 -> " << pgpipe::sqlstate_of(e.code()) << " (" << e.diag().message << ")\n";
   }
+
+  // The error-code form: the error and the failed result's diagnostics, no throw.
+  auto [ec, missing] = co_await client.async_query("select 1 from no_such_table", asio::deferred);
+  if (pgpipe::sqlstate_of(ec) != "42P01") {
+    std::cerr << "select from no_such_table did not fail with 42P01: " << ec.message() << '\n';
+    co_return 1;
+  }
+  std::cout << "no_such_table -> " << pgpipe::sqlstate_of(ec) << " (" << missing.diag().message << ")\n";
   co_return 0;
 }  // the lease returns its connection here (rolled back if a transaction were open)
 

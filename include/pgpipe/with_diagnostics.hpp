@@ -8,8 +8,9 @@
 // bind_cancellation_slot, bind_executor or bind_allocator), so that
 //   pgpipe::result r = co_await client.async_query("select 1", asio::use_awaitable);
 // gives the result or throws pgpipe::error, and cannot lose the error.
-// asio::as_tuple(asio::use_awaitable) (or redirect_error, a callback,
-// asio::deferred...) keeps the explicit (std::error_code, T) form.
+// asio::deferred (co_awaited in a coroutine: the cheapest form, no frame per
+// await), asio::as_tuple(asio::use_awaitable), redirect_error or a callback
+// keep the explicit (std::error_code, T) form.
 // Use it by hand for other tokens that understand std::exception_ptr, e.g.
 // pgpipe::with_diagnostics(asio::deferred).
 //

@@ -9,6 +9,8 @@
 #include "support/kit.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
@@ -25,6 +27,7 @@
 #include <future>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -290,6 +293,76 @@ TEST(async_query, coroutine_style_with_use_awaitable) {
   io.run();  // returns when the coroutine is done: pending queries keep it alive
   EXPECT_FALSE(last) << last.message();
   EXPECT_EQ(sum, 2 * (50 * 51 / 2));
+}
+
+// co_await of an operation started with asio::deferred: the error-code form
+// that costs a coroutine no frame of its own (docs/benchmarks.md).
+TEST(async_query, awaited_deferred_gives_the_error_code_and_the_value) {
+  asio::io_context io;
+  pgpipe::async_client client(query_params(2));
+  std::int64_t sum = 0;
+  std::error_code first_failure;
+  std::error_code failed;
+  std::string failed_sqlstate;
+  std::error_code after;
+  std::int64_t after_value = 0;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        for (int i = 1; i <= 50; ++i) {
+          auto [ec, r] = co_await client.async_query("select $1::int8 * 2", std::int64_t{i}, asio::deferred);
+          if (ec) {
+            first_failure = ec;
+            co_return;
+          }
+          sum += r.value<std::int64_t>();
+        }
+        auto [ec, r] = co_await client.async_query("select 1/0", asio::deferred);
+        failed = ec;
+        failed_sqlstate = r.diag().sqlstate;
+        // The coroutine goes on after a failed operation: nothing was thrown.
+        auto [aec, ar] = co_await client.async_query("select 7::int8", asio::deferred);
+        after = aec;
+        if (!aec) after_value = ar.value<std::int64_t>();
+      },
+      asio::detached);
+  io.run();
+  EXPECT_FALSE(first_failure) << first_failure.message();
+  EXPECT_EQ(sum, 2 * (50 * 51 / 2));
+  EXPECT_EQ(failed, pgpipe::make_sqlstate("22012")) << failed.message();
+  EXPECT_EQ(failed_sqlstate, "22012");
+  EXPECT_FALSE(after) << after.message();
+  EXPECT_EQ(after_value, 7);
+}
+
+// The coroutine's cancellation slot reaches the operation: a queued query
+// awaited with asio::deferred is removed when the coroutine is cancelled.
+TEST(async_query, awaited_deferred_is_cancelled_through_the_coroutines_slot) {
+  asio::io_context io;
+  pgpipe::async_client client(query_params(1));
+  // The lease holds the only connection: the query waits in the queue.
+  auto [lec, lease] = client.async_acquire(pgpipe::test::use_future_ec).get();
+  ASSERT_FALSE(lec) << lec.message();
+  asio::cancellation_signal sig;
+  std::optional<std::error_code> got;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto [ec, r] = co_await client.async_query("select 1", asio::deferred);
+        got = ec;
+      },
+      asio::bind_cancellation_slot(sig.slot(), asio::detached));
+  // Runs the coroutine up to its co_await, which starts the query.
+  io.poll();
+  ASSERT_EQ(client.stats().queued, 1u);
+  EXPECT_FALSE(got);
+  // Emitted on the coroutine's executor, where its handler runs.
+  asio::post(io, [&] { sig.emit(asio::cancellation_type::terminal); });
+  io.run();
+  ASSERT_TRUE(got) << "the coroutine did not resume";
+  EXPECT_EQ(*got, pgpipe::errc::cancelled) << got->message();
+  EXPECT_EQ(client.stats().queued, 0u);
+  EXPECT_EQ(client.stats().errors.cancelled, 1u);
 }
 
 TEST(async_query, deferred_and_as_tuple_tokens_work) {
