@@ -58,11 +58,12 @@ find_dependency(PkgConfig)
 # pgpipe is configured and in a consumer's find_package(pgpipe): the caller
 # reads _pgpipe_dependency_error (this file returns early with it set).
 #   libpq >= 14: pipeline mode, which the async driver is built on.
-#   libpqxx 6.4 and 7.x: libpqxx 8 needs <format> (GCC 13 or libc++), which
-#   Debian 12's g++ 12 lacks; it is neither built nor tested.
+#   libpqxx 6.4, 7.x and 8.x. libpqxx 8 needs <format>: GCC 13, or clang with
+#   libc++ (Debian 12: clang-16 -stdlib=libc++ -fexperimental-library, which
+#   .ci/compat-libpqxx8 builds and tests with).
 set(pgpipe_libpq_min 14)
 set(pgpipe_libpqxx_min 6.4)
-set(pgpipe_libpqxx_below 8)
+set(pgpipe_libpqxx_below 9)
 set(_pgpipe_dependency_error "")
 
 if(_pgpipe_need_libpq AND NOT TARGET pgpipe_dependency::libpq)
@@ -116,10 +117,6 @@ if(_pgpipe_need_libpqxx AND NOT TARGET pgpipe_dependency::libpqxx)
     string(CONCAT _pgpipe_dependency_error
       "pgpipe's blocking driver supports libpqxx ${pgpipe_libpqxx_min} up to ${pgpipe_libpqxx_below} (not "
       "included); found libpqxx ${PGPIPE_LIBPQXX_VERSION} (${_pgpipe_libpqxx_where}).")
-    if(NOT PGPIPE_LIBPQXX_VERSION VERSION_LESS pgpipe_libpqxx_below)
-      string(APPEND _pgpipe_dependency_error
-        " libpqxx 8 needs <format> (GCC 13 or libc++) and is not supported yet.")
-    endif()
     string(APPEND _pgpipe_dependency_error
       " Put a supported libpqxx first in CMAKE_PREFIX_PATH or PKG_CONFIG_PATH, or use the async component "
       "alone: find_package(pgpipe COMPONENTS async) needs no libpqxx.")

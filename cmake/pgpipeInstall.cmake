@@ -45,6 +45,9 @@ if("blocking" IN_LIST PGPIPE_COMPONENTS)
 endif()
 set(pc_core_requires "")
 set(pc_core_libs "-lpgpipe_core -lboost_json")  # the value types use Boost.JSON
+if(PGPIPE_BOOST_JSON_HEADER_ONLY)
+  set(pc_core_libs "-lpgpipe_core")  # Boost.JSON compiled into it
+endif()
 set(pc_pq_requires "pgpipe-core = ${PROJECT_VERSION}, libpq >= ${pgpipe_libpq_min}")
 set(pc_pq_libs "-lpgpipe_pq")
 set(pc_async_requires "pgpipe-pq = ${PROJECT_VERSION}, pgpipe-core = ${PROJECT_VERSION}, libpq >= ${pgpipe_libpq_min}")

@@ -130,6 +130,7 @@ class completion_impl final : public completion<T> {
       if (slot.is_connected()) slot.clear();
       (void)work;
       if constexpr (std::is_same_v<T, std::monostate>) {
+        (void)v;  // captured for the other branch; clang's -Wunused-lambda-capture
         std::move(h)(ec);
       } else {
         std::move(h)(ec, std::move(v));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <pgpipe/detail/codec.hpp>
+#include <pgpipe/detail/from_chars_float.hpp>
 #include <pgpipe/error.hpp>
 #include <pgpipe/types.hpp>
 
@@ -153,7 +154,7 @@ struct field_traits<T> {
       // accepts those (case-insensitively) too.
       const char* b = v.data.data();
       const char* e = b + v.data.size();
-      auto r = std::from_chars(b, e, out);
+      auto r = detail::from_chars_float(b, e, out);
       if (r.ec != std::errc{} || r.ptr != e || v.data.empty()) return detail::text_conv::conversion_error();
       return {};
     }

@@ -52,7 +52,7 @@ void async_client::submit_acquire(const std::shared_ptr<detail::client_impl>& im
                                   std::unique_ptr<detail::completion<async_lease>> done,
                                   boost::asio::cancellation_slot slot) {
   if (!impl) {
-    done->complete(boost::asio::system_executor(), true, make_error_code(errc::closed), lease());
+    done->complete(boost::asio::system_executor(), true, make_error_code(errc::closed), async_lease());
     return;
   }
   impl->submit_acquire(std::move(done), slot);

@@ -161,7 +161,7 @@ void client_impl::complete_acquire_failure(const std::shared_ptr<acquire_request
 void client_impl::complete_acquire_failure(const std::shared_ptr<acquire_request>& req, std::error_code ec,
                                            diagnostics diag) {
   if (ec == errc::cancelled) metrics_.count_error(ec);
-  req->try_complete(loops_->first(), ec, lease(std::move(diag)));
+  req->try_complete(loops_->first(), ec, async_lease(std::move(diag)));
 }
 
 void client_impl::count_outcome(const query_request& req, const std::error_code& ec, const result& r) {

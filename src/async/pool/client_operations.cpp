@@ -143,7 +143,7 @@ void client_impl::submit_acquire(std::unique_ptr<completion<async_lease>> done, 
       case request_outcome::kind::granted: {
         metrics_.record_wait(std::chrono::nanoseconds(0));
         auto impl = std::make_shared<lease_impl>(conns_.at(out.slot), out.slot, shared_from_this());
-        t.push_back([req, impl] { req->try_complete(impl->get_executor(), {}, lease(impl)); });
+        t.push_back([req, impl] { req->try_complete(impl->get_executor(), {}, async_lease(impl)); });
         break;
       }
       case request_outcome::kind::queued:

@@ -114,7 +114,7 @@ void client_impl::grant_locked(todo& out, const pool_action& a, lazy_now& now) {
     auto impl = std::make_shared<lease_impl>(cit->second, a.slot, shared_from_this());
     // Cancelled as it was granted: try_complete refuses, and the lease's
     // destructor (its discarded argument) gives the connection back.
-    out.push_back([areq, impl] { (void)areq->try_complete(impl->get_executor(), {}, lease(impl)); });
+    out.push_back([areq, impl] { (void)areq->try_complete(impl->get_executor(), {}, async_lease(impl)); });
   }
 }
 

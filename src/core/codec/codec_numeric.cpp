@@ -3,6 +3,7 @@
 // format and libpqxx hand us. The binary format (base-10000 digits) is
 // converted to and from that text here.
 #include <pgpipe/detail/codec.hpp>
+#include <pgpipe/detail/from_chars_float.hpp>
 #include <pgpipe/error.hpp>
 
 #include <charconv>
@@ -119,7 +120,7 @@ std::error_code numeric::to_double(double& out) const {
     return {};
   }
   double v = 0;
-  auto r = std::from_chars(text_.data(), text_.data() + text_.size(), v);
+  auto r = detail::from_chars_float(text_.data(), text_.data() + text_.size(), v);
   // result_out_of_range covers overflow and underflow: neither is silently
   // turned into infinity or zero.
   if (r.ec != std::errc{}) return make_error_code(errc::out_of_range);
