@@ -55,8 +55,12 @@ struct patroni_cluster::state {
            "    ttl: 10\n    loop_wait: 1\n    retry_timeout: 4\n"
            "    maximum_lag_on_failover: 1048576\n"
            // A COMMIT returns once a standby has the WAL, and only that
-           // standby may be promoted: no acknowledged write is lost.
+           // standby may be promoted. Strict: a leader with no synchronous
+           // standby (one just promoted) holds COMMITs instead of going
+           // asynchronous, so an acknowledged write is never on one node
+           // only (docs/scaling.md: without it, writes were lost).
            "    synchronous_mode: true\n"
+           "    synchronous_mode_strict: true\n"
            "    postgresql:\n"
            "      use_pg_rewind: false\n"
            "      parameters: {wal_level: replica, hot_standby: 'on', max_wal_senders: 10, "
