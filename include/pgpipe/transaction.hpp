@@ -27,7 +27,11 @@
 // Under connection loss: a loss before COMMIT was written rolls back on the
 // server (errc::not_sent / connection_lost from the work or BEGIN); a loss
 // while COMMIT is in flight reports errc::connection_lost and the transaction
-// may have committed. Neither is retried: the caller decides.
+// may have committed. A COMMIT slower than query_timeout (a synchronous
+// standby that is down, a slow deferred trigger) reports errc::query_timeout
+// and may have committed too: the client stopped waiting, the server goes
+// on. The report's client_message says "may have committed" in both cases.
+// Neither is retried: the caller decides.
 //
 // When the statements are known up front, async_transaction_batch sends
 // BEGIN, all of them and COMMIT in one write with one Sync and waits once:
@@ -185,7 +189,10 @@ async_transaction_work to_transaction_work(Work&& work) {
 /// Errors: the work's error; BEGIN's or COMMIT's SQLSTATE (40001 when a
 ///   serializable COMMIT fails); the acquire errors (errc::pool_timeout,
 ///   queue_full, closed, connect errors); errc::connection_lost when the
-///   connection died with COMMIT in flight (it may have committed);
+///   connection died with COMMIT in flight, errc::query_timeout when COMMIT
+///   was not answered within query_timeout (in both it may have committed,
+///   and report.diag.client_message says so); a query_timeout from the
+///   work's own statement (nothing stayed: ROLLBACK is sent);
 ///   std::errc::state_not_recoverable for other exceptions (report.diag
 ///   holds their what()). With use_awaitable/use_future the failure throws
 ///   pgpipe::error(code, report.diag).
@@ -221,7 +228,9 @@ auto async_transaction(async_client& client, transaction_options opts, Work&& wo
 ///   (a parameter with a NUL byte, or an empty batch: nothing sent); the
 ///   acquire errors (errc::pool_timeout, queue_full, closed, connect errors);
 ///   errc::connection_lost when the connection died with the batch in flight
-///   (it may have committed); errc::not_sent when it died before.
+///   (it may have committed); errc::query_timeout when the written batch was
+///   not answered within query_timeout (it may have committed: the server
+///   runs it on, COMMIT included); errc::not_sent when it died before.
 /// Statements run on a lease: the shared path's sharing rules do not apply.
 /// `client` must outlive the operation. Not cancellable. Executor of the handler: its own, else the client's first loop.
 template <class CompletionToken>
