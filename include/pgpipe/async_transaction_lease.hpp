@@ -100,7 +100,10 @@ class async_transaction_lease {
   ///   server answers COMMIT with ROLLBACK: nothing was committed);
   ///   COMMIT's own SQLSTATE (40001 for a serializable conflict, a deferred
   ///   constraint's 23505...); errc::connection_lost when the connection
-  ///   died with COMMIT in flight (it may have committed); errc::closed
+  ///   died with COMMIT in flight, errc::query_timeout when COMMIT was not
+  ///   answered within query_timeout (a synchronous standby that is down):
+  ///   in both it may have committed, and the result's
+  ///   diag().client_message says so; errc::closed
   ///   when the transaction was already ended. With use_awaitable the
   ///   failure throws pgpipe::error with the server's diagnostics.
   template <class CompletionToken>

@@ -127,9 +127,15 @@ struct pool_params {
   /// `conninfo`; what it returns is the connection
   /// string of that attempt. The place for a credential that expires (a
   /// cloud IAM token): `return conninfo + " password='" + token + "'";`. It
-  /// runs off the event loops (async: the client's connector thread, one
-  /// call at a time; blocking: the thread opening the connection), so it
-  /// may block, though it delays that connect. Passwords in what it returns
+  /// never runs on an event loop (the client's or yours): each call runs on
+  /// a thread of its own, so it may block, even waiting for the io_context
+  /// the client runs on. connect_timeout bounds it (a read router's probe:
+  /// probe_timeout): a call that has not returned by then fails that attempt
+  /// with errc::connect_failed ("before_connect did not return within
+  /// connect_timeout"), and its late result is ignored. Such a call may
+  /// still be running after the pool is destroyed: it must not use anything
+  /// that dies with the pool. Calls for several connects may run at the
+  /// same time (it must be thread-safe). Passwords in what it returns
   /// are scrubbed from every message, as conninfo's are. An exception fails
   /// that attempt with errc::connect_failed and the exception's message
   /// (the pool backs off and tries again, as after a refused connect); a

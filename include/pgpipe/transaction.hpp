@@ -27,7 +27,11 @@
 // Under connection loss: a loss before COMMIT was written rolls back on the
 // server (errc::not_sent / connection_lost from the work or BEGIN); a loss
 // while COMMIT is in flight reports errc::connection_lost and the transaction
-// may have committed. Neither is retried: the caller decides.
+// may have committed. A COMMIT slower than query_timeout (a synchronous
+// standby that is down, a slow deferred trigger) reports errc::query_timeout
+// and may have committed too: the client stopped waiting, the server goes
+// on. The report's client_message says "may have committed" in both cases.
+// Neither is retried: the caller decides.
 //
 // When the statements are known up front, async_transaction_batch sends
 // BEGIN, all of them and COMMIT in one write with one Sync and waits once:
@@ -187,7 +191,10 @@ async_transaction_work to_transaction_work(Work&& work) {
 ///   COMMIT's (40001 when a serializable COMMIT fails); errc::query_timeout
 ///   from COMMIT (it may have committed); the acquire errors (errc::pool_timeout,
 ///   queue_full, closed, connect errors); errc::connection_lost when the
-///   connection died with COMMIT in flight (it may have committed);
+///   connection died with COMMIT in flight, errc::query_timeout when COMMIT
+///   was not answered within query_timeout (in both it may have committed,
+///   and report.diag.client_message says so); a query_timeout from the
+///   work's own statement (nothing stayed: ROLLBACK is sent);
 ///   std::errc::state_not_recoverable for other exceptions (report.diag
 ///   holds their what()). With use_awaitable/use_future the failure throws
 ///   pgpipe::error(code, report.diag).
@@ -226,8 +233,8 @@ auto async_transaction(async_client& client, transaction_options opts, Work&& wo
 ///   (it may have committed); errc::not_sent when it died before;
 ///   errc::query_timeout when the client stopped waiting (query_timeout or a
 ///   statement's query_options::timeout) after the batch was written: the
-///   server still runs it, so it may have committed (results empty,
-///   failed_statement empty). The meaning of every error, per helper:
+///   server runs it on, COMMIT included, so it may have committed (results
+///   empty, failed_statement empty). The meaning of every error, per helper:
 ///   docs/reliability.md, "What a transaction helper's error means".
 /// Statements run on a lease: the shared path's sharing rules do not apply.
 /// `client` must outlive the operation. Not cancellable. Executor of the handler: its own, else the client's first loop.

@@ -5,11 +5,21 @@
 
 #include <libpq-fe.h>
 
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <numeric>
+#include <optional>
 #include <string_view>
+#include <system_error>
+#include <thread>
 
 namespace pgpipe::detail {
 
@@ -114,6 +124,82 @@ connect_target prepare_connect(const connect_hooks& hooks, const std::string& co
     t.conninfo = with_hosts_shuffled(t.conninfo, rng);
   }
   return t;
+}
+
+void prepare_connect_off_thread(connect_hooks hooks, std::string conninfo, std::vector<std::string> secrets,
+                                std::function<void(connect_target)> done) {
+  auto call = std::make_shared<std::function<void(connect_target)>>(std::move(done));
+  try {
+    std::thread([hooks = std::move(hooks), conninfo = std::move(conninfo), secrets = std::move(secrets), call] {
+      (*call)(prepare_connect(hooks, conninfo, secrets));
+    }).detach();
+  } catch (const std::system_error& e) {
+    connect_target t;
+    t.ec = make_error_code(errc::connect_failed);
+    t.error_message = std::string("could not start a thread for pool_params::before_connect: ") + e.what();
+    (*call)(std::move(t));
+  }
+}
+
+std::string before_connect_timeout_text(std::chrono::milliseconds timeout) {
+  return "pool_params::before_connect did not return within connect_timeout (" + std::to_string(timeout.count()) +
+         " ms)";
+}
+
+namespace {
+
+connect_target failed_target(std::string why) {
+  connect_target t;
+  t.ec = make_error_code(errc::connect_failed);
+  t.error_message = std::move(why);
+  return t;
+}
+
+// The callback thread's outcome, and an eventfd it signals when it is there
+// (an eventfd: a waiter that gave up leaves no pipe to break).
+struct hook_outcome {
+  std::mutex m;
+  std::optional<connect_target> target;
+  int ready_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  hook_outcome() = default;
+  hook_outcome(const hook_outcome&) = delete;
+  hook_outcome& operator=(const hook_outcome&) = delete;
+  ~hook_outcome() {
+    if (ready_fd >= 0) ::close(ready_fd);
+  }
+};
+
+}  // namespace
+
+connect_target prepare_connect_within(const connect_hooks& hooks, const std::string& conninfo,
+                                      const std::vector<std::string>& secrets, std::chrono::milliseconds timeout,
+                                      int wake_fd) {
+  // Without a callback nothing here can block.
+  if (!hooks.before_connect) return prepare_connect(hooks, conninfo, secrets);
+  auto out = std::make_shared<hook_outcome>();
+  if (out->ready_fd < 0) return failed_target("could not wait for pool_params::before_connect (eventfd failed)");
+  prepare_connect_off_thread(hooks, conninfo, secrets, [out](connect_target t) {
+    {
+      std::lock_guard lk(out->m);
+      out->target = std::move(t);
+    }
+    const std::uint64_t one = 1;
+    (void)!::write(out->ready_fd, &one, sizeof one);
+  });
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    {
+      std::lock_guard lk(out->m);
+      if (out->target) return std::move(*out->target);
+    }
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return failed_target(before_connect_timeout_text(timeout));
+    pollfd fds[2] = {{out->ready_fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+    const int wait_ms = left.count() > 60'000 ? 60'000 : static_cast<int>(left.count());
+    const int n = ::poll(fds, wake_fd >= 0 ? 2 : 1, wait_ms);
+    if (n < 0 && errno != EINTR) return failed_target("could not wait for pool_params::before_connect (poll failed)");
+    if (n > 0 && wake_fd >= 0 && (fds[1].revents & POLLIN) != 0) return failed_target("stopped");
+  }
 }
 
 }  // namespace pgpipe::detail

@@ -10,6 +10,7 @@
 
 #include <pgpipe/pool_params.hpp>
 
+#include <chrono>
 #include <functional>
 #include <random>
 #include <string>
@@ -40,6 +41,28 @@ struct connect_target {
 /// errc::connect_failed, its message prefixed with "pool_params::before_connect failed: ".
 connect_target prepare_connect(const connect_hooks& hooks, const std::string& conninfo,
                                const std::vector<std::string>& secrets);
+
+/// prepare_connect on a thread of its own (detached), where before_connect
+/// may block, even on an event loop that the caller's thread runs; `done` is
+/// called on that thread with the outcome (it must not throw). When no thread
+/// can be started, `done` is called at once with errc::connect_failed.
+/// The thread owns copies of everything: an owner that stops waiting for it
+/// (connect_timeout) may go away while before_connect still runs.
+void prepare_connect_off_thread(connect_hooks hooks, std::string conninfo, std::vector<std::string> secrets,
+                                std::function<void(connect_target)> done);
+
+/// prepare_connect, with before_connect (when set) run by
+/// prepare_connect_off_thread and waited for at most `timeout`: a call that
+/// has not returned by then fails the attempt with errc::connect_failed
+/// (before_connect_timeout_text). When `wake_fd` (>= 0) becomes readable
+/// first, the wait ends at once with errc::connect_failed ("stopped"), so an
+/// owner shutting down never waits for the callback. For threads that may block.
+connect_target prepare_connect_within(const connect_hooks& hooks, const std::string& conninfo,
+                                      const std::vector<std::string>& secrets, std::chrono::milliseconds timeout,
+                                      int wake_fd = -1);
+
+/// The message of a connect attempt whose before_connect did not return in time.
+std::string before_connect_timeout_text(std::chrono::milliseconds timeout);
 
 /// `conninfo` (key=value or URI) with its hosts in random order, each host
 /// keeping its hostaddr and port; unchanged when it names at most one host

@@ -230,6 +230,15 @@ std::string clean_message(std::string_view message, const std::vector<std::strin
   return m;
 }
 
+void scrub(diagnostics& d, const std::vector<std::string>& secrets) {
+  if (secrets.empty()) return;
+  // Severity and SQLSTATE are codes, never quoted text.
+  for (std::string* f : {&d.message, &d.detail, &d.hint, &d.context, &d.schema, &d.table,
+                         &d.column, &d.datatype, &d.constraint, &d.client_message}) {
+    for (const auto& s : secrets) *f = redact_secret(std::move(*f), s);
+  }
+}
+
 namespace {
 
 void add_secret(std::vector<std::string>& out, std::string s) {

@@ -119,6 +119,11 @@ std::vector<std::string> secrets_of(PGconn* conn, std::vector<std::string> confi
 /// libpq's message on one line, with every secret scrubbed.
 std::string clean_message(std::string_view message, const std::vector<std::string>& secrets);
 
+/// Every secret scrubbed from every text field of `d` (the server's fields
+/// and libpq's words a failure carries): what a lost connection reports may
+/// quote libpq, whose words can contain a password.
+void scrub(diagnostics& d, const std::vector<std::string>& secrets);
+
 /// Every spelling of the password in a conninfo string (key=value or URI),
 /// found even when the string does not parse (an unterminated quote, a
 /// broken URI): libpq may quote any part of a malformed string back. Longest

@@ -5,7 +5,9 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <memory>
 
@@ -95,7 +97,12 @@ bool probe_session::try_host(const connect_attempt& a, clock::time_point deadlin
 
 bool probe_session::connect(clock::time_point deadline) {
   if (hooks_.before_connect || hooks_.load_balance_hosts != load_balance::disable) {
-    connect_target t = prepare_connect(hooks_, conninfo_, configured_secrets_);
+    // before_connect may block: bounded by the probe's deadline, and a stop
+    // (wake_fd) ends the wait at once.
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - clock::now());
+    connect_target t = prepare_connect_within(hooks_, conninfo_, configured_secrets_,
+                                              std::max(left, std::chrono::milliseconds(0)), wake_fd_);
+    if (t.ec && t.error_message == "stopped") stopped_ = true;
     secrets_ = std::move(t.secrets);
     if (t.ec) return fail(std::move(t.error_message));
     attempts_ = plan_host_walk(t.conninfo, "pgpipe-probe");

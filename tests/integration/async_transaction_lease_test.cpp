@@ -8,6 +8,7 @@
 #include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
 #include "support/kit.hpp"
+#include "support/wait.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -15,10 +16,14 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <optional>
+#include <system_error>
+#include <utility>
 #include <string>
 
 namespace asio = boost::asio;
+using namespace std::chrono_literals;
 using pgpipe::test::app_conninfo;
 using pgpipe::test::params_for;
 using pgpipe::test::shared_cluster;
@@ -44,6 +49,32 @@ TEST(async_transaction_lease, statements_commit_together) {
   }());
   EXPECT_EQ(during, "0");
   EXPECT_EQ(pg.query_value("select count(*) from txl_commit"), "2");
+}
+
+// async_commit slower than query_timeout (a deferred trigger that waits at
+// COMMIT, as a synchronous standby that is down holds it): the error must
+// say the transaction may have committed, which it did.
+TEST(async_transaction_lease, a_commit_slower_than_query_timeout_is_reported_as_maybe_committed) {
+  auto& pg = shared_cluster();
+  pg.exec(
+      "drop table if exists txl_slow_commit; create table txl_slow_commit(v int);"
+      "create or replace function txl_slow_commit_wait() returns trigger language plpgsql as "
+      "$$ begin perform pg_sleep(1.5); return null; end $$;"
+      "create constraint trigger txl_slow_commit_at_commit after insert on txl_slow_commit "
+      "deferrable initially deferred for each row execute function txl_slow_commit_wait()");
+  auto p = params_for(app_conninfo("txl_slow_commit"), 1);
+  p.query_timeout = 300ms;
+  pgpipe::async_client client(p, {.loops = 1});
+  const auto [ec, text] = pgpipe::test::run_on(client, [&]() -> asio::awaitable<std::pair<std::error_code, std::string>> {
+    auto tx = co_await client.async_begin({}, asio::use_awaitable);
+    co_await tx.async_query("insert into txl_slow_commit values (1)", asio::use_awaitable);
+    auto [cec, c] = co_await tx.async_commit(asio::as_tuple(asio::use_awaitable));
+    co_return std::pair{cec, c.diag().to_string()};
+  }());
+  EXPECT_EQ(ec, pgpipe::errc::query_timeout) << ec.message() << " " << text;
+  EXPECT_NE(text.find("may have committed"), std::string::npos) << text;
+  EXPECT_TRUE(pgpipe::test::wait_until(
+      [&] { return pg.query_value("select count(*) from txl_slow_commit") == "1"; }, 10s, 50ms));
 }
 
 TEST(async_transaction_lease, destroyed_uncommitted_it_rolls_back_and_the_connection_is_clean) {

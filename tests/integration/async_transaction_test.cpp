@@ -6,6 +6,7 @@
 #include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
 #include "support/kit.hpp"
+#include "support/wait.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -170,6 +171,37 @@ TEST(async_transaction, a_server_error_rolls_back_with_its_diagnostics) {
   EXPECT_EQ(report.diag.sqlstate, "22012");
   EXPECT_NE(report.diag.message.find("division by zero"), std::string::npos);
   EXPECT_EQ(pg.query_value("select count(*) from tx_err"), "0");
+}
+
+// COMMIT slower than query_timeout (a deferred trigger that waits at COMMIT,
+// as a synchronous standby that is down holds it): the client stops
+// waiting, the server commits. The report must say the transaction may have
+// committed, never read as "nothing stayed".
+TEST(async_transaction, a_commit_slower_than_query_timeout_is_reported_as_maybe_committed) {
+  auto& pg = shared_cluster();
+  pg.exec(
+      "drop table if exists tx_slow_commit; create table tx_slow_commit(v int);"
+      "create or replace function tx_slow_commit_wait() returns trigger language plpgsql as "
+      "$$ begin perform pg_sleep(1.5); return null; end $$;"
+      "create constraint trigger tx_slow_commit_at_commit after insert on tx_slow_commit "
+      "deferrable initially deferred for each row execute function tx_slow_commit_wait()");
+  auto p = params_for(app_conninfo("async_tx_slow_commit"), 1);
+  p.query_timeout = 300ms;
+  pgpipe::async_client client(p, {.loops = 1});
+  auto [ec, report] = pgpipe::async_transaction(
+                          client, pgpipe::transaction_options{},
+                          [](pgpipe::async_lease& l) -> asio::awaitable<void> {
+                            auto [ec, r] = co_await l.async_query("insert into tx_slow_commit values (1)",
+                                                                  asio::as_tuple(asio::use_awaitable));
+                            pgpipe::throw_if_error(ec, r);
+                          },
+                          pgpipe::test::use_future_ec)
+                          .get();
+  EXPECT_EQ(ec, pgpipe::errc::query_timeout) << ec.message() << " " << report.diag.to_string();
+  EXPECT_NE(report.diag.to_string().find("may have committed"), std::string::npos) << report.diag.to_string();
+  // What the report warns of: the server committed.
+  EXPECT_TRUE(pgpipe::test::wait_until(
+      [&] { return pg.query_value("select count(*) from tx_slow_commit") == "1"; }, 10s, 50ms));
 }
 
 TEST(async_transaction, options_reach_the_server) {

@@ -10,9 +10,17 @@
 #include "support/kit.hpp"
 #include "support/wait.hpp"
 
+#include <pgpipe/async_client.hpp>
+#include <pgpipe/blocking_pool.hpp>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -94,6 +102,95 @@ TYPED_TEST(connect_hooks, a_before_connect_that_throws_fails_the_query_with_its_
   outcome o = d.run("select 1");
   EXPECT_EQ(o.ec, pgpipe::make_error_code(pgpipe::errc::connect_failed)) << o.text;
   EXPECT_NE(o.text.find("before_connect failed: token service unavailable"), std::string::npos) << o.text;
+}
+
+// The password is "closed", a word of libpq's "server closed the connection
+// unexpectedly", and only before_connect knows it (the pool's conninfo has
+// none): the error of a connection the server ended mid-statement, and every
+// log line, must still be without it.
+TYPED_TEST(connect_hooks, a_lost_connections_error_is_scrubbed_of_before_connects_password) {
+  auto& pg = pgpipe::test::shared_cluster();
+  const std::string secret = "closed";
+  const std::string role = std::string("hook_lost_") + TypeParam::name;
+  pg.exec("drop role if exists " + role);
+  pg.exec("create role " + role + " login password '" + secret + "'");
+  auto p = pgpipe::test::fault_params(
+      "host=127.0.0.1 port=" + std::to_string(pg.port()) + " user=" + role + " dbname=postgres", 1);
+  p.before_connect = [secret](const std::string& conninfo) { return conninfo + " password=" + secret; };
+  std::string seen;
+  {
+    TypeParam d(p);
+    // The backend ends its own session: FATAL, then libpq's words on the loss.
+    outcome o = d.run("select pg_terminate_backend(pg_backend_pid())");
+    EXPECT_EQ(o.ec, pgpipe::errc_condition::connection_lost) << o.text;
+    seen = o.text + "\n" + d.log();
+  }
+  pgpipe::test::expect_no_secret(seen, {secret}, "the lost connection's error and log");
+  pg.exec("drop role " + role);
+}
+
+// A before_connect that does not return (a token service that hangs) fails
+// that connect after connect_timeout, as a handshake that hangs does, and
+// the caller hears why well before acquire_timeout would have told it
+// nothing but "pool_timeout".
+TYPED_TEST(connect_hooks, connect_timeout_bounds_a_before_connect_that_does_not_return) {
+  auto& pg = pgpipe::test::shared_cluster();
+  auto release = std::make_shared<std::promise<void>>();
+  std::shared_future<void> released = release->get_future().share();
+  auto p = pgpipe::test::fault_params(pg.conninfo_without_password(), 1);
+  p.connect_timeout = 1s;
+  p.acquire_timeout = 4s;
+  p.before_connect = [released](const std::string&) -> std::string {
+    released.wait();
+    throw std::runtime_error("released at the end of the test");
+  };
+  TypeParam d(p);
+  // Lets the hung calls go before the pool's end, whatever the outcome.
+  struct releaser {
+    std::shared_ptr<std::promise<void>> p;
+    ~releaser() { p->set_value(); }
+  } r{release};
+  outcome o = d.run("select 1");
+  EXPECT_EQ(o.ec, pgpipe::make_error_code(pgpipe::errc::connect_failed)) << o.text;
+  EXPECT_NE(o.text.find("before_connect did not return within connect_timeout"), std::string::npos) << o.text;
+}
+
+// On a caller's io_context, a before_connect that itself needs that
+// io_context (a token fetched through a client on the same loop) must not
+// stall it: it runs where blocking is allowed, never on the loop.
+TEST(connect_hooks_async, a_before_connect_waiting_on_the_clients_own_io_context_does_not_deadlock) {
+  unsetenv("PGPASSWORD");
+  setenv("PGPASSFILE", "/nonexistent/pgpipe-test-pgpass", 1);
+  auto& pg = pgpipe::test::shared_cluster();
+  pg.exec("drop role if exists hook_loop");
+  pg.exec("create role hook_loop login password 'loop-token'");
+  boost::asio::io_context io;
+  auto p = pgpipe::test::fault_params(
+      "host=127.0.0.1 port=" + std::to_string(pg.port()) + " user=hook_loop dbname=postgres", 1);
+  p.acquire_timeout = 3s;
+  std::atomic<bool> gave_up{false};
+  p.before_connect = [&io, &gave_up](const std::string& conninfo) {
+    auto ran = std::make_shared<std::promise<void>>();
+    auto f = ran->get_future();
+    boost::asio::post(io, [ran] { ran->set_value(); });
+    if (f.wait_for(5s) != std::future_status::ready) {
+      gave_up = true;
+      throw std::runtime_error("the io_context did not run: before_connect blocks it");
+    }
+    return conninfo + " password=loop-token";
+  };
+  std::string got;
+  {
+    pgpipe::async_client client(p, io);
+    client.async_query("select current_user::text", [&](std::error_code ec, pgpipe::result r) {
+      got = ec ? "error: " + ec.message() + " " + r.diag().to_string() : r.value<std::string>();
+      client.close();
+    });
+    io.run();
+  }
+  EXPECT_FALSE(gave_up.load()) << "before_connect ran on the io_context it waited for";
+  EXPECT_EQ(got, "hook_loop");
+  pg.exec("drop role hook_loop");
 }
 
 // Two servers with the same role: with load_balance::random the pool's

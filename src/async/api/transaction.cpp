@@ -12,6 +12,7 @@
 #include <pgpipe/transaction.hpp>
 
 #include "async/api/lease_chain.hpp"
+#include "core/sql/commit_check.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -100,6 +101,7 @@ asio::awaitable<std::pair<std::error_code, async_transaction_report>> run_transa
       } else {
         w.ec = cec;
         w.diag = cr.diag();
+        note_commit_in_doubt(cec, w.diag);
       }
       // A failed COMMIT has ended the transaction already: nothing to roll back.
     } else {

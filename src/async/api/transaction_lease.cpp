@@ -8,12 +8,14 @@
 
 #include "async/api/acquire_failure.hpp"
 #include "async/api/lease_chain.hpp"
+#include "core/sql/commit_check.hpp"
 #include "async/connection/request.hpp"
 
 #include <boost/asio/system_executor.hpp>
 
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -61,7 +63,7 @@ void async_transaction_lease::finish(async_lease l, std::shared_ptr<detail::chai
   auto held = std::make_shared<async_lease>(std::move(l));
   const auto ex = held->get_executor();
   std::shared_ptr<detail::completion<result>> d(std::move(done));
-  held->async_query(sql, [held, begun, d, ex](std::error_code ec, result r) {
+  held->async_query(sql, [held, begun, d, ex, sql](std::error_code ec, result r) {
     // BEGIN was answered before this statement (one connection, in order):
     // if it failed, its error is the transaction's, not the statement's.
     if (begun) {
@@ -70,6 +72,10 @@ void async_transaction_lease::finish(async_lease l, std::shared_ptr<detail::chai
         ec = begun->out[0].first;
         r = result(diagnostics(begun->out[0].second.diag()));
       }
+    }
+    if (std::string_view(sql) == "COMMIT") {
+      diagnostics why = r.diag();
+      if (detail::note_commit_in_doubt(ec, why)) r = result(std::move(why));
     }
     held->release();
     d->complete(ex, false, ec, std::move(r));

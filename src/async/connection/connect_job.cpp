@@ -18,7 +18,15 @@ connect_job::connect_job(asio::any_io_executor ex, std::string conninfo, std::ve
       hooks_(std::move(hooks)),
       timeout_(timeout),
       done_(std::move(done)),
-      timer_(ex_) {}
+      timer_(ex_),
+      mailbox_(std::make_shared<hook_mailbox>()) {
+  mailbox_->ex = ex_;
+}
+
+connect_job::~connect_job() {
+  std::lock_guard lk(mailbox_->m);
+  mailbox_->ex.reset();
+}
 
 void connect_job::run(std::shared_ptr<connect_job> job) {
   auto ex = job->ex_;
@@ -30,7 +38,39 @@ std::string connect_job::pq_error() const {
 }
 
 void connect_job::start() {
-  connect_target t = prepare_connect(hooks_, conninfo_, secrets_);
+  if (!hooks_.before_connect) {
+    hooks_returned(prepare_connect(hooks_, conninfo_, secrets_));
+    return;
+  }
+  // before_connect may block, even on the io_context this job runs on (a
+  // token fetch through the caller's own client): it runs on a thread of its
+  // own, and connect_timeout bounds it as it bounds a handshake.
+  // The timer's wait keeps the job alive meanwhile (also with no timeout:
+  // then it never fires), and goes with the io_context if that goes first.
+  const std::uint64_t gen = ++attempt_gen_;
+  if (timeout_.count() > 0) {
+    timer_.expires_after(timeout_);
+  } else {
+    timer_.expires_at(asio::steady_timer::time_point::max());
+  }
+  timer_.async_wait([self = shared_from_this(), gen](const boost::system::error_code& ec) {
+    if (ec || self->finished_ || gen != self->attempt_gen_) return;
+    self->finish(make_error_code(errc::connect_failed), before_connect_timeout_text(self->timeout_));
+  });
+  prepare_connect_off_thread(hooks_, conninfo_, secrets_,
+                             [mailbox = mailbox_, weak = weak_from_this(), gen](connect_target t) {
+                               // Posted only while the job lives: then so does its io_context.
+                               std::lock_guard lk(mailbox->m);
+                               if (!mailbox->ex) return;
+                               asio::post(*mailbox->ex, [weak, gen, t = std::move(t)]() mutable {
+                                 auto self = weak.lock();
+                                 if (!self || self->finished_ || gen != self->attempt_gen_) return;
+                                 self->hooks_returned(std::move(t));
+                               });
+                             });
+}
+
+void connect_job::hooks_returned(connect_target t) {
   if (t.ec) {
     finish(t.ec, std::move(t.error_message));
     return;

@@ -36,6 +36,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -54,9 +55,13 @@ class connect_job : public std::enable_shared_from_this<connect_job> {
  public:
   using done_fn = std::function<void(pgconn_ptr conn, std::error_code ec, std::string message)>;
 
-  /// `hooks` run in start(), on `ex` (the connector: off the event loops).
+  /// `hooks`: before_connect runs on a thread of its own
+  /// (prepare_connect_off_thread), never on `ex`, and connect_timeout bounds
+  /// it (errc::connect_failed, before_connect_timeout_text); a call that
+  /// returns after that is ignored.
   connect_job(boost::asio::any_io_executor ex, std::string conninfo, std::vector<std::string> secrets,
               connect_hooks hooks, std::chrono::milliseconds timeout, done_fn done);
+  ~connect_job();
   connect_job(const connect_job&) = delete;
   connect_job& operator=(const connect_job&) = delete;
 
@@ -65,6 +70,8 @@ class connect_job : public std::enable_shared_from_this<connect_job> {
 
  private:
   void start();
+  /// before_connect's outcome (and the hosts' order): on to the first attempt.
+  void hooks_returned(connect_target t);
   void start_attempt();
   void attempt_failed(std::string message, bool timed_out);
   void wait(PostgresPollingStatusType want);
@@ -85,6 +92,14 @@ class connect_job : public std::enable_shared_from_this<connect_job> {
   std::uint64_t sd_gen_ = 0;
   boost::asio::steady_timer timer_;
   bool finished_ = false;
+  // Where before_connect's thread hands its outcome over: only while the job
+  // (and with it its io_context) lives. The thread holds no executor of its
+  // own, which it might otherwise destroy after its io_context.
+  struct hook_mailbox {
+    std::mutex m;
+    std::optional<boost::asio::any_io_executor> ex;
+  };
+  std::shared_ptr<hook_mailbox> mailbox_;
 };
 
 }  // namespace pgpipe::detail

@@ -87,11 +87,12 @@ void pipelined_connection::cancel_job_returned(pipe_id target, bool sent, const 
   if (sent) {
     core_.on_cancel_returned();
   } else {
-    // Not sent: nothing can hit the next query; the request is answered as
-    // when no cancel could be started (detached).
+    // Failed once started: the CancelRequest may have gone out before the
+    // exchange broke, so the signal may still land. The request is answered
+    // (detached) and nothing is written until its Sync.
     if (auto o = owner_.lock())
       o->log(log_level::warning, "cancel request failed: " + clean_message(message, secrets_));
-    core_.on_cancel_failed(target);
+    core_.on_cancel_failed_once_started(target);
   }
   apply();
 }

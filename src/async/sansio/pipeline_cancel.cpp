@@ -134,6 +134,14 @@ void pipeline_core::on_cancel_returned() {
   cancel_deadline_ = time_point::max();
 }
 
+void pipeline_core::on_cancel_failed_once_started(pipe_id id) {
+  // cancel_target_ stays: nothing is written until the target's Sync, which
+  // tells that the backend is past it and a late signal can hit nothing.
+  on_cancel_returned();
+  if (entry* e = find_written(id); e != nullptr && !e->abandoned && e->awaited())
+    complete(*e, pipe_outcome::cancelled_detached);
+}
+
 void pipeline_core::on_cancel_failed(pipe_id id) {
   cancel_running_ = false;
   cancel_deadline_ = time_point::max();

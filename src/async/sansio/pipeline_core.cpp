@@ -21,7 +21,7 @@
 namespace pgpipe::detail {
 
 pipeline_core::pipeline_core(pipeline_params p)
-    : p_(p), cache_(p.max_prepared), next_internal_(std::numeric_limits<pipe_id>::max()) {
+    : p_(p), cache_(p.max_prepared), blocks_(p.memory), next_internal_(std::numeric_limits<pipe_id>::max()) {
   if (p_.depth == 0) p_.depth = 1;
 }
 
@@ -90,6 +90,7 @@ void pipeline_core::submit(time_point now, pipe_id id, pipe_request r) {
     unit_opener_ = id;
   }
   waiting_.push_back(std::move(e));
+  peak_waiting_ = std::max(peak_waiting_, waiting_.size());
 }
 
 bool pipeline_core::send(entry& e) {

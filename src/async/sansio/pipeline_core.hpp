@@ -117,6 +117,7 @@
 //    request too: the core cannot tell them apart, and need not.
 #pragma once
 
+#include "async/sansio/block_cache.hpp"
 #include "async/sansio/statement_cache.hpp"
 #include "core/pool/pool_core.hpp"
 
@@ -146,6 +147,8 @@ struct pipeline_params {
   /// (libpq 17's PQsendClosePrepared): statements are dropped with
   /// close_statement instead of an SQL DEALLOCATE.
   bool close_prepared = false;
+  /// Where the request queues' memory comes from (tests count it there).
+  std::pmr::memory_resource* memory = std::pmr::new_delete_resource();
 };
 
 /// A request's identity in the statement cache: the SQL text (+ parameter
@@ -234,7 +237,7 @@ struct pipe_action {
     single_row,   ///< set single-row mode at once: `id` is the head at its Execute
     complete,     ///< `id` completes with `outcome`
     release,      ///< `units` shared units of pool capacity go back to the pool
-    start_cancel, ///< PQcancel for `id` (off the loop); answer on_cancel_returned / on_cancel_failed
+    start_cancel, ///< PQcancel for `id` (off the loop); answer on_cancel_returned / on_cancel_failed(_once_started)
     close,        ///< the connection is unusable (`reason`): tear it down; completes follow
     start_copy,   ///< nothing is written: leave pipeline mode and start COPY `id`; answer on_copy_end
   };
@@ -297,8 +300,14 @@ class pipeline_core {
   /// removed, a written one cancelled on the server when the hold-back rule allows.
   void stream_abandoned(time_point now, pipe_id id);
   void on_cancel_returned();
-  /// start_cancel could not be carried out: the request is detached instead.
+  /// start_cancel could not be carried out (nothing reached the server):
+  /// the request is detached instead.
   void on_cancel_failed(pipe_id id);
+  /// The cancel call failed after it started (libpq 17's PQcancelPoll): its
+  /// CancelRequest may have reached the postmaster, so the signal may still
+  /// land. The request is detached, and writes stay held until its Sync, as
+  /// after on_cancel_returned.
+  void on_cancel_failed_once_started(pipe_id id);
   /// Client teardown: everything completes with `closed`; nothing more is sent.
   void abort();
   /// The COPY started by `start_copy` is over and the connection is back in
@@ -407,6 +416,9 @@ class pipeline_core {
   /// Decides every request of the segment a Sync closed: the head, and the
   /// requests of its coalesced batch in batch_.
   void settle(tx_state tx);
+  /// Once the queues are empty after a burst, gives the deques' block maps
+  /// (which never shrink) back; block_cache already gave the blocks back.
+  void trim_if_drained() noexcept;
   /// One request of the settled segment; true when it was queued to be
   /// written again (moved out of `e`).
   bool settle_one(entry& e, bool lease_may_retry);
@@ -466,13 +478,10 @@ class pipeline_core {
 
   pipeline_params p_;
   statement_cache cache_;
-  // Every request passes through waiting_ and written_ (a FIFO each). A
-  // std::deque allocates a block at the back and frees one at the front
-  // every few entries (an entry is about 200 bytes, a block 512): about one
-  // malloc and one free per request in a FIFO that only moves. The pool
-  // keeps the freed blocks for the next ones. Declared before the deques,
-  // which give their blocks back to it when they go.
-  std::pmr::unsynchronized_pool_resource blocks_;
+  // Every request passes through waiting_ and written_ (a FIFO each): the
+  // cache keeps a few freed blocks for the next ones (block_cache.hpp).
+  // Declared before the deques, which give their blocks back to it when they go.
+  block_cache blocks_;
   std::pmr::deque<entry> waiting_{&blocks_};
   std::pmr::deque<entry> written_{&blocks_};
   /// Requests of the open coalesced batch whose results are over (they left
@@ -498,6 +507,8 @@ class pipeline_core {
   pipe_id unit_opener_ = 0;
   /// Some request had a deadline (sticky): next_timer() must scan the queues.
   bool any_deadline_ = false;
+  /// The most requests waiting at once since the queues were last trimmed.
+  std::size_t peak_waiting_ = 0;
 };
 
 }  // namespace pgpipe::detail

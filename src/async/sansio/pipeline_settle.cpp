@@ -20,6 +20,8 @@
 //    and would run inside a transaction it left open.
 #include "async/sansio/pipeline_core.hpp"
 
+#include <new>
+
 #include <algorithm>
 #include <utility>
 
@@ -34,6 +36,23 @@ void pipeline_core::on_sync(time_point now, tx_state tx) {
   batch_.clear();
   prime_single_row();
   fire_pending_cancel(now);
+  trim_if_drained();
+}
+
+void pipeline_core::trim_if_drained() noexcept {
+  // A deque's map grows with its peak and never shrinks (a million queued
+  // requests leave megabytes of it): swapped for fresh deques, but only
+  // after a burst, so that a steady stream costs nothing here.
+  constexpr std::size_t burst = 4096;
+  if (peak_waiting_ < burst || !waiting_.empty() || !written_.empty() || !batch_.empty()) return;
+  try {
+    std::pmr::deque<entry>(&blocks_).swap(waiting_);
+    std::pmr::deque<entry>(&blocks_).swap(written_);
+    std::pmr::deque<entry>(&blocks_).swap(batch_);
+  } catch (const std::bad_alloc&) {
+    return;  // only memory kept longer; the queues are unchanged
+  }
+  peak_waiting_ = 0;
 }
 
 void pipeline_core::settle(tx_state tx) {

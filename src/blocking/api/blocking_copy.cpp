@@ -41,14 +41,12 @@ PGconn* conn_of(blocking_lease& lease) {
 
 [[noreturn]] void throw_lost(blocking_lease& lease, const std::string& what) {
   // libpq's own words, read before the lease is marked broken, scrubbed of
-  // the password this connection logged in with. With libpqxx 7 a connection
+  // this connection's passwords (the pool's and before_connect's). With libpqxx 7 a connection
   // whose status went bad is no longer handed out at all: then the loss is
   // reported without them, never as an empty lease.
   std::string message = what + ": connection lost";
   if (PGconn* c = detail::lease_access::raw(lease)) {
-    std::vector<std::string> secrets;
-    if (const char* pw = PQpass(c); pw != nullptr && *pw != '\0') secrets.emplace_back(pw);
-    message += ": " + detail::clean_message(PQerrorMessage(c), secrets);
+    message += ": " + detail::clean_message(PQerrorMessage(c), detail::lease_access::secrets(lease));
   }
   lease.mark_broken();
   auto ec = make_error_code(errc::connection_lost);
@@ -69,7 +67,7 @@ struct copy_verdict {
   bool lost = false;
 };
 
-copy_verdict drain_results(PGconn* c) {
+copy_verdict drain_results(PGconn* c, const std::vector<std::string>& secrets) {
   copy_verdict v;
   while (result_ptr r{PQgetResult(c)}) {
     switch (PQresultStatus(r.get())) {
@@ -90,6 +88,7 @@ copy_verdict drain_results(PGconn* c) {
       default: {
         if (!v.failure) {
           diagnostics d = detail::diagnostics_of(r.get());
+          detail::scrub(d, secrets);
           if (detail::is_session_fatal(r.get())) v.lost = true;
           std::error_code ec = d.sqlstate.empty() ? make_error_code(errc::protocol_error) : make_sqlstate(d.sqlstate);
           v.failure.emplace(ec, std::move(d));
@@ -136,10 +135,11 @@ void start_copy(blocking_lease& lease, std::string_view sql, ExecStatusType expe
   } else if (st == PGRES_COPY_OUT) {
     send_cancel(c);
   }
-  copy_verdict v = drain_results(c);
+  copy_verdict v = drain_results(c, detail::lease_access::secrets(lease));
   if (v.lost || PQstatus(c) == CONNECTION_BAD) throw_lost(lease, "COPY");
   if (st == PGRES_FATAL_ERROR && r) {
     diagnostics d = detail::diagnostics_of(r.get());
+    detail::scrub(d, detail::lease_access::secrets(lease));
     auto ec = make_sqlstate(d.sqlstate);
     detail::lease_access::note_error(lease, ec);
     throw error(ec, std::move(d));
@@ -164,7 +164,7 @@ blocking_copy_in::~blocking_copy_in() {
 void blocking_copy_in::fail() {
   active_ = false;
   PGconn* c = conn_of(*lease_);
-  copy_verdict v = drain_results(c);
+  copy_verdict v = drain_results(c, detail::lease_access::secrets(*lease_));
   if (v.lost) throw_lost(*lease_, "COPY");
   if (v.failure) {
     detail::lease_access::note_error(*lease_, v.failure->code());
@@ -193,7 +193,7 @@ std::uint64_t blocking_copy_in::finish() {
     active_ = true;
     fail();
   }
-  copy_verdict v = drain_results(c);
+  copy_verdict v = drain_results(c, detail::lease_access::secrets(*lease_));
   if (v.lost) throw_lost(*lease_, "COPY");
   if (v.failure) {
     detail::lease_access::note_error(*lease_, v.failure->code());
@@ -213,7 +213,7 @@ void blocking_copy_in::abort(std::string_view reason) noexcept {
     return;
   }
   // The expected answer is 57014 ("COPY from stdin failed: <reason>").
-  if (drain_results(c).lost) lease_->mark_broken();
+  if (drain_results(c, detail::lease_access::secrets(*lease_)).lost) lease_->mark_broken();
 }
 
 // ---- blocking_copy_out ------------------------------------------------------------------
@@ -238,7 +238,7 @@ bool blocking_copy_out::next(std::string& chunk) {
     return true;
   }
   active_ = false;
-  copy_verdict v = drain_results(c);
+  copy_verdict v = drain_results(c, detail::lease_access::secrets(*lease_));
   if (v.lost || n == -2) throw_lost(*lease_, "COPY");
   if (v.failure) {
     detail::lease_access::note_error(*lease_, v.failure->code());
@@ -262,7 +262,7 @@ void blocking_copy_out::cancel() noexcept {
   char* buf = nullptr;
   int n = 0;
   while ((n = PQgetCopyData(c, &buf, 0)) > 0) PQfreemem(buf);
-  if (n == -2 || drain_results(c).lost) lease_->mark_broken();
+  if (n == -2 || drain_results(c, detail::lease_access::secrets(*lease_)).lost) lease_->mark_broken();
 }
 
 }  // namespace pgpipe

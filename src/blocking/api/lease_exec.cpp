@@ -89,6 +89,7 @@ bool stale(const PGresult* r) noexcept {
 
 void blocking_lease::pooler_suspected(const PGresult* res) {
   diagnostics d = detail::diagnostics_of(res);
+  detail::scrub(d, conn_->secrets());
   const std::error_code ec = make_sqlstate(d.sqlstate);
   d.client_message = detail::pooler_suspected_message(d.sqlstate);
   if (conn_->stop_naming_statements() && pool_) {

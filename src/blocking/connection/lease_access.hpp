@@ -8,11 +8,19 @@
 
 #include <libpq-fe.h>
 
+#include <string>
+#include <vector>
+
 namespace pgpipe::detail {
 
 struct lease_access {
   /// Null for an empty lease.
   static PGconn* raw(const blocking_lease& l) noexcept { return l.conn_ != nullptr ? l.conn_->raw() : nullptr; }
+  /// The leased connection's password spellings (empty for an empty lease).
+  static const std::vector<std::string>& secrets(const blocking_lease& l) noexcept {
+    static const std::vector<std::string> none;
+    return l.conn_ != nullptr ? l.conn_->secrets() : none;
+  }
   static void note_error(blocking_lease& l, const std::error_code& ec) noexcept { l.note_error(ec); }
 };
 

@@ -29,7 +29,9 @@ connect_settings make_connect_settings(const std::string& conninfo, std::chrono:
 PGconn* open_libpq(const connect_settings& settings) {
   // before_connect and the host order, per open: this is the thread opening
   // the connection, never a caller holding a lock.
-  connect_target target = prepare_connect(settings.hooks, settings.conninfo, settings.secrets);
+  connect_target target =
+      prepare_connect_within(settings.hooks, settings.conninfo, settings.secrets,
+                             std::max(settings.connect_timeout, std::chrono::milliseconds(1000)));  // as libpq rounds it
   if (target.ec) throw error(target.ec, std::move(target.error_message));
   if (settings.hooks.before_connect) {
     if (auto why = conninfo_parse_error(target.conninfo, target.secrets); !why.empty())
@@ -90,6 +92,9 @@ pooled_connection::pooled_connection(const connect_settings& settings, std::uint
   // although 08P01 (e.g. a Bind with the wrong parameter count) leaves the
   // connection healthy; the text is then the only place the code survives.
   set_verbosity(pqxx::connection_base::verbose);
+  // libpq keeps the password it logged in with (PQpass), the one
+  // before_connect gave too, which the pool's conninfo does not carry.
+  secrets_ = secrets_of(raw(), settings.secrets);
   // The settings object may not outlive us; the policy needs it only to connect.
   policy_.configure(nullptr);
   run_on_connect(settings.on_connect);
@@ -106,6 +111,9 @@ pooled_connection::pooled_connection(const connect_settings& settings, std::uint
   // although 08P01 (e.g. a Bind with the wrong parameter count) leaves the
   // connection healthy; the text is then the only place the code survives.
   conn_.set_verbosity(pqxx::error_verbosity::verbose);
+  // libpq keeps the password it logged in with (PQpass), the one
+  // before_connect gave too, which the pool's conninfo does not carry.
+  secrets_ = secrets_of(raw_, settings.secrets);
   run_on_connect(settings.on_connect);
 }
 #endif
@@ -119,6 +127,7 @@ void pooled_connection::run_on_connect(const std::vector<std::string>& statement
       // The connect failure: the server's code and fields, the entry named.
       diagnostics d;
       const std::error_code ec = translate_exception(std::current_exception(), &d);
+      scrub(d, secrets_);
       d.client_message = on_connect_failure(i, statements[i], d.to_string());
       close_conn();
       throw error(ec, std::move(d));

@@ -103,6 +103,9 @@ class pooled_connection final {
   // Null once libpqxx closed it (a user may call close() through the lease).
   PGconn* raw() const noexcept { return conn_.is_open() ? raw_ : nullptr; }
 #endif
+  /// The password spellings of this connection (the pool's conninfo's and
+  /// the one before_connect gave it): scrubbed from every message about it.
+  const std::vector<std::string>& secrets() const noexcept { return secrets_; }
   /// The server process serving this connection (0 when not connected), for log lines.
   int backend_pid() const noexcept { return raw() ? PQbackendPID(raw()) : 0; }
 
@@ -166,6 +169,7 @@ class pooled_connection final {
   pqxx::connection conn_;
 #endif
   std::unique_ptr<notice_route> notices_;
+  std::vector<std::string> secrets_;
 };
 
 }  // namespace pgpipe::detail

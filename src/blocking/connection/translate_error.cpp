@@ -4,6 +4,7 @@
 
 #include "blocking/connection/translate_error.hpp"
 
+#include "blocking/connection/lease_access.hpp"
 #include "blocking/connection/pooled_connection.hpp"
 #include "pq/libpq_failure.hpp"
 
@@ -209,7 +210,9 @@ bool is_libpqxx(const std::exception_ptr& ex) {
 
 }  // namespace
 
-std::error_code translate_result(const PGresult* res, PGconn* conn, blocking_lease& lease, diagnostics& d) {
+namespace {
+
+std::error_code code_of_result(const PGresult* res, PGconn* conn, blocking_lease& lease, diagnostics& d) {
   d = diagnostics_of(res);
   if (conn == nullptr || PQstatus(conn) == CONNECTION_BAD || (res != nullptr && is_session_fatal(res))) {
     // The server's fields (57P01 terminated, a crash) stay in the diagnostics;
@@ -235,6 +238,15 @@ std::error_code translate_result(const PGresult* res, PGconn* conn, blocking_lea
   return make_sqlstate(d.sqlstate);
 }
 
+}  // namespace
+
+std::error_code translate_result(const PGresult* res, PGconn* conn, blocking_lease& lease, diagnostics& d) {
+  const std::error_code ec = code_of_result(res, conn, lease, d);
+  // libpq's words (and a lost session's FATAL) can quote the password.
+  scrub(d, lease_access::secrets(lease));
+  return ec;
+}
+
 void throw_nul_param(std::size_t one_based_index) {
   throw error(errc::invalid_argument, nul_byte_message(one_based_index));
 }
@@ -247,6 +259,8 @@ void rethrow_translated(blocking_lease* lease) {
   if (!is_libpqxx(current)) std::rethrow_exception(current);
   diagnostics d;
   std::error_code ec = code_of_current(lease, d);
+  // libpqxx's message is libpq's, which can quote the password.
+  if (lease != nullptr) scrub(d, lease_access::secrets(*lease));
   if (lease != nullptr) lease->note_error(ec);
   throw error(ec, std::move(d));
 }

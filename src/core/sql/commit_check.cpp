@@ -44,4 +44,13 @@ diagnostics rolled_back_commit_diagnostics(std::string_view statement) {
   return d;
 }
 
+bool note_commit_in_doubt(const std::error_code& ec, diagnostics& d) {
+  if (ec != errc::query_timeout && ec != errc::connection_lost) return false;
+  std::string why = ec == errc::query_timeout ? "COMMIT was sent and not answered within query_timeout"
+                                              : "the connection was lost with COMMIT sent";
+  why += ": the transaction may have committed; check before running it again";
+  d.client_message = d.client_message.empty() ? why : why + " (" + d.client_message + ")";
+  return true;
+}
+
 }  // namespace pgpipe::detail

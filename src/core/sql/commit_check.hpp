@@ -18,6 +18,7 @@
 #include <pgpipe/error.hpp>
 
 #include <string_view>
+#include <system_error>
 
 namespace pgpipe::detail {
 
@@ -30,6 +31,13 @@ bool commit_rolled_back(std::string_view sql, std::string_view command_tag);
 /// The SQLSTATE (25P02) and message of that error. `statement` names what
 /// was asked ("COMMIT", "PREPARE TRANSACTION").
 diagnostics rolled_back_commit_diagnostics(std::string_view statement = "COMMIT");
+
+/// A COMMIT written and not answered: errc::query_timeout (the client
+/// stopped waiting: a synchronous standby that is down, a slow deferred
+/// trigger) or errc::connection_lost. The server may have committed, so the
+/// report must never read as "nothing stayed": when `ec` is one of those,
+/// `d.client_message` says so (the code is kept) and true is returned.
+bool note_commit_in_doubt(const std::error_code& ec, diagnostics& d);
 
 /// The statement to name in those diagnostics: "PREPARE TRANSACTION" when the
 /// last statement of `sql` is one, else "COMMIT".

@@ -221,4 +221,30 @@ TEST(pipeline_core, failed_cancel_start_detaches_the_request) {
   EXPECT_FALSE(h.core.writes_held());
 }
 
+// libpq 17's PQcancelPoll can fail after the CancelRequest went out (the
+// postmaster signals the backend, then the exchange breaks): the signal may
+// still land. The request is answered, but nothing more is written until the
+// target's Sync, or the next query could take its 57014.
+TEST(pipeline_core, a_cancel_that_failed_once_started_holds_writes_until_the_targets_sync) {
+  harness h;
+  h.submit(1, lease_req("select pg_sleep(10)"));
+  h.write();
+  h.core.cancel(h.now, 1, true);
+  h.pump();
+  ASSERT_EQ(h.cancels, (std::vector<pipe_id>{1}));
+  h.core.on_cancel_failed_once_started(1);
+  h.pump();
+  EXPECT_EQ(h.outcome(1), pipe_outcome::cancelled_detached);
+  EXPECT_TRUE(h.core.writes_held()) << "the signal may still land";
+  h.submit(2, lease_req("next"));
+  h.write();
+  EXPECT_EQ(h.wire.size(), 1u) << "written while the signal may land on it";
+  h.reply({pipe_result::error, "57014"});
+  EXPECT_EQ(h.completions(1), 1u);
+  EXPECT_FALSE(h.core.writes_held());
+  h.write();
+  ASSERT_EQ(h.wire.size(), 1u);
+  EXPECT_EQ(h.wire.front().id, 2u);
+}
+
 }  // namespace
