@@ -1,4 +1,4 @@
-// blocking_pool: a pool of libpqxx 6.4 connections, one thread per query.
+// blocking_pool: a pool of libpqxx connections (6.4 and 7.x), one thread per query.
 //
 // The classic model (JDBC/HikariCP): a caller borrows a connection, runs its
 // statements on its own thread, and gives the connection back. To serve N

@@ -1,5 +1,5 @@
 // client_impl: what async_client and lease are made of. Owns the event loops
-// (async/event_loops.hpp), the shared pool_core (behind one mutex, held only
+// (async/pool/event_loops.hpp), the shared pool_core (behind one mutex, held only
 // for pool bookkeeping, never while running a handler or touching a
 // connection) and the map from pool slots to pipelined_connections. Every
 // connection lives on one loop.

@@ -76,7 +76,7 @@ void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<resul
     finish_unstarted(req, loops_->first(), ec, client_error_result(std::move(msg)));
     return;
   }
-  // Sharing rules (core/shared_statement.hpp): a shared connection refuses
+  // Sharing rules (core/sql/shared_statement.hpp): a shared connection refuses
   // BEGIN and session-changing statements before anything is sent. Leases
   // (lease_impl::submit_query) are not checked.
   if (auto refused = check_shared_sql(spec.sql)) {
