@@ -32,7 +32,7 @@
 #include <pgpipe/error.hpp>
 #include <pgpipe/row_shape.hpp>
 
-#include <libpq-fe.h>
+#include <pgpipe/detail/libpq_result.hpp>
 
 #include <cstddef>
 #include <charconv>

@@ -12,6 +12,7 @@
 #include "core/sql/commit_check.hpp"
 
 #include <libpq-fe.h>
+#include <pqxx/except>
 
 namespace pgpipe {
 
