@@ -120,8 +120,9 @@ class async_client {
   async_client(const async_client&) = delete;
   async_client& operator=(const async_client&) = delete;
 
-  /// Runs `sql` with the given parameters (text format) on the least-loaded
-  /// connection, pipelined with other callers' queries.
+  /// Runs `sql` with the given parameters on the least-loaded connection,
+  /// pipelined with other callers' queries. Each parameter is sent in binary
+  /// when its param_traits has a binary form, in text otherwise.
   ///   sql: one statement; $1, $2... refer to the parameters.
   ///   args: integers, floating point, bool, std::string, std::string_view,
   ///         const char* (nullptr is NULL), std::optional<T> (nullopt is NULL),

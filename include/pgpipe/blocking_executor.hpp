@@ -80,7 +80,7 @@ class blocking_job {
   virtual void abort(std::error_code ec, bool may_dispatch) noexcept = 0;
 };
 
-class blocking_workers;  // the threads and the queue (src/blocking/blocking_executor.cpp)
+class blocking_workers;  // the threads and the queue (src/blocking/api/blocking_executor.cpp)
 
 /// The completion signature for a callable returning R: (error_code, R), or
 /// (exception_ptr, R) for a token that throws by default (use_awaitable,

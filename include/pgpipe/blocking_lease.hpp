@@ -205,15 +205,21 @@ class blocking_lease {
   friend struct detail::lease_access;
   friend class detail::exec_watch;  // the observer's slot and backend pid
   /// exec() with its parameters encoded (blocking_pool::exec encodes them
-  /// before it borrows a connection).
+  /// before it borrows a connection); its outcome counted (note_outcome).
   result exec_encoded(std::string_view sql, detail::encoded_params params);
+  /// exec_encoded without the counting.
+  result run_encoded(std::string_view sql, detail::encoded_params params);
   /// exec(), after an error that only a transaction pooler explains (42P05
   /// for a name this connection never used, 26000 for a statement just
   /// prepared): this connection stops naming statements, the pool logs it
   /// once per connection, and the error is thrown with the SQLSTATE and a
   /// client message naming the cause and pool_params::prepared_statements = false.
   [[noreturn]] void pooler_suspected(const PGresult* res);
-  /// Counts a failed statement in the pool's stats().
+  /// A statement run through this lease's API (exec, execute_script) ended:
+  /// counted once in the pool's stats().completed and, failed, by its kind.
+  void note_outcome(const std::error_code& ec) noexcept;
+  /// Counts a failed statement in the pool's stats() errors only: one run
+  /// through libpqxx, whose successes the pool never sees.
   void note_error(const std::error_code& ec) noexcept;
   blocking_lease(std::shared_ptr<detail::blocking_pool_impl> pool, std::uint64_t slot,
                  detail::pooled_connection* conn) noexcept;

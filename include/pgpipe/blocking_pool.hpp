@@ -1,4 +1,4 @@
-// blocking_pool: a pool of libpqxx 6.4 connections, one thread per query.
+// blocking_pool: a pool of libpqxx connections (6.4 and 7.x), one thread per query.
 //
 // The classic model (JDBC/HikariCP): a caller borrows a connection, runs its
 // statements on its own thread, and gives the connection back. To serve N
@@ -26,7 +26,12 @@
 //   pgpipe::result r = pool.exec("select ten from san_pham where ma = $1", key);
 //   pool.transaction([&](pqxx::work& tx) { tx.exec_params("insert ...", 1); });
 //   auto lease = pool.acquire();
-//   pqxx::nontransaction tx{*lease};
+//   pqxx::nontransaction tx{*lease};   // needs <pqxx/nontransaction>
+//
+// Of libpqxx, this header brings what transaction() takes (pqxx::work, with
+// libpqxx's result, row and field): a file that uses another libpqxx class on
+// a lease (nontransaction, pipeline, stream_from, an exception type...)
+// includes that class's header, or <pqxx/pqxx> for all of them.
 #pragma once
 
 #include <pgpipe/blocking_lease.hpp>
@@ -40,7 +45,7 @@
 #include <pgpipe/transaction_options.hpp>
 #include <pgpipe/detail/pqxx_compat.hpp>
 
-#include <pqxx/pqxx>
+#include <pqxx/transaction>
 
 #include <chrono>
 #include <memory>

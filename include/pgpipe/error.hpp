@@ -102,8 +102,8 @@ struct diagnostics {
   std::string constraint;
   ///@}
   /// Where in the statement the error is: a 1-based character index, 0 when
-  /// the server gives none (async driver; the blocking driver's libpqxx
-  /// does not pass it on).
+  /// the server gives none, and for an error libpqxx reported (a statement
+  /// run through libpqxx on a blocking lease), which does not pass it on.
   int position = 0;
   std::string client_message;  ///< pgpipe's own explanation (never contains a password)
 
@@ -113,8 +113,10 @@ struct diagnostics {
   std::string to_string() const;
 };
 
-/// Exception thrown by the blocking API; carries the same code and diagnostics
-/// that the async API reports.
+/// The exception pgpipe throws: from the blocking driver's calls, from an
+/// async operation awaited with use_awaitable or use_future, and from reading
+/// a failed result. It carries the code and diagnostics that a (ec, value)
+/// completion handler gets.
 class error : public std::system_error {
  public:
   /// `ec` with the server's (or the client's) fields; what() is diag.to_string().

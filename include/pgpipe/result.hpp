@@ -1,11 +1,11 @@
-// pgpipe::result: the outcome of one query on the async driver.
+// pgpipe::result: the outcome of one query, the same type in both drivers.
 //
 // A result owns its PGresult (move-only, freed with PQclear); row and field
 // are cheap views into it and must not outlive it. Values are converted on
 // demand with get<T>() through pgpipe::field_traits (pgpipe/type_traits.hpp
 // lists the mappings: integers, floats, strings, bytea, uuid, dates and
 // times, numeric, json, arrays, std::optional for NULL), in whichever format
-// the column arrived (the driver asks for text today).
+// the column arrived (both drivers ask the server for text results).
 // The column's type OID is checked first: a C++ type that cannot hold it is
 // errc::type_mismatch, whose message names the column, the PostgreSQL type
 // and the C++ type. Then errc::conversion_error (bytes that are not a valid
@@ -32,7 +32,7 @@
 #include <pgpipe/error.hpp>
 #include <pgpipe/row_shape.hpp>
 
-#include <libpq-fe.h>
+#include <pgpipe/detail/libpq_result.hpp>
 
 #include <cstddef>
 #include <charconv>

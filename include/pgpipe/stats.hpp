@@ -76,7 +76,13 @@ struct pool_stats {
   // Requests.
   std::size_t in_flight = 0;  ///< granted a connection, not yet complete
   std::size_t queued = 0;     ///< waiting for capacity
-  std::uint64_t completed = 0;  ///< requests that finished successfully
+  /// Queries that ended, successfully or with any error (the server's, a
+  /// parameter refused before sending, no capacity in time), each counted
+  /// once: async: queries, streams, COPYs and scripts, on the pool or a
+  /// lease; blocking: exec() on the pool or a lease and execute_script()
+  /// (a blocking COPY's failures count in `errors` only, and statements run
+  /// through libpqxx on a lease are not seen).
+  std::uint64_t completed = 0;
   error_counts errors;          ///< requests and connects that failed, by kind
   // Connection churn.
   std::uint64_t connects = 0;     ///< connections opened

@@ -33,7 +33,7 @@
 
 #include <boost/container/small_vector.hpp>
 
-#include <libpq-fe.h>
+#include <pgpipe/detail/libpq_result.hpp>
 
 #include <array>
 #include <cstddef>

@@ -13,6 +13,7 @@
 #include <boost/asio/use_future.hpp>
 
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 
 #include <cstdint>
 #include <future>

@@ -15,6 +15,7 @@
 #include <boost/asio/use_future.hpp>
 
 #include <gtest/gtest.h>
+#include <pqxx/nontransaction>
 
 #include <chrono>
 #include <cstdio>

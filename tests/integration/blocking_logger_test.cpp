@@ -8,6 +8,7 @@
 #include "support/wait.hpp"
 
 #include <gtest/gtest.h>
+#include <pqxx/nontransaction>
 
 #include <mutex>
 #include <string>

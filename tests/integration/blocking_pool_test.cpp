@@ -7,6 +7,7 @@
 #include "support/wait.hpp"
 
 #include <gtest/gtest.h>
+#include <pqxx/nontransaction>
 
 #include <algorithm>
 #include <atomic>

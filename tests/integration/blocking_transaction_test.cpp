@@ -6,6 +6,7 @@
 #include "support/kit.hpp"
 
 #include <gtest/gtest.h>
+#include <pqxx/except>
 
 #include <atomic>
 #include <barrier>

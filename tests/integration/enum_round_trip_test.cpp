@@ -6,13 +6,11 @@
 #include <pgpipe/enums.hpp>
 
 #include "support/async_kit.hpp"
-#include "support/cluster_fixture.hpp"
 #include "support/result_drivers.hpp"
 
 #include <boost/describe/enum.hpp>
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,7 +34,6 @@ struct pgpipe::enum_labels<mood> {
 namespace {
 
 using pgpipe::errc;
-using pgpipe::test::shared_cluster;
 
 // 'giận' is a label of the server's type that the C++ enum does not list.
 constexpr const char* create_types =
@@ -45,19 +42,11 @@ constexpr const char* create_types =
     "create type color_t as enum ('red', 'green'); "
     "exception when duplicate_object then null; end $$";
 
-pgpipe::pool_params params() {
-  pgpipe::pool_params p;
-  p.conninfo = shared_cluster().conninfo();
-  p.max_size = 1;
-  p.acquire_timeout = std::chrono::seconds(20);
-  return p;
-}
-
 template <class D>
 class enum_round_trip : public ::testing::Test {
  protected:
   void SetUp() override { (void)d_.run(create_types); }
-  D d_{params()};
+  D d_{pgpipe::test::result_driver_params()};
 };
 TYPED_TEST_SUITE(enum_round_trip, pgpipe::test::result_drivers, pgpipe::test::driver_names);
 

@@ -10,6 +10,8 @@
 #include "support/wait.hpp"
 
 #include <gtest/gtest.h>
+#include <pqxx/except>
+#include <pqxx/nontransaction>
 
 #include <algorithm>
 #include <atomic>

@@ -13,6 +13,7 @@
 #include <boost/asio/use_future.hpp>
 
 #include <gtest/gtest.h>
+#include <pqxx/cursor>
 
 #include <algorithm>
 #include <chrono>

@@ -5,7 +5,6 @@
 #include <pgpipe/blocking_pool.hpp>
 
 #include "support/async_kit.hpp"
-#include "support/cluster_fixture.hpp"
 #include "support/result_drivers.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -16,7 +15,6 @@
 #include <boost/describe/class.hpp>
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -27,7 +25,6 @@ namespace {
 
 namespace asio = boost::asio;
 using pgpipe::errc;
-using pgpipe::test::shared_cluster;
 
 struct city {
   std::int32_t id = 0;
@@ -35,14 +32,6 @@ struct city {
   std::optional<std::int64_t> people;
 };
 BOOST_DESCRIBE_STRUCT(city, (), (id, name, people))
-
-pgpipe::pool_params params() {
-  pgpipe::pool_params p;
-  p.conninfo = shared_cluster().conninfo();
-  p.max_size = 2;
-  p.acquire_timeout = std::chrono::seconds(20);
-  return p;
-}
 
 // The columns come back in another order than city's fields.
 constexpr const char* cities_sql =
@@ -52,7 +41,7 @@ constexpr const char* cities_sql =
 template <class D>
 class typed_query : public ::testing::Test {
  protected:
-  D d_{params()};
+  D d_{pgpipe::test::result_driver_params(2)};
 };
 TYPED_TEST_SUITE(typed_query, pgpipe::test::result_drivers, pgpipe::test::driver_names);
 
@@ -104,7 +93,7 @@ TYPED_TEST(typed_query, shape_and_server_errors_reach_the_caller_with_their_mess
 }
 
 TEST(typed_query_async, the_error_code_form_gives_the_code_and_an_empty_value) {
-  pgpipe::async_client client{params(), {.loops = 1}};
+  pgpipe::async_client client{pgpipe::test::result_driver_params(2), {.loops = 1}};
   auto [ec, v] = client.async_query_as<city>("select 1 as id", pgpipe::test::use_future_ec).get();
   EXPECT_EQ(ec, errc::columns_mismatch);
   EXPECT_TRUE(v.empty());
@@ -117,7 +106,7 @@ TEST(typed_query_async, the_error_code_form_gives_the_code_and_an_empty_value) {
 }
 
 TEST(typed_query_async, a_coroutine_reads_rows_or_catches_the_error_with_its_message) {
-  pgpipe::async_client client{params(), {.loops = 1}};
+  pgpipe::async_client client{pgpipe::test::result_driver_params(2), {.loops = 1}};
   asio::io_context io;
   std::vector<city> got;
   std::string caught;

@@ -7,7 +7,6 @@
 #include <pgpipe/typed_rows.hpp>
 
 #include "support/async_kit.hpp"
-#include "support/cluster_fixture.hpp"
 #include "support/result_drivers.hpp"
 
 #include <boost/describe/class.hpp>
@@ -23,7 +22,6 @@
 namespace {
 
 using pgpipe::errc;
-using pgpipe::test::shared_cluster;
 
 struct product {
   std::string code;
@@ -40,18 +38,10 @@ struct pair_row {  // an aggregate: by position
   std::string text;
 };
 
-pgpipe::pool_params params() {
-  pgpipe::pool_params p;
-  p.conninfo = shared_cluster().conninfo();
-  p.max_size = 1;
-  p.acquire_timeout = std::chrono::seconds(20);
-  return p;
-}
-
 template <class D>
 class typed_rows_it : public ::testing::Test {
  protected:
-  D d_{params()};
+  D d_{pgpipe::test::result_driver_params()};
 };
 TYPED_TEST_SUITE(typed_rows_it, pgpipe::test::result_drivers, pgpipe::test::driver_names);
 

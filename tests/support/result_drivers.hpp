@@ -15,6 +15,7 @@
 #pragma once
 
 #include "support/async_kit.hpp"
+#include "support/cluster_fixture.hpp"
 #include "support/driver_names.hpp"
 
 #include <pgpipe/async_client.hpp>
@@ -23,6 +24,8 @@
 #include <boost/asio/use_future.hpp>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,6 +33,16 @@
 #include <vector>
 
 namespace pgpipe::test {
+
+/// What the typed and type scenarios run on: the shared cluster, `max_size`
+/// connections, a generous acquire_timeout for a loaded machine.
+inline pool_params result_driver_params(std::size_t max_size = 1) {
+  pool_params p;
+  p.conninfo = shared_cluster().conninfo();
+  p.max_size = max_size;
+  p.acquire_timeout = std::chrono::seconds(20);
+  return p;
+}
 
 struct async_result_driver {
   static constexpr const char* name = "async";

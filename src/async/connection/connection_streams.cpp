@@ -1,5 +1,5 @@
 // pipelined_connection: async_row_stream delivery and backpressure (chunking
-// rules in async/stream_chunks.hpp).
+// rules in async/connection/stream_chunks.hpp).
 #include "async/connection/pipelined_connection.hpp"
 
 #include "async/connection/stream_chunks.hpp"

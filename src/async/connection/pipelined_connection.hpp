@@ -3,7 +3,7 @@
 // and touched only from it.
 //
 // What to send, in which order, how results match requests and what each
-// request's outcome is are pipeline_core's decisions (async/pipeline_core.hpp).
+// request's outcome is are pipeline_core's decisions (async/sansio/pipeline_core.hpp).
 // This class connects, carries out the core's actions with libpq, watches the
 // socket and turns each PGresult into a core input. It keeps what holds libpq
 // objects: the requests' stored results and the async_row_stream buffers.
@@ -22,7 +22,8 @@
 // Files: pipelined_connection.cpp (requests and the core's actions),
 // connection_connect.cpp, connection_io.cpp (socket, PQflush, results),
 // connection_cancel.cpp, connection_streams.cpp, connection_close.cpp,
-// connection_copy.cpp (COPY outside pipeline mode).
+// connection_copy.cpp (COPY outside pipeline mode), connection_script.cpp
+// (a multi-statement script outside pipeline mode).
 #pragma once
 
 #include "async/connection/cancel_job.hpp"

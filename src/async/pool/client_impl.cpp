@@ -108,16 +108,13 @@ void client_impl::complete_query_failure(const std::shared_ptr<query_request>& r
 
 void client_impl::complete_query_failure(const std::shared_ptr<query_request>& req, std::error_code ec,
                                          diagnostics diag) {
-  if (req->completed.load(std::memory_order_acquire)) return;
-  result r(std::move(diag));
-  if (end_query(metrics_, *req, ec, r, pool_clock::now())) metrics_.count_unstarted_failure(ec);
-  req->try_complete(loops_->first(), true, ec, std::move(r));
+  finish_unstarted(req, loops_->first(), ec, result(std::move(diag)));
 }
 
 void client_impl::finish_unstarted(const std::shared_ptr<query_request>& req, const asio::any_io_executor& ex,
                                    std::error_code ec, result r) {
   if (req->completed.load(std::memory_order_acquire)) return;
-  end_query(metrics_, *req, ec, r, pool_clock::now());
+  if (end_query(metrics_, *req, ec, r, pool_clock::now())) metrics_.count_unstarted_failure(ec);
   req->try_complete(ex, true, ec, std::move(r));
 }
 

@@ -1,5 +1,5 @@
 // client_impl: what async_client and lease are made of. Owns the event loops
-// (async/event_loops.hpp), the shared pool_core (behind one mutex, held only
+// (async/pool/event_loops.hpp), the shared pool_core (behind one mutex, held only
 // for pool bookkeeping, never while running a handler or touching a
 // connection) and the map from pool slots to pipelined_connections. Every
 // connection lives on one loop.
@@ -88,8 +88,18 @@ class client_impl final : public query_target,
   void retire_after_lease(slot_id slot);
   void conn_finished(slot_id slot) override;
   void count_outcome(const query_request& req, const std::error_code& ec, const result& r) override;
+  /// The one builder of a caller's query request, for the shared path, a
+  /// lease and a lease's chain: its handler, submission time, deadline
+  /// (spec.timeout, else pool_params::query_timeout) and spec.
+  std::shared_ptr<query_request> new_query_request(query_spec spec, std::unique_ptr<completion<result>> done,
+                                                   time_point now, bool on_lease) const;
+  /// Ends `req` at once when its parameters could not be encoded (nothing
+  /// was sent): true if it did. Every path refuses such a query this way,
+  /// so each counts it alike (finish_unstarted).
+  bool refuse_unencodable(const std::shared_ptr<query_request>& req, const boost::asio::any_io_executor& ex);
   /// Completes a query that never reached a connection (refused, failed
-  /// in the pool, its lease gone): counted and observed like the others.
+  /// in the pool, its lease gone): observed like the others, and counted
+  /// in stats().completed and by its kind (query_metrics::count_unstarted_failure).
   void finish_unstarted(const std::shared_ptr<query_request>& req, const boost::asio::any_io_executor& ex,
                         std::error_code ec, result r);
   /// Hands `req` to `conn` on the connection's executor, telling the query

@@ -62,32 +62,38 @@ bool acquire_request::try_complete(const asio::any_io_executor& ex, std::error_c
   return true;
 }
 
+std::shared_ptr<query_request> client_impl::new_query_request(query_spec spec,
+                                                              std::unique_ptr<completion<result>> done,
+                                                              time_point now, bool on_lease) const {
+  auto req = std::make_shared<query_request>();
+  req->on_lease = on_lease;
+  req->set_handler(std::move(done));
+  req->submitted = now;
+  req->deadline = add_or_max(now, spec.timeout.value_or(params_.query_timeout));
+  req->spec = std::move(spec);
+  return req;
+}
+
+bool client_impl::refuse_unencodable(const std::shared_ptr<query_request>& req, const asio::any_io_executor& ex) {
+  if (!req->spec.params.ec) return false;
+  const std::error_code ec = req->spec.params.ec;
+  finish_unstarted(req, ex, ec, client_error_result(std::move(req->spec.params.error_message)));
+  return true;
+}
+
 void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<result>> done,
                                asio::cancellation_slot slot) {
-  auto req = std::make_shared<query_request>();
-  req->set_handler(std::move(done));
   const auto now = pool_clock::now();
-  req->submitted = now;
-  if (spec.params.ec) {
-    metrics_.count_error(spec.params.ec);
-    auto ec = spec.params.ec;
-    auto msg = std::move(spec.params.error_message);
-    req->spec.sql = std::move(spec.sql);
-    finish_unstarted(req, loops_->first(), ec, client_error_result(std::move(msg)));
-    return;
-  }
-  // Sharing rules (core/shared_statement.hpp): a shared connection refuses
+  if (params_.read_only_queries) spec.read_only = true;
+  auto req = new_query_request(std::move(spec), std::move(done), now, false);
+  if (refuse_unencodable(req, loops_->first())) return;
+  // Sharing rules (core/sql/shared_statement.hpp): a shared connection refuses
   // BEGIN and session-changing statements before anything is sent. Leases
   // (lease_impl::submit_query) are not checked.
-  if (auto refused = check_shared_sql(spec.sql)) {
-    metrics_.count_error(make_error_code(refused->code));
-    req->spec.sql = std::move(spec.sql);
+  if (auto refused = check_shared_sql(req->spec.sql)) {
     finish_unstarted(req, loops_->first(), make_error_code(refused->code), client_error_result(refused->message));
     return;
   }
-  if (params_.read_only_queries) spec.read_only = true;
-  req->deadline = add_or_max(now, spec.timeout.value_or(params_.query_timeout));
-  req->spec = std::move(spec);
   req->owner = weak_from_this();
   if (slot.is_connected()) slot.template emplace<query_cancel_hook>(query_cancel_hook{req});
 

@@ -26,36 +26,21 @@ const asio::any_io_executor& lease_impl::get_executor() const noexcept { return 
 
 void lease_impl::submit_query(query_spec spec, std::unique_ptr<completion<result>> done,
                               asio::cancellation_slot slot) {
-  auto req = std::make_shared<query_request>();
-  req->on_lease = true;
-  req->set_handler(std::move(done));
-  const auto now = pool_clock::now();
-  req->submitted = now;
+  auto req = owner_->new_query_request(std::move(spec), std::move(done), pool_clock::now(), true);
   if (owner_->loops_stopped()) {
     // The client is gone: its loops will never run this handler.
-    req->spec.sql = std::move(spec.sql);
     owner_->finish_unstarted(req, asio::system_executor(), make_error_code(errc::closed),
                              client_error_result("the client was destroyed before this lease"));
     return;
   }
   if (released_.load(std::memory_order_acquire)) {
-    req->spec.sql = std::move(spec.sql);
     owner_->finish_unstarted(req, conn_->get_executor(), make_error_code(errc::closed),
                              client_error_result("the lease was released"));
     return;
   }
-  if (spec.params.ec) {
-    auto ec = spec.params.ec;
-    auto msg = std::move(spec.params.error_message);
-    req->spec.sql = std::move(spec.sql);
-    owner_->finish_unstarted(req, conn_->get_executor(), ec, client_error_result(std::move(msg)));
-    return;
-  }
-  note_session_change(leaves_session_changed(spec.sql));
+  if (owner_->refuse_unencodable(req, conn_->get_executor())) return;
+  note_session_change(leaves_session_changed(req->spec.sql));
   req->in_unit = in_unit_.load(std::memory_order_acquire);
-  const auto timeout = spec.timeout.value_or(owner_->params().query_timeout);
-  req->deadline = add_or_max(now, timeout);
-  req->spec = std::move(spec);
   req->conn = conn_;
   req->slot = slot_;
   if (slot.is_connected()) slot.template emplace<query_cancel_hook>(query_cancel_hook{req});
@@ -67,10 +52,16 @@ void lease_impl::submit_chain(std::vector<query_spec> specs, std::vector<std::un
   const auto now = pool_clock::now();
   std::vector<std::shared_ptr<query_request>> reqs;
   reqs.reserve(specs.size());
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    reqs.push_back(owner_->new_query_request(std::move(specs[i]), std::move(done[i]), now, true));
+    reqs.back()->chained = i + 1 < specs.size() || open_end;
+    reqs.back()->opens_unit = i == 0;
+    reqs.back()->in_unit = i > 0;
+  }
   // All or nothing: a chain with a piece missing would be another transaction.
   std::error_code refused;
   std::string why;
-  std::size_t culprit = specs.size();
+  std::size_t culprit = reqs.size();
   if (owner_->loops_stopped()) {
     refused = make_error_code(errc::closed);
     why = "the client was destroyed before this lease";
@@ -78,42 +69,35 @@ void lease_impl::submit_chain(std::vector<query_spec> specs, std::vector<std::un
     refused = make_error_code(errc::closed);
     why = "the lease was released";
   } else {
-    for (std::size_t i = 0; i < specs.size() && !refused; ++i) {
-      if (specs[i].params.ec) {
-        refused = specs[i].params.ec;
-        why = specs[i].params.error_message;
+    for (std::size_t i = 0; i < reqs.size() && !refused; ++i) {
+      if (reqs[i]->spec.params.ec) {
+        refused = reqs[i]->spec.params.ec;
+        why = reqs[i]->spec.params.error_message;
         culprit = i;
       }
     }
   }
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    auto req = std::make_shared<query_request>();
-    req->on_lease = true;
-    req->chained = i + 1 < specs.size() || open_end;
-    req->opens_unit = i == 0;
-    req->in_unit = i > 0;
-    req->set_handler(std::move(done[i]));
-    req->submitted = now;
-    if (refused) {
-      const auto ex = owner_->loops_stopped() ? asio::any_io_executor(asio::system_executor()) : conn_->get_executor();
-      req->spec.sql = std::move(specs[i].sql);
-      if (i == culprit || culprit == specs.size()) {
-        owner_->finish_unstarted(req, ex, refused, client_error_result(why));
+  if (refused) {
+    const auto ex = owner_->loops_stopped() ? asio::any_io_executor(asio::system_executor()) : conn_->get_executor();
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+      if (i == culprit) {
+        owner_->refuse_unencodable(reqs[i], ex);
+      } else if (culprit == reqs.size()) {
+        owner_->finish_unstarted(reqs[i], ex, refused, client_error_result(why));
       } else {
-        owner_->finish_unstarted(req, ex, make_error_code(errc::not_sent),
+        owner_->finish_unstarted(reqs[i], ex, make_error_code(errc::not_sent),
                                  client_error_result("not sent: statement " + std::to_string(culprit) +
                                                      " of the same pipeline was refused (" + why + ")"));
       }
-      continue;
     }
-    note_session_change(leaves_session_changed(specs[i].sql));
-    req->deadline = add_or_max(now, specs[i].timeout.value_or(owner_->params().query_timeout));
-    req->spec = std::move(specs[i]);
+    return;
+  }
+  for (auto& req : reqs) {
+    note_session_change(leaves_session_changed(req->spec.sql));
     req->conn = conn_;
     req->slot = slot_;
-    reqs.push_back(std::move(req));
   }
-  if (open_end && !refused) in_unit_.store(true, std::memory_order_release);
+  if (open_end) in_unit_.store(true, std::memory_order_release);
   if (!reqs.empty()) owner_->post_handoff(conn_, handoff_, lease_handoff::entry{std::move(reqs)});
 }
 

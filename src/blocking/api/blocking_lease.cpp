@@ -61,6 +61,15 @@ void blocking_lease::discard() noexcept {
   release();
 }
 
+void blocking_lease::note_outcome(const std::error_code& ec) noexcept {
+  if (!pool_) return;
+  // An attempt a read router runs again is not a query its caller sees.
+  if (ec) {
+    if (auto* routed = detail::routed_blocking_read::current(); routed != nullptr && routed->reruns(ec)) return;
+  }
+  pool_->metrics.count_completed(ec);
+}
+
 void blocking_lease::note_error(const std::error_code& ec) noexcept {
   if (!pool_) return;
   // An attempt a read router runs again is not an error its caller sees.

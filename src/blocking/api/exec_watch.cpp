@@ -12,6 +12,7 @@
 #include "core/sql/commit_check.hpp"
 
 #include <libpq-fe.h>
+#include <pqxx/except>
 
 namespace pgpipe {
 
@@ -74,6 +75,9 @@ result exec_watch::done(result r) noexcept {
 }
 
 void exec_watch::fail(blocking_lease* lease) {
+  // With a lease, the lease counted the statement (blocking_lease::exec_encoded);
+  // without one it never reached a connection, and is counted here.
+  unstarted_ = lease == nullptr;
   try {
     rethrow_translated(lease);
   } catch (const error& e) {
@@ -98,7 +102,10 @@ void exec_watch::end(const std::error_code& ec, std::string_view sqlstate, std::
   // query: not timed (the re-run is, from the caller's call).
   routed_blocking_read* routed = routed_blocking_read::current();
   const bool rerun = ec && routed != nullptr && routed->reruns(ec);
-  if (!rerun) pool_.metrics.record_query(now - (routed != nullptr ? routed->called() : submitted_));
+  if (!rerun) {
+    pool_.metrics.record_query(now - (routed != nullptr ? routed->called() : submitted_));
+    if (unstarted_) pool_.metrics.count_unstarted_failure(ec);
+  }
   query_observer* obs = pool_.metrics.observer();
   if (!obs) return;
   const observed_start s{slot_, backend_pid_, started_, user_};

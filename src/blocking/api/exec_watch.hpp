@@ -28,7 +28,8 @@ class exec_watch {
   /// The statement succeeded: on_end with its rows.
   result done(result r) noexcept;
   /// Call from a catch block: translates the exception as rethrow_translated
-  /// does, reports it to on_end, throws it.
+  /// does, reports it to on_end, throws it. `lease` null: the query never
+  /// reached a connection, and is counted in stats() here.
   [[noreturn]] void fail(blocking_lease* lease);
 
  private:
@@ -44,6 +45,7 @@ class exec_watch {
   int backend_pid_ = 0;
   void* user_ = nullptr;
   bool observed_start_ = false;
+  bool unstarted_ = false;  ///< failed before a lease ran it: counted by end()
 };
 
 }  // namespace pgpipe::detail

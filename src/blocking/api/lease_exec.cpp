@@ -95,11 +95,23 @@ void blocking_lease::pooler_suspected(const PGresult* res) {
   if (conn_->stop_naming_statements() && pool_) {
     pool_->metrics.log(log_level::warning, "slot " + std::to_string(slot_) + ": " + d.client_message);
   }
-  note_error(ec);
   throw error(ec, std::move(d));
 }
 
 result blocking_lease::exec_encoded(std::string_view sql, detail::encoded_params params) {
+  // Counted here, once, whichever way the statement ends: refused before
+  // sending, failed on the server, or succeeded.
+  try {
+    result r = run_encoded(sql, std::move(params));
+    note_outcome({});
+    return r;
+  } catch (const error& e) {
+    note_outcome(e.code());
+    throw;
+  }
+}
+
+result blocking_lease::run_encoded(std::string_view sql, detail::encoded_params params) {
   // Every statement of the driver comes this way (pool, lease, transaction,
   // read router): a text libpq would cut is refused before anything is sent.
   if (std::string why = detail::nul_byte_refusal(sql); !why.empty()) throw error(errc::invalid_argument, why);
@@ -112,7 +124,6 @@ result blocking_lease::exec_encoded(std::string_view sql, detail::encoded_params
   auto fail = [&](const PGresult* r) {
     diagnostics d;
     const std::error_code ec = detail::translate_result(r, c, *this, d);
-    note_error(ec);
     throw error(ec, std::move(d));
   };
   if (c == nullptr || PQstatus(c) != CONNECTION_OK) fail(nullptr);
@@ -182,7 +193,6 @@ result blocking_lease::exec_encoded(std::string_view sql, detail::encoded_params
       // The connection is in the middle of a COPY nobody will finish: the
       // pool closes it rather than hand it on.
       mark_broken();
-      note_error(make_error_code(errc::invalid_argument));
       throw error(errc::invalid_argument,
                   "exec() cannot run COPY ... FROM STDIN / TO STDOUT: use pgpipe::blocking_copy_in or pgpipe::blocking_copy_out");
     }
@@ -190,7 +200,6 @@ result blocking_lease::exec_encoded(std::string_view sql, detail::encoded_params
   }
   if (detail::commit_rolled_back(sql, PQcmdStatus(r.get()))) {
     const std::error_code ec = make_sqlstate("25P02");
-    note_error(ec);
     throw error(ec, detail::rolled_back_commit_diagnostics(detail::commit_statement_name(sql)));
   }
   return result(r.release());

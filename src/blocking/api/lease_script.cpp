@@ -29,8 +29,10 @@ constexpr const char* copy_in_refused = "execute_script does not feed COPY ... F
 }  // namespace
 
 result blocking_lease::execute_script(std::string_view sql) {
-  if (auto check = detail::check_script(sql, "execute_script"); !check.refusal.empty())
+  if (auto check = detail::check_script(sql, "execute_script"); !check.refusal.empty()) {
+    note_outcome(make_error_code(errc::invalid_argument));
     throw error(errc::invalid_argument, check.refusal);
+  }
   PGconn* c = conn_->raw();
   detail::script_results results(c != nullptr && PQtransactionStatus(c) == PQTRANS_IDLE);
   bool lost = c == nullptr || PQstatus(c) != CONNECTION_OK || PQsendQuery(c, std::string(sql).c_str()) != 1;
@@ -66,9 +68,10 @@ result blocking_lease::execute_script(std::string_view sql) {
     if (lost) mark_broken();
     diagnostics d;
     const std::error_code ec = detail::translate_result(lost ? nullptr : results.first_error(), c, *this, d);
-    note_error(ec);
+    note_outcome(ec);
     throw error(ec, std::move(d));
   }
+  note_outcome({});
   return result(results.take_last().release());
 }
 

@@ -155,7 +155,6 @@ void blocking_pool_impl::give_back(slot_id slot, pooled_connection* conn, bool b
   // thread, before the connection is visible to anyone else.
   const bool reuse = !broken && conn->reset_for_reuse();
   std::unique_lock lk(mu);
-  metrics.count_completed({});
   give_back_locked(slot, reuse);
   bury(lk);
 }

@@ -96,6 +96,7 @@ void query_metrics::count_error(const std::error_code& ec) noexcept {
 }
 
 void query_metrics::count_unstarted_failure(const std::error_code& ec) noexcept {
+  completed_.fetch_add(1, std::memory_order_relaxed);
   if (ec == errc::cancelled) {
     err_cancelled_.fetch_add(1, std::memory_order_relaxed);
   } else if (ec == errc::query_timeout) {

@@ -91,8 +91,11 @@ class query_metrics {
   void record_query(std::chrono::nanoseconds d) noexcept { query_hist_.record(d); }
   /// stats().acquire_wait: the wait of a request granted capacity or failed by the pool.
   void record_wait(std::chrono::nanoseconds d) noexcept { wait_hist_.record(d); }
-  /// A query that reached a connection completed: counted in stats().completed
-  /// and, with an error, by its kind (count_error).
+  /// A query that reached a connection ended, successfully or not: counted
+  /// in stats().completed and, with an error, by its kind (count_error).
+  /// Every query a caller issued through the driver's API counts there once,
+  /// through this or count_unstarted_failure; a failed attempt that a read
+  /// router runs again counts neither (its re-run does).
   void count_completed(const std::error_code& ec) noexcept {
     completed_.fetch_add(1, std::memory_order_relaxed);
     if (ec) count_error(ec);
@@ -100,8 +103,10 @@ class query_metrics {
   /// One error by its kind: server (a SQLSTATE), connection_lost (either
   /// code), query_timeout, cancelled, other.
   void count_error(const std::error_code& ec) noexcept;
-  /// A request that failed before reaching a connection: counted by its kind,
-  /// except what pool_core counts itself (pool_timeout, queue_full, connect errors).
+  /// A query that failed before reaching a connection (a parameter that could
+  /// not be encoded, a statement refused, no capacity in time): counted in
+  /// stats().completed and by its kind, except the kinds pool_core counts
+  /// itself (pool_timeout, queue_full, connect errors).
   void count_unstarted_failure(const std::error_code& ec) noexcept;
 
   /// Fills completed, errors.{connection_lost, query_timeout, cancelled,

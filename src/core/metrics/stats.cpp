@@ -108,7 +108,7 @@ std::string to_prometheus(const pool_stats& s, std::string_view prefix) {
   w.sample("requests_in_flight", "", s.in_flight);
   w.family("requests_queued", "gauge", "Requests waiting for connection capacity.");
   w.sample("requests_queued", "", s.queued);
-  w.family("requests_completed_total", "counter", "Requests completed (successfully or not).");
+  w.family("requests_completed_total", "counter", "Queries that ended, successfully or with an error.");
   w.sample("requests_completed_total", "", s.completed);
 
   w.family("errors_total", "counter", "Failed requests and connection attempts by kind.");

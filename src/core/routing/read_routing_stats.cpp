@@ -1,5 +1,5 @@
 // Prometheus text exposition (format 0.0.4) of a router's routing metrics,
-// named like pool_stats' (src/core/stats.cpp): <prefix>_<what>[_total], one
+// named like pool_stats' (src/core/metrics/stats.cpp): <prefix>_<what>[_total], one
 // label per dimension, seconds as exact decimals.
 #include <pgpipe/read_routing.hpp>
 

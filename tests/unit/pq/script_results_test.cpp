@@ -3,6 +3,7 @@
 #include "pq/script_results.hpp"
 
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 
 namespace {
 

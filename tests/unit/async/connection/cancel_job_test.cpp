@@ -5,6 +5,7 @@
 #include "async/connection/cancel_job.hpp"
 
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 
 #include <boost/asio/io_context.hpp>
 

@@ -3,6 +3,7 @@
 #include <pgpipe/result.hpp>
 
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 
 #include <cstdint>
 #include <optional>

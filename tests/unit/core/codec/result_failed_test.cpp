@@ -8,6 +8,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 
 #include <functional>
 #include <string>

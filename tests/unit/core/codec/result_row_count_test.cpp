@@ -4,6 +4,7 @@
 #include <pgpipe/result.hpp>
 
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 
 #include <string>
 
