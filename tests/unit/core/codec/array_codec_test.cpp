@@ -4,6 +4,8 @@
 // PostgreSQL 15 prints.
 #include <pgpipe/array.hpp>
 
+#include "support/codec_kit.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -19,15 +21,9 @@ namespace codec = pgpipe::detail::codec;
 
 namespace {
 
-template <class T>
-std::error_code dec(std::string_view s, pgpipe::type_oid t, wire_format f, T& out) {
-  return pgpipe::detail::decode_field(std::optional<field_value>(field_value{s, t, f}), out);
-}
-std::string be(std::uint64_t v, std::size_t n) {
-  std::string s;
-  codec::store_be(s, v, n);
-  return s;
-}
+using pgpipe::test::decode;
+constexpr auto be = pgpipe::test::big_endian;
+
 using grid = std::vector<std::vector<int>>;
 using opt_array = pgpipe::array<std::optional<int>>;
 
@@ -35,7 +31,7 @@ using opt_array = pgpipe::array<std::optional<int>>;
 
 TEST(array_codec, text_of_two_and_three_dimensions_with_lower_bounds) {
   opt_array a;
-  ASSERT_FALSE(dec("[0:1][-1:1]={{1,2,3},{4,NULL,6}}", oids::int4_array, wire_format::text, a));
+  ASSERT_FALSE(decode("[0:1][-1:1]={{1,2,3},{4,NULL,6}}", oids::int4_array, wire_format::text, a));
   EXPECT_EQ(a.dims(), (std::vector<std::int32_t>{2, 3}));
   EXPECT_EQ(a.lower_bounds(), (std::vector<std::int32_t>{0, -1}));
   EXPECT_EQ(a.at({0, -1}), 1);
@@ -45,14 +41,14 @@ TEST(array_codec, text_of_two_and_three_dimensions_with_lower_bounds) {
   EXPECT_THROW((void)a.at({0}), pgpipe::error);
 
   pgpipe::array<std::string> s;
-  ASSERT_FALSE(dec(R"({{{a,"b }"},{c,d}},{{"{e",f},{g,"h\"i"}}})", oids::text_array, wire_format::text, s));
+  ASSERT_FALSE(decode(R"({{{a,"b }"},{c,d}},{{"{e",f},{g,"h\"i"}}})", oids::text_array, wire_format::text, s));
   EXPECT_EQ(s.dims(), (std::vector<std::int32_t>{2, 2, 2}));
   EXPECT_EQ(s.lower_bounds(), (std::vector<std::int32_t>{1, 1, 1}));
   EXPECT_EQ(s.elements(), (std::vector<std::string>{"a", "b }", "c", "d", "{e", "f", "g", "h\"i"}));
 
-  ASSERT_FALSE(dec("{}", oids::int4_array, wire_format::text, a));
+  ASSERT_FALSE(decode("{}", oids::int4_array, wire_format::text, a));
   EXPECT_EQ(a.ndim(), 0u);
-  ASSERT_FALSE(dec("[5:6]={7,8}", oids::int4_array, wire_format::text, a));
+  ASSERT_FALSE(decode("[5:6]={7,8}", oids::int4_array, wire_format::text, a));
   EXPECT_EQ(a, opt_array({2}, {5}, {7, 8}));
 }
 
@@ -60,10 +56,10 @@ TEST(array_codec, ragged_or_mismatched_text_is_refused) {
   opt_array a;
   for (auto s : {"{{1,2},{3}}", "{{1,2},3}", "{1,{2}}", "{{1},{}}", "{{}}", "[1:3]={1,2}", "[1:2][1:1]={1,2}",
                  "[1:2]{1,2}", "{{{{{{{1}}}}}}}", "[2:1]={}", "{1,2}}", "{{1,2}"}) {
-    EXPECT_EQ(dec(s, oids::int4_array, wire_format::text, a), errc::conversion_error) << s;
+    EXPECT_EQ(decode(s, oids::int4_array, wire_format::text, a), errc::conversion_error) << s;
   }
   // Six dimensions is the server's limit and reads.
-  ASSERT_FALSE(dec("{{{{{{1}}}}}}", oids::int4_array, wire_format::text, a));
+  ASSERT_FALSE(decode("{{{{{{1}}}}}}", oids::int4_array, wire_format::text, a));
   EXPECT_EQ(a.ndim(), 6u);
 }
 
@@ -74,41 +70,41 @@ TEST(array_codec, binary_n_dimensional_with_every_length_checked) {
   for (int v : {1, 2, 3}) b += be(4, 4) + be(v, 4);
   b += be(0xffffffff, 4);
   opt_array a;
-  ASSERT_FALSE(dec(b, oids::int4_array, wire_format::binary, a));
+  ASSERT_FALSE(decode(b, oids::int4_array, wire_format::binary, a));
   EXPECT_EQ(a, opt_array({2, 2}, {0, 1}, {1, 2, 3, std::nullopt}));
   for (std::size_t cut = 0; cut < b.size(); ++cut)
-    EXPECT_EQ(dec(b.substr(0, cut), oids::int4_array, wire_format::binary, a), errc::conversion_error) << cut;
+    EXPECT_EQ(decode(b.substr(0, cut), oids::int4_array, wire_format::binary, a), errc::conversion_error) << cut;
   // Dimensions whose product cannot fit in what is left, seven dimensions, a
   // negative length, an upper bound past 2^31-1: refused before allocating.
-  EXPECT_EQ(dec(header(2, 0) + be(0x10000, 4) + be(1, 4) + be(0x10000, 4) + be(1, 4), oids::int4_array,
+  EXPECT_EQ(decode(header(2, 0) + be(0x10000, 4) + be(1, 4) + be(0x10000, 4) + be(1, 4), oids::int4_array,
                 wire_format::binary, a),
             errc::conversion_error);
-  EXPECT_EQ(dec(header(7, 0) + std::string(56, '\0'), oids::int4_array, wire_format::binary, a), errc::conversion_error);
-  EXPECT_EQ(dec(header(1, 0) + be(0xffffffff, 4) + be(1, 4), oids::int4_array, wire_format::binary, a),
+  EXPECT_EQ(decode(header(7, 0) + std::string(56, '\0'), oids::int4_array, wire_format::binary, a), errc::conversion_error);
+  EXPECT_EQ(decode(header(1, 0) + be(0xffffffff, 4) + be(1, 4), oids::int4_array, wire_format::binary, a),
             errc::conversion_error);
-  EXPECT_EQ(dec(header(1, 0) + be(2, 4) + be(0x7fffffff, 4) + be(4, 4) + be(1, 4) + be(4, 4) + be(2, 4),
+  EXPECT_EQ(decode(header(1, 0) + be(2, 4) + be(0x7fffffff, 4) + be(4, 4) + be(1, 4) + be(4, 4) + be(2, 4),
                 oids::int4_array, wire_format::binary, a),
             errc::conversion_error);
 }
 
 TEST(array_codec, vector_of_vectors_reads_rectangular_2d_only) {
   grid g;
-  ASSERT_FALSE(dec("{{1,2,3},{4,5,6}}", oids::int4_array, wire_format::text, g));
+  ASSERT_FALSE(decode("{{1,2,3},{4,5,6}}", oids::int4_array, wire_format::text, g));
   EXPECT_EQ(g, (grid{{1, 2, 3}, {4, 5, 6}}));
-  ASSERT_FALSE(dec("[0:0][0:1]={{7,8}}", oids::int4_array, wire_format::text, g));  // lower bounds dropped
+  ASSERT_FALSE(decode("[0:0][0:1]={{7,8}}", oids::int4_array, wire_format::text, g));  // lower bounds dropped
   EXPECT_EQ(g, (grid{{7, 8}}));
-  ASSERT_FALSE(dec("{}", oids::int4_array, wire_format::text, g));
+  ASSERT_FALSE(decode("{}", oids::int4_array, wire_format::text, g));
   EXPECT_TRUE(g.empty());
-  EXPECT_EQ(dec("{1,2}", oids::int4_array, wire_format::text, g), errc::dimensions_mismatch);
-  EXPECT_EQ(dec("{{{1}}}", oids::int4_array, wire_format::text, g), errc::dimensions_mismatch);
-  EXPECT_EQ(dec("{{1,NULL}}", oids::int4_array, wire_format::text, g), errc::null_value);
+  EXPECT_EQ(decode("{1,2}", oids::int4_array, wire_format::text, g), errc::dimensions_mismatch);
+  EXPECT_EQ(decode("{{{1}}}", oids::int4_array, wire_format::text, g), errc::dimensions_mismatch);
+  EXPECT_EQ(decode("{{1,NULL}}", oids::int4_array, wire_format::text, g), errc::null_value);
   std::vector<std::vector<std::optional<int>>> og;
-  ASSERT_FALSE(dec("{{1,NULL}}", oids::int4_array, wire_format::text, og));
+  ASSERT_FALSE(decode("{{1,NULL}}", oids::int4_array, wire_format::text, og));
   EXPECT_EQ(og[0][1], std::nullopt);
-  EXPECT_EQ(dec("{{1}}", oids::text_array, wire_format::text, g), errc::type_mismatch);
+  EXPECT_EQ(decode("{{1}}", oids::text_array, wire_format::text, g), errc::type_mismatch);
   // bytea[] stays a 1-D array of byte strings.
   std::vector<std::vector<std::byte>> blobs;
-  ASSERT_FALSE(dec(R"({"\\x00ff"})", oids::bytea_array, wire_format::text, blobs));
+  ASSERT_FALSE(decode(R"({"\\x00ff"})", oids::bytea_array, wire_format::text, blobs));
   EXPECT_EQ(blobs.at(0).size(), 2u);
 }
 
@@ -120,9 +116,9 @@ TEST(array_codec, parameters_round_trip_text_and_binary) {
   std::string b;
   ASSERT_FALSE(G::encode_binary(g, b));
   grid back;
-  ASSERT_FALSE(dec(b, oids::int4_array, wire_format::binary, back));
+  ASSERT_FALSE(decode(b, oids::int4_array, wire_format::binary, back));
   EXPECT_EQ(back, g);
-  ASSERT_FALSE(dec(*G::encode(g), oids::int4_array, wire_format::text, back));
+  ASSERT_FALSE(decode(*G::encode(g), oids::int4_array, wire_format::text, back));
   EXPECT_EQ(back, g);
   EXPECT_EQ(*G::encode(grid{}), "{}");
 
@@ -130,18 +126,18 @@ TEST(array_codec, parameters_round_trip_text_and_binary) {
   const opt_array a({2, 1}, {0, -3}, {std::nullopt, 9});
   EXPECT_EQ(*A::encode(a), R"([0:1][-3:-3]={{NULL},{"9"}})");
   opt_array aback;
-  ASSERT_FALSE(dec(*A::encode(a), oids::int4_array, wire_format::text, aback));
+  ASSERT_FALSE(decode(*A::encode(a), oids::int4_array, wire_format::text, aback));
   EXPECT_EQ(aback, a);
   b.clear();
   ASSERT_FALSE(A::encode_binary(a, b));
-  ASSERT_FALSE(dec(b, oids::int4_array, wire_format::binary, aback));
+  ASSERT_FALSE(decode(b, oids::int4_array, wire_format::binary, aback));
   EXPECT_EQ(aback, a);
   // Text elements (no binary form): the literal, untyped.
   const std::vector<std::vector<std::string>> words{{"a,b", "\"q\""}, {"NULL", ""}};
   auto enc = pgpipe::detail::encode_params(words);
   EXPECT_EQ(enc.types[0], 0u);
   std::vector<std::vector<std::string>> wback;
-  ASSERT_FALSE(dec(*enc.values[0], oids::text_array, wire_format::text, wback));
+  ASSERT_FALSE(decode(*enc.values[0], oids::text_array, wire_format::text, wback));
   EXPECT_EQ(wback, words);
 }
 

@@ -4,6 +4,8 @@
 // layouts are range_send's.
 #include <pgpipe/range.hpp>
 
+#include "support/codec_kit.hpp"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -22,21 +24,15 @@ namespace codec = pgpipe::detail::codec;
 
 namespace {
 
-template <class T>
-std::error_code dec(std::string_view s, pgpipe::type_oid t, wire_format f, T& out) {
-  return pgpipe::detail::decode_field(std::optional<field_value>(field_value{s, t, f}), out);
-}
+using pgpipe::test::decode;
+constexpr auto be = pgpipe::test::big_endian;
+
 template <class T>
 T text(std::string_view s, pgpipe::type_oid t) {
   T out{};
-  auto ec = dec(s, t, wire_format::text, out);
+  auto ec = decode(s, t, wire_format::text, out);
   EXPECT_FALSE(ec) << s << ": " << ec.message();
   return out;
-}
-std::string be(std::uint64_t v, std::size_t n) {
-  std::string s;
-  codec::store_be(s, v, n);
-  return s;
 }
 
 }  // namespace
@@ -108,35 +104,35 @@ TEST(range_codec, quotes_and_escapes_in_bounds_follow_range_in) {
 TEST(range_codec, malformed_text_is_a_conversion_error) {
   range<int> r;
   for (auto s : {"", "[", "[1,5", "1,5)", "[1,5)x", "[1,2,3)", "[1;5)", "emptyx", "[\"1,5)", "[1,5\\"}) {
-    EXPECT_EQ(dec(s, oids::int4range, wire_format::text, r), errc::conversion_error) << s;
+    EXPECT_EQ(decode(s, oids::int4range, wire_format::text, r), errc::conversion_error) << s;
   }
   // A bound the subtype cannot read is the subtype's error.
-  EXPECT_EQ(dec("[1,99999999999)", oids::int8range, wire_format::text, r), errc::conversion_error);
+  EXPECT_EQ(decode("[1,99999999999)", oids::int8range, wire_format::text, r), errc::conversion_error);
   // The column's subtype is checked first.
   range<sys_days> d;
-  EXPECT_EQ(dec("[1,5)", oids::int4range, wire_format::text, d), errc::type_mismatch);
-  EXPECT_EQ(dec("[1,5)", oids::int4, wire_format::text, r), errc::type_mismatch);
+  EXPECT_EQ(decode("[1,5)", oids::int4range, wire_format::text, d), errc::type_mismatch);
+  EXPECT_EQ(decode("[1,5)", oids::int4, wire_format::text, r), errc::type_mismatch);
 }
 
 TEST(range_codec, binary_flags_and_every_length_checked) {
   // int4range [1,5): flags LB_INC, two 4-byte bounds.
   const std::string b = std::string(1, '\x02') + be(4, 4) + be(1, 4) + be(4, 4) + be(5, 4);
   range<int> r;
-  ASSERT_FALSE(dec(b, oids::int4range, wire_format::binary, r));
+  ASSERT_FALSE(decode(b, oids::int4range, wire_format::binary, r));
   EXPECT_EQ(r, range<int>(1, 5));
   for (std::size_t cut = 0; cut < b.size(); ++cut)
-    EXPECT_EQ(dec(b.substr(0, cut), oids::int4range, wire_format::binary, r), errc::conversion_error) << cut;
-  EXPECT_EQ(dec(b + "x", oids::int4range, wire_format::binary, r), errc::conversion_error);
+    EXPECT_EQ(decode(b.substr(0, cut), oids::int4range, wire_format::binary, r), errc::conversion_error) << cut;
+  EXPECT_EQ(decode(b + "x", oids::int4range, wire_format::binary, r), errc::conversion_error);
   // (,5]: LB_INF | UB_INC, one bound.
-  ASSERT_FALSE(dec(std::string(1, '\x0c') + be(4, 4) + be(5, 4), oids::int4range, wire_format::binary, r));
+  ASSERT_FALSE(decode(std::string(1, '\x0c') + be(4, 4) + be(5, 4), oids::int4range, wire_format::binary, r));
   EXPECT_EQ(r, range<int>(std::nullopt, 5, "(]"));
-  ASSERT_FALSE(dec(std::string(1, '\x01'), oids::int4range, wire_format::binary, r));
+  ASSERT_FALSE(decode(std::string(1, '\x01'), oids::int4range, wire_format::binary, r));
   EXPECT_TRUE(r.empty());
-  EXPECT_EQ(dec(std::string(1, '\x01') + "x", oids::int4range, wire_format::binary, r), errc::conversion_error);
+  EXPECT_EQ(decode(std::string(1, '\x01') + "x", oids::int4range, wire_format::binary, r), errc::conversion_error);
   // A length past the end, and a negative one.
-  EXPECT_EQ(dec(std::string(1, '\x10') + be(0x7fffffff, 4), oids::int4range, wire_format::binary, r),
+  EXPECT_EQ(decode(std::string(1, '\x10') + be(0x7fffffff, 4), oids::int4range, wire_format::binary, r),
             errc::conversion_error);
-  EXPECT_EQ(dec(std::string(1, '\x10') + be(0xffffffff, 4), oids::int4range, wire_format::binary, r),
+  EXPECT_EQ(decode(std::string(1, '\x10') + be(0xffffffff, 4), oids::int4range, wire_format::binary, r),
             errc::conversion_error);
 }
 
@@ -158,11 +154,11 @@ TEST(range_codec, parameters_round_trip_in_both_forms) {
   for (const auto& c : cases) {
     auto t = P::encode(c);
     range<sys_days> back;
-    ASSERT_FALSE(dec(*t, oids::daterange, wire_format::text, back)) << *t;
+    ASSERT_FALSE(decode(*t, oids::daterange, wire_format::text, back)) << *t;
     EXPECT_EQ(back, c) << *t;
     std::string b;
     ASSERT_FALSE(P::encode_binary(c, b));
-    ASSERT_FALSE(dec(b, oids::daterange, wire_format::binary, back));
+    ASSERT_FALSE(decode(b, oids::daterange, wire_format::binary, back));
     EXPECT_EQ(back, c) << *t;
   }
   EXPECT_EQ(*P::encode(cases[2]), R"((,"1999-12-31"])");
@@ -199,13 +195,13 @@ TEST(range_codec, a_multirange_reads_as_a_vector_of_ranges) {
   const std::string one = std::string(1, '\x02') + be(4, 4) + be(1, 4) + be(4, 4) + be(3, 4);
   const std::string b = be(2, 4) + be(one.size(), 4) + one + be(one.size(), 4) + one;
   V v;
-  ASSERT_FALSE(dec(b, oids::int4multirange, wire_format::binary, v));
+  ASSERT_FALSE(decode(b, oids::int4multirange, wire_format::binary, v));
   EXPECT_EQ(v, (V{range<int>(1, 3), range<int>(1, 3)}));
   for (std::size_t cut = 0; cut < b.size(); ++cut)
-    EXPECT_EQ(dec(b.substr(0, cut), oids::int4multirange, wire_format::binary, v), errc::conversion_error) << cut;
-  EXPECT_EQ(dec(be(0x7fffffff, 4), oids::int4multirange, wire_format::binary, v), errc::conversion_error);
+    EXPECT_EQ(decode(b.substr(0, cut), oids::int4multirange, wire_format::binary, v), errc::conversion_error) << cut;
+  EXPECT_EQ(decode(be(0x7fffffff, 4), oids::int4multirange, wire_format::binary, v), errc::conversion_error);
   for (auto s : {"", "{", "{[1,3)", "{[1,3),}", "{[1,3)}x", "{[1,3) [4,5)}"})
-    EXPECT_EQ(dec(s, oids::int4multirange, wire_format::text, v), errc::conversion_error) << s;
+    EXPECT_EQ(decode(s, oids::int4multirange, wire_format::text, v), errc::conversion_error) << s;
   // A multirange of another subtype is a type mismatch.
-  EXPECT_EQ(dec("{}", oids::datemultirange, wire_format::text, v), errc::type_mismatch);
+  EXPECT_EQ(decode("{}", oids::datemultirange, wire_format::text, v), errc::type_mismatch);
 }
