@@ -92,13 +92,19 @@ TYPED_TEST(ranges_arrays_domains, ranges_sent_come_back_as_the_server_holds_them
   EXPECT_EQ(this->d_.template one<std::string>("select $1::text", days), "(,1999-12-31)");
 }
 
-TYPED_TEST(ranges_arrays_domains, multiranges_and_arrays_of_ranges_read_as_vectors) {
+TYPED_TEST(ranges_arrays_domains, arrays_of_ranges_read_as_vectors) {
+  using V = std::vector<range<int>>;
+  const V sent{range<int>(1, 2), range<int>(), range<int>(std::nullopt, 0)};
+  EXPECT_EQ(this->d_.template one<V>("select $1::int4range[]", sent), (V{range<int>(1, 2), range<int>(), range<int>(std::nullopt, 0)}));
+}
+
+TYPED_TEST(ranges_arrays_domains, multiranges_read_as_vectors) {
+  if (pgpipe::devcluster::cluster::server_major() < 14) GTEST_SKIP() << "multiranges came with PostgreSQL 14";
   using V = std::vector<range<int>>;
   EXPECT_EQ(this->d_.template one<V>("select '{[1,3), [2,5), [8,9]}'::int4multirange"),
             (V{range<int>(1, 5), range<int>(8, 10)}));
   EXPECT_EQ(this->d_.template one<V>("select '{}'::int4multirange"), V{});
   const V sent{range<int>(1, 2), range<int>(), range<int>(std::nullopt, 0)};
-  EXPECT_EQ(this->d_.template one<V>("select $1::int4range[]", sent), (V{range<int>(1, 2), range<int>(), range<int>(std::nullopt, 0)}));
   EXPECT_EQ(this->d_.template one<V>("select range_agg(r) from unnest($1::int4range[]) r", sent),
             (V{range<int>(std::nullopt, 0), range<int>(1, 2)}));
   auto dates = this->d_.template one<std::vector<range<sys_days>>>(
