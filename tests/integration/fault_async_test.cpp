@@ -11,6 +11,7 @@
 #include "support/async_kit.hpp"
 #include "support/cluster_fixture.hpp"
 #include "support/kit.hpp"
+#include "support/raw_connection.hpp"
 #include "support/wait.hpp"
 
 #include <boost/asio/use_future.hpp>
@@ -271,14 +272,26 @@ TEST(fault_async, hung_server_query_timeout_fires_first_then_the_stalled_connect
 
 // The retry-safety contract against a real server (docs/reliability.md): a
 // lease with pipeline_depth 1 writes one query and holds the rest in its
-// FIFO, provably unwritten. The backend is stopped, the stall timeout breaks
-// the connection: the written query fails with connection_lost (it may have
-// executed), each held one with not_sent (safe to retry), and the server
-// never ran a held one.
+// FIFO. The written one waits on a lock another session holds, so nothing
+// comes back and the stall timeout breaks the connection: the written query
+// fails with connection_lost (it may have executed), each held one with
+// not_sent (safe to retry). Then the lock is released. The backend, alive
+// all along, runs what it had received before it sees its client gone: the
+// written insert stays (n = 0), and any held insert that had been written
+// too would stay beside it, so the count of n >= 1 tells whether "not_sent"
+// was true.
 TEST(fault_async, broken_pipeline_fails_the_written_query_as_connection_lost_and_each_unwritten_one_as_not_sent) {
   auto& pg = pgpipe::test::shared_cluster();
   const std::string app = "fault_a_retry";
   pg.exec("drop table if exists fault_a_retry; create table fault_a_retry(n int)");
+  auto holder = pgpipe::test::raw_connect(pg.conninfo());
+  ASSERT_EQ(PQstatus(holder.get()), CONNECTION_OK) << PQerrorMessage(holder.get());
+  auto exec_holder = [&](const char* sql) {
+    PGresult* r = PQexec(holder.get(), sql);
+    const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    return ok;
+  };
   auto params = fault_params(with_options(pg.conninfo(), "application_name=" + app), 1);
   params.pipeline_depth = 1;
   params.stall_timeout = 500ms;
@@ -289,16 +302,13 @@ TEST(fault_async, broken_pipeline_fails_the_written_query_as_connection_lost_and
   auto [pec, pr] = l.async_query("select pg_backend_pid()", pgpipe::test::use_future_ec).get();
   ASSERT_FALSE(pec) << pec.message();
   const pid_t backend = pr.value<int>();
+  ASSERT_TRUE(exec_holder("begin; lock table fault_a_retry in access exclusive mode"));
   constexpr std::size_t n = 5;
   tally t(n);
-  {
-    pg.signal_backend(backend, SIGSTOP);
-    sigcont_guard cont{pg, backend};
-    for (std::size_t i = 0; i < n; ++i)
-      l.async_query("insert into fault_a_retry values ($1) returning pg_backend_pid(), n", static_cast<int>(i),
-                    t.handler(i));
-    ASSERT_TRUE(t.wait_all(20s)) << codes_text(t.codes());
-  }
+  for (std::size_t i = 0; i < n; ++i)
+    l.async_query("insert into fault_a_retry values ($1) returning pg_backend_pid(), n", static_cast<int>(i),
+                  t.handler(i));
+  ASSERT_TRUE(t.wait_all(20s)) << codes_text(t.codes());
   EXPECT_EQ(t.code(0), errc::connection_lost) << t.code(0).message();
   EXPECT_TRUE(pgpipe::may_have_executed(t.code(0)));
   for (std::size_t i = 1; i < n; ++i) {
@@ -307,13 +317,16 @@ TEST(fault_async, broken_pipeline_fails_the_written_query_as_connection_lost_and
     EXPECT_TRUE(pgpipe::is_connection_lost(t.code(i))) << "query " << i;
   }
   l.release();
-  // SIGCONT sent: the backend finds its client gone and exits. Then the
-  // server's own record: no held query ran.
+  ASSERT_TRUE(exec_holder("commit"));
+  // The backend runs what reached it, finds its client gone and exits.
   EXPECT_TRUE(wait_until([&] {
     auto now = pg.backend_pids(app);
     return std::find(now.begin(), now.end(), backend) == now.end();
   }));
-  EXPECT_EQ(pg.query_value("select count(*) from fault_a_retry where n >= 1"), "0");
+  EXPECT_EQ(pg.query_value("select count(*) from fault_a_retry where n = 0"), "1")
+      << "the written insert ran once the lock was free: what was written runs";
+  EXPECT_EQ(pg.query_value("select count(*) from fault_a_retry where n >= 1"), "0")
+      << "a query reported not_sent reached the server";
   client.close();
   std::printf("[figure] retry_safety.async.written=1 unwritten=%zu codes: %s\n", n - 1, codes_text(t.codes()).c_str());
 }
