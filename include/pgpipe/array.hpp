@@ -123,11 +123,15 @@ class array {
 template <class E>
   requires detail::traits_detect::encodable<typename detail::traits_detect::element_of<E>::type>
 struct param_traits<array<E>> {
+  /// The element loop shared with std::vector parameters.
   using encoder = detail::traits_detect::array_encoder<E>;
+  /// The array type over the element's type, or 0 (untyped).
   static constexpr type_oid oid = encoder::oid;
+  /// The text literal, with its dimension decoration when a lower bound is not 1.
   static std::optional<std::string> encode(const array<E>& v) {
     return encoder::text(v.dims(), v.lower_bounds(), [&](std::size_t k) -> const E& { return v.elements()[k]; });
   }
+  /// The binary form (array_send's layout: dimensions, lower bounds, elements) appended to `out`.
   static std::error_code encode_binary(const array<E>& v, std::string& out)
     requires encoder::binary
   {
@@ -140,12 +144,15 @@ struct param_traits<array<E>> {
 template <class E>
   requires detail::traits_detect::decodable<typename detail::traits_detect::element_of<E>::type>
 struct field_traits<array<E>> {
+  /// An array type whose element type E accepts.
   static bool accepts(type_oid t) { return field_traits<std::vector<E>>::accepts(t) && array_element_oid(t) != 0; }
+  /// What a type-mismatch message calls the C++ type.
   static std::string cpp_name() {
     const std::string n = detail::traits_detect::cpp_name<typename detail::traits_detect::element_of<E>::type>();
     return detail::traits_detect::element_of<E>::nullable ? "pgpipe::array<std::optional<" + n + ">>"
                                                            : "pgpipe::array<" + n + ">";
   }
+  /// Text or binary, any dimension count; an element's error is E's.
   static std::error_code decode(const field_value& v, array<E>& out) {
     detail::codec::array_items items;
     if (auto ec = detail::traits_detect::split_collection(v, items)) return ec;

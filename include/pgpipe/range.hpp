@@ -99,15 +99,19 @@ struct is_range<range<T>> : std::true_type {};
 template <class T>
   requires detail::traits_detect::encodable<T>
 struct param_traits<range<T>> {
+  /// The bound type's traits, which encode each bound.
   using inner = param_traits<T>;
+  /// The built-in range type over T's type (int4range for int...), or 0 (untyped).
   static constexpr type_oid oid = range_oid_of(detail::traits_detect::oid_of<inner>());
 
+  /// The range's text form; throws pgpipe::error (invalid_argument) when a bound cannot be encoded.
   static std::optional<std::string> encode(const range<T>& v) {
     detail::codec::range_parts p;
     std::optional<std::string> lo, up;
     if (auto ec = parts(v, p, lo, up, [](const T& x) { return inner::encode(x); })) throw error(ec, null_bound);
     return detail::codec::encode_range_text(p);
   }
+  /// The range's binary form (range_send's layout) appended to `out`; invalid_argument when a bound cannot be encoded.
   static std::error_code encode_binary(const range<T>& v, std::string& out)
     requires(oid != 0 && detail::traits_detect::has_binary<inner, T>)
   {
@@ -151,11 +155,14 @@ struct param_traits<range<T>> {
 template <class T>
   requires detail::traits_detect::decodable<T>
 struct field_traits<range<T>> {
+  /// A range (or multirange element) type whose subtype T accepts.
   static bool accepts(type_oid t) {
     const type_oid s = range_subtype_oid(t);
     return s != 0 && detail::traits_detect::accepts<T>(s);
   }
+  /// What a type-mismatch message calls the C++ type.
   static std::string cpp_name() { return "pgpipe::range<" + detail::traits_detect::cpp_name<T>() + ">"; }
+  /// Text or binary; a malformed range is conversion_error, a bound's error is T's.
   static std::error_code decode(const field_value& v, range<T>& out) {
     detail::codec::range_parts p;
     auto ec = v.format == wire_format::text ? detail::codec::split_range_text(v.data, p)
