@@ -26,16 +26,15 @@
 // ---- param_traits<T> ----------------------------------------------------
 // Required:
 //   static std::optional<std::string> encode(const T& v);
-//       The text form; std::nullopt for SQL NULL. Used by the blocking
-//       driver (libpqxx sends text), inside text array literals, and by the
-//       async driver when there is no binary form.
+//       The text form; std::nullopt for SQL NULL. Used inside text array
+//       literals and, by both drivers, when there is no binary form.
 // Optional:
 //   static constexpr type_oid oid = ...;
 //       The type sent with the parameter. Absent or 0: the server infers it
 //       from the statement (what text parameters always did).
 //   static std::error_code encode_binary(const T& v, std::string& out);
-//       The binary form, appended to `out` (requires oid). The async driver
-//       sends the parameter in binary when this exists.
+//       The binary form, appended to `out` (requires oid). Both drivers send
+//       the parameter in binary when this exists (one encoder serves both).
 //
 // ---- field_traits<T> ----------------------------------------------------
 // Required, one of:
