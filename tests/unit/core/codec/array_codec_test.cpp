@@ -17,7 +17,6 @@ using pgpipe::errc;
 using pgpipe::field_value;
 using pgpipe::wire_format;
 namespace oids = pgpipe::oids;
-namespace codec = pgpipe::detail::codec;
 
 namespace {
 
