@@ -1,16 +1,22 @@
 // A Patroni cluster (tests/support/patroni: etcd and three PostgreSQL 15
-// nodes) failing over under steady writes: a switchover, a crash of the
-// leader's postmaster (kill -9) and a hang of the whole leader node
-// (SIGSTOP of Patroni and PostgreSQL). Writers use the async transaction
+// nodes) failing over under steady writes and marked reads: a switchover, a
+// crash of the leader's postmaster (kill -9) and a hang of the whole leader
+// node (SIGSTOP of Patroni and PostgreSQL). Writers use the async transaction
 // helper and the batch through one multi-host conninfo with
-// target_session_attrs=read-write. Afterwards every write reported committed
-// is in the table and none reported failed with nothing executed is; the
-// write gap of each event is printed. Label `patroni`: run once in CI.
+// target_session_attrs=read-write. Readers go through an async_read_router
+// whose primary is that multi-host conninfo and whose replicas are the three
+// nodes, each with target_session_attrs=standby: whichever nodes are
+// standbys at the moment serve the reads. Afterwards every write reported
+// committed is in the table and none reported failed with nothing executed
+// is; every read that answered returned the row stored for its key, in a
+// read-only transaction, and none took longer than its bound; the write and
+// read gaps of each event are printed. Label `patroni`: run once in CI.
 #include "support/kit.hpp"
 #include "support/patroni.hpp"
 #include "support/use_future_ec.hpp"
 
 #include <pgpipe/async_client.hpp>
+#include <pgpipe/async_read_router.hpp>
 #include <pgpipe/transaction.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -24,6 +30,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <future>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -64,6 +72,47 @@ std::set<long> stored_ids(const std::string& conninfo) {
   return ids;
 }
 
+// One marked read through the router and what its answer said.
+struct read_event {
+  steady::time_point start, end;
+  std::error_code ec;
+  std::string error;           // when ec: its message and the server's
+  bool right = false;          // one row, the value stored for its key
+  bool read_only_txn = false;  // transaction_read_only was on where it ran
+  bool standby = false;        // pg_is_in_recovery() where it ran
+  std::string port;            // inet_server_port() where it ran
+};
+
+constexpr int read_keys = 1000;
+// The value stored for key k, checked against every answer.
+std::string read_value(int k) { return "read-" + std::to_string(k * 7919 % 100003); }
+
+// The longest stretch of [from, to) without one of the sorted `ends`: from
+// `from` to the first end, between two, and from the last to `to`.
+std::chrono::milliseconds longest_gap(const std::vector<steady::time_point>& ends, steady::time_point from,
+                                      steady::time_point to) {
+  std::chrono::milliseconds gap{0};
+  steady::time_point prev = from;
+  for (auto t : ends) {
+    if (t <= from) continue;
+    if (t >= to) break;
+    gap = std::max(gap, std::chrono::duration_cast<std::chrono::milliseconds>(t - prev));
+    prev = t;
+  }
+  return std::max(gap, std::chrono::duration_cast<std::chrono::milliseconds>(to - prev));
+}
+
+std::string query_value(const std::string& conninfo, const std::string& sql) {
+  PGconn* c = PQconnectdb(conninfo.c_str());
+  PGresult* r = PQexec(c, sql.c_str());
+  const bool ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+  const std::string v = ok ? PQgetvalue(r, 0, 0) : PQresultErrorMessage(r);
+  PQclear(r);
+  PQfinish(c);
+  if (!ok) throw std::runtime_error(sql + ": " + v);
+  return v;
+}
+
 void exec(const std::string& conninfo, const std::string& sql) {
   PGconn* c = PQconnectdb(conninfo.c_str());
   PGresult* r = PQexec(c, sql.c_str());
@@ -78,6 +127,17 @@ TEST(patroni_failover, writers_follow_the_leader_through_switchover_crash_and_ha
   pgpipe::test::patroni_cluster cluster;
   const std::string rw = cluster.conninfo("read-write");
   exec(rw, "create table patroni_writes (id bigint primary key, how text)");
+  exec(rw, "create table patroni_reads (k int primary key, v text not null); "
+           "insert into patroni_reads select k, 'read-' || (k * 7919 % 100003) from generate_series(1, " +
+               std::to_string(read_keys) + ") k");
+  // Every standby has the rows before a read may reach it. PostgreSQL 15
+  // has no wait for a replay position: each standby watches its own.
+  const std::string lsn = query_value(rw, "select pg_current_wal_lsn()");
+  for (const auto& m : cluster.members())
+    if (m.role != "Leader")
+      exec(cluster.node_conninfo(m.name),
+           "set statement_timeout = '30s'; do $$ begin while coalesce(pg_last_wal_replay_lsn() < '" + lsn +
+               "', true) loop perform pg_sleep(0.01); end loop; end $$");
 
   auto p = pgpipe::test::fault_params(rw, 4);
   p.connect_timeout = 2s;
@@ -87,11 +147,46 @@ TEST(patroni_failover, writers_follow_the_leader_through_switchover_crash_and_ha
   const auto bound = p.connect_timeout + p.acquire_timeout + p.query_timeout;
   pgpipe::async_client client(p, {.loops = 1});
 
+  // The readers' router: its primary follows the leader as the writers do;
+  // each node is a replica, refused by libpq while it is the leader
+  // (target_session_attrs=standby) and left out by the probes once it
+  // leaves recovery. A standby promoted under open sessions keeps them, and
+  // until the next probe reads still reach them: read-only sessions keep a
+  // marked read read-only there (without them, such reads run in read-write
+  // transactions on the new leader: docs/scaling.md, "A Patroni cluster").
+  // A read's attempt ends within its query_timeout, which bounds its wait
+  // for a connection too (acquire_timeout, connect_timeout).
+  auto read_params = [](const std::string& conninfo) {
+    auto r = pgpipe::test::fault_params(conninfo, 2);
+    r.connect_timeout = 1s;
+    r.acquire_timeout = 1s;
+    r.query_timeout = 2s;
+    r.connect_backoff_max = 100ms;
+    return r;
+  };
+  pgpipe::read_routing_params rp;
+  rp.probe_interval = 200ms;
+  rp.probe_timeout = 1s;
+  std::vector<pgpipe::async_client> replicas;
+  for (const auto& m : cluster.members()) {
+    auto r = read_params(cluster.node_conninfo(m.name) + " target_session_attrs=standby");
+    r.read_only_sessions = true;
+    replicas.emplace_back(r, pgpipe::async_client_options{.loops = 1});
+    rp.replica_names.push_back(m.name);
+  }
+  const auto read_p = read_params(rw);
+  const auto read_bound = read_p.connect_timeout + read_p.acquire_timeout;
+  // For a re-run on a second server and for a 2-core machine shared with
+  // three PostgreSQL nodes, Patroni and etcd.
+  const auto read_margin = 1000ms;
+  pgpipe::async_read_router router(pgpipe::async_client(read_p, {.loops = 1}), std::move(replicas), rp);
+
   std::atomic<bool> stop{false};
   std::atomic<long> next_id{1};
   std::mutex mu;
   std::condition_variable progressed;
   std::vector<write_event> events;
+  std::vector<read_event> reads;
   auto writer = [&](bool batch) {
     while (!stop.load()) {
       const long id = next_id.fetch_add(1);
@@ -136,15 +231,58 @@ TEST(patroni_failover, writers_follow_the_leader_through_switchover_crash_and_ha
     }
   } join_writers{stop, writers};
   for (int i = 0; i < 4; ++i) writers.emplace_back(writer, i % 2 == 0);
+  auto reader = [&](int first) {
+    pgpipe::query_options marked;
+    marked.read_only = true;
+    for (int n = first; !stop.load(); ++n) {
+      const int k = n % read_keys + 1;
+      read_event ev;
+      ev.start = steady::now();
+      auto f = router.async_query(marked,
+                                  "select v, current_setting('transaction_read_only'), pg_is_in_recovery()::text, "
+                                  "inet_server_port()::text from patroni_reads where k = $1",
+                                  k, pgpipe::test::use_future_ec);
+      // Far past every bound: a read that never completes is recorded, not waited for.
+      if (f.wait_for(60s) != std::future_status::ready) {
+        ev.ec = make_error_code(std::errc::timed_out);
+        ev.error = "never completed";
+      } else {
+        auto [ec, r] = f.get();
+        ev.ec = ec;
+        if (ec) {
+          ev.error = ec.message() + " | " + r.diag().to_string();
+        } else {
+          ev.right = r.size() == 1 && r.columns() == 4 && r[0][0].text() == read_value(k);
+          ev.read_only_txn = r.size() == 1 && r[0][1].text() == "on";
+          ev.standby = r.size() == 1 && r[0][2].text() == "true";
+          ev.port = r.size() == 1 ? std::string(r[0][3].text()) : "";
+        }
+      }
+      ev.end = steady::now();
+      std::lock_guard lk(mu);
+      reads.push_back(std::move(ev));
+      progressed.notify_all();
+    }
+  };
+  for (int i = 0; i < 2; ++i) writers.emplace_back(reader, i * read_keys / 2);
 
+  // Counted from the newest back (events are appended as they end), so a
+  // wake-up costs what came since t, not the whole run.
   auto oks_after = [&](steady::time_point t) {
     int n = 0;
-    for (const auto& e : events) n += e.f == fate::committed && e.start >= t;
+    for (auto e = events.rbegin(); e != events.rend() && e->end >= t; ++e)
+      n += e->f == fate::committed && e->start >= t;
     return n;
   };
+  auto reads_after = [&](steady::time_point t) {
+    int n = 0;
+    for (auto e = reads.rbegin(); e != reads.rend() && e->end >= t; ++e) n += !e->ec && e->start >= t;
+    return n;
+  };
+  // Both kinds of traffic have resumed since t.
   auto wait_for_writes = [&](steady::time_point t, std::chrono::seconds limit) {
     std::unique_lock lk(mu);
-    return progressed.wait_for(lk, limit, [&] { return oks_after(t) >= 20; });
+    return progressed.wait_for(lk, limit, [&] { return oks_after(t) >= 20 && reads_after(t) >= 20; });
   };
   struct event_mark {
     std::string what;
@@ -153,8 +291,14 @@ TEST(patroni_failover, writers_follow_the_leader_through_switchover_crash_and_ha
   };
   std::vector<event_mark> marks;
   std::string final_leader;
+  // Patroni's state has no event to wait on: it is asked every 250 ms
+  // (patronictl is a process each time), however busy the readers are.
+  auto poll_pause = [&] {
+    std::unique_lock lk(mu);
+    progressed.wait_for(lk, 250ms, [] { return false; });
+  };
   bool resumed = wait_for_writes(steady::time_point{}, 30s);
-  ASSERT_TRUE(resumed) << "no writes before any failover\n" << cluster.describe();
+  ASSERT_TRUE(resumed) << "no writes or no reads before any failover\n" << cluster.describe();
 
   try {
   std::string leader = cluster.leader();
@@ -167,7 +311,8 @@ TEST(patroni_failover, writers_follow_the_leader_through_switchover_crash_and_ha
   cluster.switchover(leader, other);
   // patronictl may return before the old leader steps down.
   leader = cluster.wait_for_healthy(leader, 90s);
-  EXPECT_TRUE(wait_for_writes(marks.back().at, 60s)) << "no writes after the switchover\n" << cluster.describe();
+  EXPECT_TRUE(wait_for_writes(marks.back().at, 60s))
+      << "no writes or no reads after the switchover\n" << cluster.describe();
 
   marks.push_back({"kill -9 of the leader's postmaster", leader, steady::now()});
   const pid_t killed = cluster.postmaster_pid(leader);
@@ -177,12 +322,10 @@ TEST(patroni_failover, writers_follow_the_leader_through_switchover_crash_and_ha
   // Patroni has started a new postmaster (or moved the leader) and writes
   // flow again.
   for (const auto until = steady::now() + 60s;
-       cluster.postmaster_pid(leader) == killed && cluster.leader() == leader && steady::now() < until;) {
-    std::unique_lock lk(mu);
-    progressed.wait_for(lk, 250ms);
-  }
+       cluster.postmaster_pid(leader) == killed && cluster.leader() == leader && steady::now() < until;)
+    poll_pause();
   const auto restarted = steady::now();
-  EXPECT_TRUE(wait_for_writes(restarted, 60s)) << "no writes after the crash\n" << cluster.describe();
+  EXPECT_TRUE(wait_for_writes(restarted, 60s)) << "no writes or no reads after the crash\n" << cluster.describe();
   leader = cluster.wait_for_healthy("", 90s);
 
   marks.push_back({"SIGSTOP of the leader node", leader, steady::now()});
@@ -191,20 +334,21 @@ TEST(patroni_failover, writers_follow_the_leader_through_switchover_crash_and_ha
   // standby following the new leader before a COMMIT returns.
   const bool after_hang = wait_for_writes(marks.back().at, 120s);
   cluster.freeze(leader, false);
-  EXPECT_TRUE(after_hang) << "no writes after the leader hung\n" << cluster.describe();
+  EXPECT_TRUE(after_hang) << "no writes or no reads after the leader hung\n" << cluster.describe();
   // Only the leader matters for the check: the thawed node may still be
   // rewinding or cloning.
   for (const auto until = steady::now() + 60s; final_leader.empty() && steady::now() < until;) {
     final_leader = cluster.leader();
-    std::unique_lock lk(mu);
-    progressed.wait_for(lk, 250ms);  // woken early by a write, which is fine
+    poll_pause();
   }
   ASSERT_FALSE(final_leader.empty()) << "no leader after the hang\n" << cluster.describe();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << e.what();
+  }
+  // Everything below reads the events: no writer or reader may still add one.
   stop.store(true);
   for (auto& w : writers) w.join();
-  } catch (const std::exception& e) {
-    FAIL() << e.what();
-  }
+  const auto stopped_at = steady::now();
 
   const std::set<long> stored = stored_ids(cluster.node_conninfo(final_leader));
   int committed = 0, nothing = 0, unknown = 0, missing = 0, present = 0;
@@ -237,19 +381,17 @@ TEST(patroni_failover, writers_follow_the_leader_through_switchover_crash_and_ha
   for (const auto& e : events)
     if (e.f == fate::committed) ends.push_back(e.end);
   std::sort(ends.begin(), ends.end());
+  // The read gap likewise, over reads that answered.
+  std::vector<steady::time_point> read_ends;
+  for (const auto& e : reads)
+    if (!e.ec) read_ends.push_back(e.end);
+  std::sort(read_ends.begin(), read_ends.end());
   for (std::size_t i = 0; i < marks.size(); ++i) {
     const auto from = marks[i].at;
-    const auto to = i + 1 < marks.size() ? marks[i + 1].at : steady::time_point::max();
-    std::chrono::milliseconds gap{0};
-    steady::time_point prev = from;
-    for (auto t : ends) {
-      if (t <= from) continue;
-      if (t >= to) break;
-      gap = std::max(gap, std::chrono::duration_cast<std::chrono::milliseconds>(t - prev));
-      prev = t;
-    }
-    std::printf("[figure] %s (%s): write gap %lld ms\n", marks[i].what.c_str(), marks[i].node.c_str(),
-                static_cast<long long>(gap.count()));
+    const auto to = i + 1 < marks.size() ? marks[i + 1].at : stopped_at;
+    std::printf("[figure] %s (%s): write gap %lld ms, read gap %lld ms\n", marks[i].what.c_str(),
+                marks[i].node.c_str(), static_cast<long long>(longest_gap(ends, from, to).count()),
+                static_cast<long long>(longest_gap(read_ends, from, to).count()));
   }
   std::printf("[figure] writes: %d committed (%d missing), %d failed with nothing executed (%d present), %d unknown; "
               "longest write %lld ms (bound %lld ms)\n",
@@ -291,9 +433,46 @@ TEST(patroni_failover, writers_follow_the_leader_through_switchover_crash_and_ha
       }
     }
   }
+  int read_failed = 0, read_wrong = 0, read_writable = 0, read_on_standby = 0;
+  std::chrono::milliseconds longest_read{0};
+  std::map<std::string, int> read_errors;
+  std::string wrong_sample, writable_sample;
+  for (const auto& e : reads) {
+    longest_read = std::max(longest_read, std::chrono::duration_cast<std::chrono::milliseconds>(e.end - e.start));
+    const long long at =
+        marks.empty() ? 0 : std::chrono::duration_cast<std::chrono::milliseconds>(e.start - marks.front().at).count();
+    if (e.ec) {
+      ++read_failed;
+      ++read_errors[e.error];
+      continue;
+    }
+    read_on_standby += e.standby;
+    if (!e.right && read_wrong++ == 0)
+      wrong_sample = "port " + e.port + ", " + std::to_string(at) + " ms after the switchover";
+    if (!e.read_only_txn && read_writable++ == 0)
+      writable_sample = "port " + e.port + (e.standby ? " (in recovery)" : " (not in recovery)") + ", started " +
+                        std::to_string(at) + " ms after the switchover";
+  }
+  const auto rs = router.stats();
+  std::printf("[figure] reads: %zu, %d answered by a standby, %d failed, %d wrong, %d in a read-write transaction; "
+              "longest read %lld ms (bound %lld ms + %lld ms); to a replica %llu, to the primary %llu, re-run on "
+              "the primary %llu, on a replica %llu\n",
+              reads.size(), read_on_standby, read_failed, read_wrong, read_writable,
+              static_cast<long long>(longest_read.count()), static_cast<long long>(read_bound.count()),
+              static_cast<long long>(read_margin.count()), static_cast<unsigned long long>(rs.reads_to_replica),
+              static_cast<unsigned long long>(rs.reads_to_primary_no_replica + rs.reads_to_primary_lag),
+              static_cast<unsigned long long>(rs.reads_retried_on_primary),
+              static_cast<unsigned long long>(rs.reads_retried_on_replica));
+  for (const auto& [what, n] : read_errors) std::printf("[figure] read failed %d times: %s\n", n, what.c_str());
   EXPECT_EQ(missing, 0) << "writes reported committed are missing\n" << cluster.describe();
   EXPECT_EQ(present, 0) << "a write reported as not executed is in the table: " << sample;
   EXPECT_LE(longest, bound + 1000ms) << "a write hung past connect_timeout + acquire_timeout + query_timeout";
+  EXPECT_EQ(read_wrong, 0) << "a read answered a value other than the one stored for its key: " << wrong_sample;
+  EXPECT_EQ(read_writable, 0) << "a marked read ran in a read-write transaction (a marked write would have "
+                                 "committed there): "
+                              << writable_sample;
+  EXPECT_LE(longest_read, read_bound + read_margin) << "a read hung past connect_timeout + acquire_timeout";
+  EXPECT_EQ(read_failed, 0) << "reads failed (see the [figure] lines)";
   pgpipe::test::expect_no_secret(sample, {cluster.password()}, "errors");
 }
 
