@@ -346,9 +346,11 @@ TEST(patroni_failover, writers_follow_the_leader_through_switchover_crash_and_ha
     ADD_FAILURE() << e.what();
   }
   // Everything below reads the events: no writer or reader may still add one.
+  // The last event's window ends here, not after the join, which may wait
+  // for a write in flight.
+  const auto stopped_at = steady::now();
   stop.store(true);
   for (auto& w : writers) w.join();
-  const auto stopped_at = steady::now();
 
   const std::set<long> stored = stored_ids(cluster.node_conninfo(final_leader));
   int committed = 0, nothing = 0, unknown = 0, missing = 0, present = 0;
