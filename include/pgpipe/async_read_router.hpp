@@ -52,8 +52,12 @@ class async_read_router {
   /// Takes the primary's client and the replicas' clients (each configured as
   /// you like: loops, io_context, pool_params; give replicas a short
   /// acquire_timeout, since a read waiting on a dead replica's pool is
-  /// re-run on the primary only when that wait fails). Starts probing at once.
-  /// Throws pgpipe::error(errc::bad_params) for invalid `params`.
+  /// re-run on the primary only when that wait fails; and set
+  /// pool_params::read_only_sessions on any replica that may be promoted
+  /// (Patroni, any failover): a promoted standby keeps its open sessions,
+  /// marked reads reach them until the next probe, and only read-only
+  /// sessions keep a marked write from committing there). Starts probing at
+  /// once. Throws pgpipe::error(errc::bad_params) for invalid `params`.
   async_read_router(async_client primary, std::vector<async_client> replicas, read_routing_params params = {});
   /// Stops the probes, then closes and destroys the replicas' clients and the
   /// primary's (see ~async_client).

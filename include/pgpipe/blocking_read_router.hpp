@@ -89,8 +89,12 @@ class blocking_read_router {
  public:
   /// Takes the pools (non-null; give replicas a short acquire_timeout: a read
   /// waiting on a dead replica's pool is re-run on the primary only when that
-  /// wait fails). Starts probing at once. Throws pgpipe::error(errc::bad_params)
-  /// for invalid `params` or a null pool.
+  /// wait fails; and set pool_params::read_only_sessions on any replica that
+  /// may be promoted (Patroni, any failover): a promoted standby keeps its
+  /// open sessions, marked reads reach them until the next probe, and only
+  /// read-only sessions keep a marked write from committing there). Starts
+  /// probing at once. Throws pgpipe::error(errc::bad_params) for invalid
+  /// `params` or a null pool.
   blocking_read_router(std::unique_ptr<blocking_pool> primary, std::vector<std::unique_ptr<blocking_pool>> replicas,
                        read_routing_params params = {});
   /// Stops the probes (waiting for one in progress), then destroys the pools.
