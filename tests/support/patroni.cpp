@@ -61,6 +61,12 @@ struct patroni_cluster::state {
            // only (docs/scaling.md: without it, writes were lost).
            "    synchronous_mode: true\n"
            "    synchronous_mode_strict: true\n"
+           // A node whose timeline is behind the cluster's stays out of the
+           // leader race: a thawed former leader (timeline N) could otherwise
+           // take the key back from the standby promoted meanwhile (N + 1)
+           // when that one misses a renewal, and the writes acknowledged on
+           // N + 1 would be lost (seen once in ten loaded runs without it).
+           "    check_timeline: true\n"
            "    postgresql:\n"
            "      use_pg_rewind: false\n"
            "      parameters: {wal_level: replica, hot_standby: 'on', max_wal_senders: 10, "
