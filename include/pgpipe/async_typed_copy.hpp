@@ -118,6 +118,7 @@ class async_copy_writer {
     async_copy_writer* w;
     std::span<const T> rows;
     std::size_t next = 0;
+    bool started = false;       // a chunk was written (the first step is over)
     std::error_code failure{};  // set while the COPY is being aborted for a row
 
     template <class Self>
@@ -143,13 +144,17 @@ class async_copy_writer {
         }
         ++next;
       }
-      if (buf.empty()) {
+      if (buf.empty() && started) {
         w->message_.clear();
         detail::typed_copy_complete<Throws>(self, {}, w->message_);
         return;
       }
+      // Even with no rows the first step writes (an empty chunk): the
+      // operation then completes through the connection like any write, never
+      // inside async_write_rows, and reports a COPY that already ended.
       // async_write copies the chunk when it starts, and a handler that runs
       // inline would fill buf_ again: send from the other buffer.
+      started = true;
       w->sending_.swap(buf);
       buf.clear();
       w->in_.async_write(w->sending_, std::move(self));

@@ -64,8 +64,9 @@ struct async_driver {
   template <class T>
   std::uint64_t write(const std::string& sql, const std::vector<T>& rows) {
     pgpipe::async_copy_writer<T> w(lease.copy_in(sql));
-    // Two calls, to show a COPY fed by several batches.
+    // Several calls, to show a COPY fed by batches (an empty one too).
     const std::span<const T> all(rows);
+    w.async_write_rows(all.first(0), boost::asio::use_future).get();
     w.async_write_rows(all.first(rows.size() / 2), boost::asio::use_future).get();
     w.async_write_rows(all.subspan(rows.size() / 2), boost::asio::use_future).get();
     return w.async_finish(boost::asio::use_future).get().affected_rows();

@@ -63,7 +63,7 @@ class copy_row_encoder {
     row_traits<T>::for_each(const_cast<T&>(row), [&](auto, const auto& member) {
       if (ec) return;
       if (i != 0) out += '\t';
-      ec = append_field(member, out, message, i);
+      ec = append_field(member, out, message);
       ++i;
     });
     if (ec) {
@@ -80,7 +80,7 @@ class copy_row_encoder {
 
  private:
   template <class M>
-  static std::error_code append_field(const M& member, std::string& out, std::string& why, std::size_t) {
+  static std::error_code append_field(const M& member, std::string& out, std::string& why) {
     std::optional<std::string> text;
     try {
       text = param_traits_for<M>::encode(member);
