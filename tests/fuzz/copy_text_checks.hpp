@@ -49,18 +49,22 @@ inline std::optional<fields> parse(std::string_view line, std::string& why) {
   return out;
 }
 
-inline std::string write(const fields& fs) {
+/// The fields written back as a line; std::nullopt when one holds a NUL
+/// byte (which append_escaped must refuse: text COPY cannot carry it).
+inline std::optional<std::string> write(const fields& fs) {
   std::string line;
   for (std::size_t i = 0; i < fs.size(); ++i) {
     if (i) line += '\t';
     if (fs[i]) {
-      detail::copy_text::append_escaped(line, *fs[i]);
+      if (!detail::copy_text::append_escaped(line, *fs[i])) return std::nullopt;
     } else {
       detail::copy_text::append_null(line);
     }
   }
   return line;
 }
+
+inline bool has_nul(std::string_view v) { return v.find('\0') != std::string_view::npos; }
 
 using row = std::tuple<std::int64_t, std::optional<std::string>, bool>;
 
@@ -72,14 +76,20 @@ inline bool own_code(const std::error_code& ec) {
 inline violation check_line(std::string_view line) {
   std::string why;
   if (auto f = parse(line, why)) {
-    const std::string again = write(*f);
-    if (parse(again, why) != f) return "parsed fields do not survive a write and a parse";
+    bool nul = false;
+    for (const auto& v : *f) nul = nul || (v && has_nul(*v));
+    const auto again = write(*f);
+    if (again.has_value() == nul) return "a field was refused for a NUL byte it does not hold, or the reverse";
+    if (again && parse(*again, why) != f) return "parsed fields do not survive a write and a parse";
   } else if (why.empty()) {
     return "a line was refused without a reason";
   }
   // The line's bytes as one field's value.
   std::string one;
-  detail::copy_text::append_escaped(one, line);
+  if (!detail::copy_text::append_escaped(one, line)) {
+    if (!has_nul(line)) return "a value without a NUL byte was refused";
+    return std::nullopt;
+  }
   const auto back = parse(one, why);
   if (!back || back->size() != 1 || !(*back)[0] || *(*back)[0] != line) return "an escaped value does not parse back";
   return std::nullopt;

@@ -24,8 +24,10 @@
 
 namespace pgpipe::detail::copy_text {
 
-/// Appends `v` escaped as one field's text.
-inline void append_escaped(std::string& out, std::string_view v) {
+/// Appends `v` escaped as one field's text. Returns false when `v` holds a
+/// NUL byte, which text COPY cannot carry (what was appended is then to be
+/// dropped by the caller); one pass does both.
+inline bool append_escaped(std::string& out, std::string_view v) {
   std::size_t plain = 0;  // start of the run of bytes copied as they are
   for (std::size_t i = 0; i < v.size(); ++i) {
     char esc = 0;
@@ -34,6 +36,7 @@ inline void append_escaped(std::string& out, std::string_view v) {
       case '\t': esc = 't'; break;
       case '\n': esc = 'n'; break;
       case '\r': esc = 'r'; break;
+      case '\0': return false;
       default: continue;
     }
     out.append(v.data() + plain, i - plain);
@@ -42,6 +45,7 @@ inline void append_escaped(std::string& out, std::string_view v) {
     plain = i + 1;
   }
   out.append(v.data() + plain, v.size() - plain);
+  return true;
 }
 
 /// Appends SQL NULL as one field.

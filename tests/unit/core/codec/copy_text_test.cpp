@@ -50,6 +50,8 @@ TEST(CopyText, EscapesEverySpecialCharacter) {
   EXPECT_EQ(escaped(""), "");
   EXPECT_EQ(escaped("\t\n\r\\"), "\\t\\n\\r\\\\");
   EXPECT_EQ(escaped("ph\xE1\xBB\x9F, \xE6\x97\xA5\xE6\x9C\xAC"), "ph\xE1\xBB\x9F, \xE6\x97\xA5\xE6\x9C\xAC");
+  std::string out;
+  EXPECT_FALSE(append_escaped(out, std::string_view("a\0b", 3)));  // text COPY cannot carry a NUL byte
 }
 
 TEST(CopyText, UnescapesWhatTheServerSends) {
