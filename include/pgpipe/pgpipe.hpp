@@ -29,6 +29,7 @@
 #include <pgpipe/async_read_router.hpp>
 #include <pgpipe/async_row_stream.hpp>
 #include <pgpipe/async_transaction_lease.hpp>
+#include <pgpipe/async_typed_copy.hpp>
 #include <pgpipe/query_options.hpp>
 #include <pgpipe/transaction.hpp>
 #include <pgpipe/with_diagnostics.hpp>
@@ -41,6 +42,7 @@
 #include <pgpipe/blocking_pool.hpp>
 #include <pgpipe/blocking_read_router.hpp>
 #include <pgpipe/blocking_types.hpp>
+#include <pgpipe/blocking_typed_copy.hpp>
 
 // The SCRAM toolkit: <pgpipe/scram/*.hpp>.
 #include <pgpipe/scram.hpp>
