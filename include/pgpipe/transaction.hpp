@@ -110,7 +110,8 @@ class statement {
 /// What async_transaction_batch reports besides its error code.
 struct async_batch_report {
   /// One result per statement, in order, once the transaction committed;
-  /// empty when it did not (nothing of it stayed).
+  /// empty otherwise: nothing of it stayed, except after errc::connection_lost
+  /// with COMMIT written, when it may have committed (see the batch's errors).
   std::vector<result> results;
   /// The statement whose error is reported: its index in the batch, or the
   /// batch's size when COMMIT itself failed; nullopt when BEGIN or the
