@@ -110,7 +110,8 @@ class statement {
 /// What async_transaction_batch reports besides its error code.
 struct async_batch_report {
   /// One result per statement, in order, once the transaction committed;
-  /// empty when it did not (nothing of it stayed).
+  /// empty otherwise: nothing of it stayed, except after errc::connection_lost
+  /// with COMMIT written, when it may have committed (see the batch's errors).
   std::vector<result> results;
   /// The statement whose error is reported: its index in the batch, or the
   /// batch's size when COMMIT itself failed; nullopt when BEGIN or the
@@ -226,16 +227,31 @@ auto async_transaction(async_client& client, transaction_options opts, Work&& wo
 /// naming the statement that failed first. With opts.retry, the whole batch
 /// is sent again (after a jittered back-off) when it fails with 40001 or
 /// 40P01, as async_transaction does.
-/// Errors: a statement's SQLSTATE; BEGIN's or COMMIT's; errc::invalid_argument
-///   (a parameter with a NUL byte, or an empty batch: nothing sent); the
-///   acquire errors (errc::pool_timeout, queue_full, closed, connect errors);
-///   errc::connection_lost when the connection died with the batch in flight
-///   (it may have committed); errc::not_sent when it died before;
-///   errc::query_timeout when the client stopped waiting (query_timeout or a
-///   statement's query_options::timeout) after the batch was written: the
-///   server runs it on, COMMIT included, so it may have committed (results
-///   empty, failed_statement empty). The meaning of every error, per helper:
-///   docs/reliability.md, "What a transaction helper's error means".
+/// Deadline: the pool's query_timeout. Once the batch is written it does not
+/// end the batch by itself (the server decides what stays): the driver
+/// cancels the statement the server runs and reports what the server then
+/// did, waiting for that answer at most max(connect_timeout, 1 s) more.
+/// Errors, and what each means about what stayed on the server:
+///   - a statement's SQLSTATE (failed_statement its index), BEGIN's
+///     (failed_statement empty) or COMMIT's (failed_statement the batch's
+///     size; 40001/40P01 once retries are spent): nothing stayed;
+///   - errc::query_timeout with diag.sqlstate 57014: the deadline passed and
+///     the server stopped the statement failed_statement names (the batch's
+///     size: COMMIT; empty: BEGIN) and rolled back: nothing stayed;
+///   - errc::query_timeout without a server SQLSTATE: the deadline passed
+///     before the batch was written: nothing was sent;
+///   - errc::connection_lost with failed_statement empty and diag saying
+///     "may have committed": COMMIT was written and the connection died, or
+///     the server answered nothing within the bound after the deadline's
+///     cancel (the connection is then retired): it may have committed; check
+///     before running it again;
+///   - errc::connection_lost / errc::not_sent before COMMIT was written:
+///     nothing stayed (the server rolls back when the session ends);
+///   - errc::invalid_argument (a parameter with a NUL byte, or an empty
+///     batch) and the acquire errors (errc::pool_timeout, queue_full,
+///     closed, connect errors): nothing was sent.
+/// Every row, with the test that pins it: docs/reliability.md, "What a
+/// transaction helper's error means".
 /// Statements run on a lease: the shared path's sharing rules do not apply.
 /// `client` must outlive the operation. Not cancellable. Executor of the handler: its own, else the client's first loop.
 template <class CompletionToken>

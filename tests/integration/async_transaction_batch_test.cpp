@@ -21,6 +21,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <future>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -229,6 +230,126 @@ TEST(async_transaction_batch, a_serialization_failure_is_retried) {
   EXPECT_EQ(pgpipe::sqlstate_of(ec1), "40001") << report1.diag.to_string();
   EXPECT_EQ(report1.failed_statement, std::optional<std::size_t>(0));
   EXPECT_EQ(pg.query_value("select n from txb_ser"), "3");
+}
+
+// The report of a batch whose client deadline passed once its chain was
+// written says what the server did: a statement stopped by the cancel sent
+// at the deadline is named, and nothing of the batch stays; a COMMIT that
+// got through is a success. Only when the server answers nothing does the
+// report say "may have committed".
+namespace {
+
+bool in_doubt(const pgpipe::async_batch_report& r) {
+  return r.diag.client_message.find("may have committed") != std::string::npos;
+}
+
+int active_statements(const std::string& app) {
+  return pgpipe::test::server_connections_where(shared_cluster(),
+                                                "application_name = '" + app + "' and state <> 'idle'");
+}
+
+}  // namespace
+
+TEST(async_transaction_batch, a_deadline_stops_the_running_statement_on_the_server_and_nothing_stays) {
+  auto& pg = shared_cluster();
+  const std::string app = "async_txb_deadline";
+  pg.exec("drop table if exists txb_deadline; create table txb_deadline(v int)");
+  auto p = params_for(app_conninfo(app), 1);
+  p.query_timeout = 300ms;
+  pgpipe::async_client client(p, {.loops = 1});
+  auto [aec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
+  ASSERT_FALSE(aec) << aec.message();
+  std::vector<pgpipe::statement> s;
+  s.emplace_back("insert into txb_deadline values (1)");  // the marker
+  s.emplace_back("select pg_sleep(5)");
+  s.emplace_back("insert into txb_deadline values (3)");
+  auto [ec, report] = pgpipe::async_transaction_batch(l, {}, s, pgpipe::test::use_future_ec).get();
+  EXPECT_EQ(ec, pgpipe::errc::query_timeout) << ec.message() << " " << report.diag.to_string();
+  EXPECT_EQ(report.failed_statement, std::optional<std::size_t>(1)) << report.diag.to_string();
+  EXPECT_EQ(report.diag.sqlstate, "57014") << report.diag.to_string();
+  EXPECT_TRUE(report.results.empty());
+  EXPECT_FALSE(in_doubt(report)) << report.diag.to_string();
+  EXPECT_NE(report.diag.client_message.find("nothing of the batch stayed"), std::string::npos)
+      << report.diag.to_string();
+  // The sleep is over on the server, and what the report said is what the table holds.
+  EXPECT_TRUE(pgpipe::test::wait_until([&] { return active_statements(app) == 0; }, 2s))
+      << "the statement still runs on the server";
+  EXPECT_EQ(pg.query_value("select count(*) from txb_deadline"), "0");
+  // The lease is idle and answers its next query with that query's result.
+  auto [qec, qr] = l.async_query("select 42, txid_current_if_assigned() is null", pgpipe::test::use_future_ec).get();
+  ASSERT_FALSE(qec) << qec.message() << " " << qr.diag().to_string();
+  EXPECT_EQ(qr[0].get<int>(0), 42);
+  EXPECT_TRUE(qr[0].get<bool>(1));
+}
+
+TEST(async_transaction_batch, a_commit_slower_than_the_deadline_is_reported_as_the_server_ended_it) {
+  auto& pg = shared_cluster();
+  const std::string app = "async_txb_slow_commit";
+  pg.exec(
+      "drop table if exists txb_slow_commit; create table txb_slow_commit(v int);"
+      "create or replace function txb_slow_commit_wait() returns trigger language plpgsql as "
+      "$$ begin perform pg_sleep(1.5); return null; end $$;"
+      "create constraint trigger txb_slow_commit_at_commit after insert on txb_slow_commit "
+      "deferrable initially deferred for each row execute function txb_slow_commit_wait()");
+  auto p = params_for(app_conninfo(app), 1);
+  p.query_timeout = 300ms;
+  pgpipe::async_client client(p, {.loops = 1});
+  auto [aec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
+  ASSERT_FALSE(aec) << aec.message();
+  std::vector<pgpipe::statement> s;
+  s.emplace_back("insert into txb_slow_commit values (1)");
+  auto [ec, report] = pgpipe::async_transaction_batch(l, {}, s, pgpipe::test::use_future_ec).get();
+  // The server answered the cancel within its bound: the report is definite.
+  EXPECT_FALSE(in_doubt(report)) << ec.message() << " " << report.diag.to_string();
+  ASSERT_TRUE(pgpipe::test::wait_until([&] { return active_statements(app) == 0; }, 3s))
+      << "the COMMIT still runs on the server";
+  const std::string rows = pg.query_value("select count(*) from txb_slow_commit");
+  if (!ec) {
+    EXPECT_EQ(rows, "1") << "reported committed";
+  } else {
+    EXPECT_EQ(ec, pgpipe::errc::query_timeout) << ec.message() << " " << report.diag.to_string();
+    EXPECT_EQ(report.failed_statement, std::optional<std::size_t>(1)) << "COMMIT is named: " << report.diag.to_string();
+    EXPECT_EQ(report.diag.sqlstate, "57014") << report.diag.to_string();
+    EXPECT_EQ(rows, "0") << "reported as nothing stayed: " << report.diag.to_string();
+  }
+  auto [qec, qr] = l.async_query("select 7", pgpipe::test::use_future_ec).get();
+  ASSERT_FALSE(qec) << qec.message() << " " << qr.diag().to_string();
+  EXPECT_EQ(qr.value<int>(), 7);
+}
+
+// A server that answers nothing, not even the cancel sent at the deadline
+// (its backend stopped): the connection is retired within the cancel's
+// bound, and the report is the one case that cannot say what stayed.
+TEST(async_transaction_batch, a_server_silent_past_the_deadline_is_reported_as_may_have_committed) {
+  auto& pg = shared_cluster();
+  const std::string app = "async_txb_silent";
+  pg.exec("drop table if exists txb_silent; create table txb_silent(v int)");
+  auto p = params_for(app_conninfo(app), 1);
+  p.query_timeout = 300ms;
+  p.connect_timeout = 1s;  // the cancel's bound: max(connect_timeout, 1 s)
+  pgpipe::async_client client(p, {.loops = 1});
+  auto [aec, l] = client.async_acquire(pgpipe::test::use_future_ec).get();
+  ASSERT_FALSE(aec) << aec.message();
+  auto [iec, ids] = l.async_query("select pg_backend_pid()", pgpipe::test::use_future_ec).get();
+  ASSERT_FALSE(iec) << ids.diag().to_string();
+  const auto pid = static_cast<pid_t>(ids.value<int>());
+  std::vector<pgpipe::statement> s;
+  s.emplace_back("insert into txb_silent values (1)");
+  std::future<std::tuple<std::error_code, pgpipe::async_batch_report>> done;
+  {
+    stopped_backend stop(pid);
+    done = pgpipe::async_transaction_batch(l, {}, s, pgpipe::test::use_future_ec);
+    ASSERT_EQ(done.wait_for(10s), std::future_status::ready) << "the batch waited past the cancel's bound";
+  }
+  auto [ec, report] = done.get();
+  EXPECT_EQ(ec, pgpipe::errc::connection_lost) << ec.message() << " " << report.diag.to_string();
+  EXPECT_TRUE(in_doubt(report)) << report.diag.to_string();
+  EXPECT_FALSE(report.failed_statement.has_value());
+  EXPECT_TRUE(report.results.empty());
+  // The connection was retired: its backend goes once resumed.
+  EXPECT_TRUE(pgpipe::test::wait_until(
+      [&] { return pgpipe::test::server_connections_where(pg, "pid = " + std::to_string(pid)) == 0; }))
+      << "the connection was kept";
 }
 
 TEST(async_transaction_pipelined_begin, a_work_with_no_query_and_one_that_starts_at_once_both_commit) {

@@ -9,9 +9,15 @@
 // transaction block stays open (aborted) past the Sync; the next batch or
 // acquire must find the connection idle. After COMMIT itself failed there
 // is nothing to roll back.
+// Why a deadline does not end the batch by itself once it is written: the
+// server decides what stays. The connection cancels the statement the server
+// runs and waits for its answer (pipeline_core "Written chains past their
+// deadline"); that answer is the report. Only a lost connection with COMMIT
+// written leaves the outcome unknown.
 #include <pgpipe/transaction.hpp>
 
 #include "async/api/lease_chain.hpp"
+#include "core/sql/commit_check.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -81,6 +87,21 @@ asio::awaitable<std::error_code> run_once(async_lease& l, const std::string& beg
   }
   ec = out[first].first;
   report.diag = out[first].second.diag();
+  if (out.back().first == errc::connection_lost) {
+    // COMMIT was written and its answer lost: nothing here says what stayed.
+    ec = out.back().first;
+    note_commit_in_doubt(ec, report.diag);
+    co_return ec;
+  }
+  if (ec == errc::query_timeout && report.diag.sqlstate == "57014") {
+    // The server stopped it at the deadline: its transaction is rolled back.
+    const std::string what = first == 0   ? std::string("BEGIN")
+                             : first <= n ? "statement " + std::to_string(first - 1) + " of the batch"
+                                          : std::string("COMMIT");
+    report.diag.client_message = what +
+                                 " was still running at the client's deadline; the server stopped it and rolled the "
+                                 "transaction back: nothing of the batch stayed";
+  }
   if (first == 0) {
     if (report.diag.client_message.empty()) report.diag.client_message = "BEGIN failed: " + ec.message();
   } else {

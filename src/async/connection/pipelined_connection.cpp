@@ -113,6 +113,7 @@ void pipelined_connection::enqueue(std::shared_ptr<query_request> req) {
   r.chained = req->chained && req->on_lease;
   r.opens_unit = req->opens_unit && req->on_lease;
   r.in_unit = req->in_unit && req->on_lease;
+  r.cancel_at_deadline = req->cancel_at_deadline && req->on_lease;
   r.pooled = req->pooled;
   r.deadline = req->deadline;
   // Sync coalescing only where a rollback of the batch cannot undo anything

@@ -90,6 +90,9 @@ struct query_request {
   /// inside it (pipeline_core "Units").
   bool opens_unit = false;
   bool in_unit = false;
+  /// Lease: once written, a cancel at the deadline, whose answer decides the
+  /// outcome (pipeline_core "Written chains past their deadline").
+  bool cancel_at_deadline = false;
 
   // Guarded by the client's mutex while the request is in the pool.
   waiter_id waiter = 0;                         ///< nonzero while queued

@@ -44,6 +44,13 @@ std::pair<std::error_code, result> outcome_result(pipe_outcome o, query_request&
       // No error of its own: the cancel stopped the segment ahead of it.
       if (!req.err) return fail(errc::cancelled, "cancelled on the server before it ran");
       return with_error(make_error_code(errc::cancelled));
+    case pipe_outcome::timed_out_on_server: {
+      // The server's fields (57014) stay; the code says why it was stopped.
+      if (!req.err) return fail(errc::query_timeout, "query timed out; the server stopped it at the deadline");
+      diagnostics d = diagnostics_of(req.err.get());
+      d.client_message = "query timed out: the server stopped it at the client's deadline";
+      return out{make_error_code(errc::query_timeout), result(req.err.release(), std::move(d))};
+    }
     case pipe_outcome::session_ended:
       return with_error(make_error_code(errc::connection_lost));
     case pipe_outcome::no_result:

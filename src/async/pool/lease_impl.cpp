@@ -57,6 +57,8 @@ void lease_impl::submit_chain(std::vector<query_spec> specs, std::vector<std::un
     reqs.back()->chained = i + 1 < specs.size() || open_end;
     reqs.back()->opens_unit = i == 0;
     reqs.back()->in_unit = i > 0;
+    // A whole transaction (BEGIN to COMMIT): its deadline asks the server.
+    reqs.back()->cancel_at_deadline = !open_end;
   }
   // All or nothing: a chain with a piece missing would be another transaction.
   std::error_code refused;

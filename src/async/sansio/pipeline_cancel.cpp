@@ -18,9 +18,18 @@
 //    cancel may not be sent (a shared connection).
 //  - Nothing is written from the cancel's request until the call has
 //    returned and the target's Sync was read (writes_held()).
+//  - A written chain past its deadline (cancel_at_deadline) is cancelled
+//    rather than detached: detached, its COMMIT would commit while its
+//    caller was told it timed out, and a ROLLBACK sent after it would only
+//    queue behind it. Cancelled, the server says what stayed. The wait for
+//    that answer reuses cancel_bound, the time the connection already allows
+//    a cancel: a server that answers nothing within it is not trusted with
+//    the next request either.
 #include "async/sansio/pipeline_core.hpp"
 
+#include <algorithm>
 #include <iterator>
+#include <string>
 
 namespace pgpipe::detail {
 
@@ -57,6 +66,34 @@ bool pipeline_core::try_start_cancel(time_point now, entry& e) {
     return false;
   bound_by_cancel(e, now + p_.cancel_bound);
   emit_cancel(now, e);
+  return true;
+}
+
+pipeline_core::entry* pipeline_core::running_in_segment(const entry& e) {
+  // batch_ holds finished requests of the oldest segment: its running one,
+  // if any, is in written_ ahead of that segment's Sync.
+  bool found = std::any_of(batch_.begin(), batch_.end(), [&](const entry& b) { return &b == &e; });
+  entry* running = nullptr;
+  for (auto& w : written_) {
+    if (running == nullptr && w.at != stage::ended) running = &w;
+    if (&w == &e) found = true;
+    if (!w.batch_last) continue;
+    if (found) return running;
+    running = nullptr;  // a Sync: the next segment starts
+  }
+  return nullptr;
+}
+
+bool pipeline_core::outlive_deadline(time_point now, entry& e) {
+  if (e.past_deadline) {
+    break_all("the server answered nothing within " + std::to_string(p_.cancel_bound.count()) +
+                  " ms of the cancel sent at a written transaction's deadline (it may have committed)",
+              std::nullopt);
+    return false;
+  }
+  e.past_deadline = true;
+  e.req.deadline = now + p_.cancel_bound;
+  if (entry* running = running_in_segment(e)) try_start_cancel(now, *running);
   return true;
 }
 

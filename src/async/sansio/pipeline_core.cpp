@@ -292,6 +292,10 @@ void pipeline_core::on_tick(time_point now) {
   for (auto* q : {&batch_, &written_}) {
     for (auto& e : *q) {
       if (!e.awaited() || e.req.deadline > now) continue;
+      if (e.req.cancel_at_deadline) {
+        if (!outlive_deadline(now, e)) return;
+        continue;
+      }
       complete(e, e.cancel_sent ? pipe_outcome::cancel_unconfirmed : pipe_outcome::timeout_detached);
     }
   }

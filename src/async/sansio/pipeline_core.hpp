@@ -103,6 +103,20 @@
 //    next opener. A chain's segment is never split by the statement cache:
 //    a request that would evict a statement mid-segment goes unnamed (the
 //    DEALLOCATE's own Sync would end the segment).
+//  - Written chains past their deadline (lease only): a written request
+//    marked `cancel_at_deadline` (async_transaction_batch's BEGIN,
+//    statements and COMMIT) is not answered by its deadline: the server
+//    decides what stayed, so the core asks it. At the deadline a cancel goes
+//    to the request of its Sync segment that the server runs (the hold-back
+//    rule above applies: none when a segment is written behind it), and
+//    every request of the segment waits for the server's answer within
+//    `cancel_bound` more. The answer decides: a request stopped with 57014
+//    completes `timed_out_on_server`, the rest of its segment `skipped`,
+//    the ones that ran `ok`; a segment that ended before the signal landed
+//    completes as answered. No answer within the bound: the connection is
+//    closed and the written requests complete `connection_lost` (the only
+//    case where the caller cannot know what stayed). Waiting requests past
+//    their deadline complete `timeout_unsent` as usual.
 //  - COPY (lease only): a `copy` request waits at the head of the waiting
 //    queue until nothing is written (the pipeline is idle: libpq 15 allows
 //    no COPY in pipeline mode), then `start_copy` hands the connection to the
@@ -203,6 +217,9 @@ struct pipe_request {
   bool opens_unit = false;
   /// Lease only: runs only inside the unit opened last (see "Units").
   bool in_unit = false;
+  /// Lease only: once written, its deadline does not answer it; the server's
+  /// answer to a cancel does (see "Written chains past their deadline").
+  bool cancel_at_deadline = false;
   time_point deadline = time_point::max();
 };
 
@@ -225,6 +242,7 @@ enum class pipe_outcome : unsigned char {
   pooler_suspected,       ///< stored error (26000/42P05) that only a transaction pooler explains
   skipped,                ///< a chain's request the server skipped after an earlier one's error
   unit_failed,            ///< never written: the request opening its unit (BEGIN) failed
+  timed_out_on_server,    ///< stored error (57014) after the cancel sent at its deadline: the server stopped it
 };
 
 struct pipe_action {
@@ -396,6 +414,7 @@ class pipeline_core {
     bool abandoned = false;       ///< stream stopped by its reader
     bool batch_last = true;       ///< its send carried the Sync (false: mid-batch)
     bool closes_statement = false;  ///< the core's Close of statement `req.sql` (close_prepared)
+    bool past_deadline = false;   ///< cancel_at_deadline: its deadline passed; it waits for the server's answer
     pipe_request req;
     std::string name;             ///< statement it executed ("" = unnamed)
     std::string sqlstate;         ///< of its first error
@@ -459,6 +478,14 @@ class pipeline_core {
   void fire_pending_cancel(time_point now);
   /// A cancel's target has the server's answer: lifts that part of the hold-back.
   void target_over(pipe_id id);
+  /// `e` (cancel_at_deadline, written) reached its deadline: the first time,
+  /// a cancel for its segment and a bound on the wait for the server; the
+  /// second, the server said nothing within it: the connection is closed.
+  /// False when the connection was closed (the queues are cleared).
+  bool outlive_deadline(time_point now, entry& e);
+  /// The request of `e`'s Sync segment whose commands the server runs now
+  /// (the first whose results are not over), or null.
+  entry* running_in_segment(const entry& e);
   /// `e`'s deadline is at most `t`.
   void bound_by_cancel(entry& e, time_point t);
   /// Removes a request not yet written (completed cancelled_unsent); false if it was not waiting.

@@ -107,7 +107,7 @@ bool pipeline_core::settle_one(entry& e, bool lease_may_retry) {
         // is aborted, and running the rest alone would commit half of it.
         // A cancelled one did not run: its cancel landed ahead of it.
         release_unit(e);
-        complete(e, e.cancel_sent ? pipe_outcome::cancelled_by_server : pipe_outcome::skipped);
+        complete(e, e.cancel_sent && !e.past_deadline ? pipe_outcome::cancelled_by_server : pipe_outcome::skipped);
       } else {
         requeue(e);
         return true;
@@ -130,7 +130,11 @@ bool pipeline_core::settle_one(entry& e, bool lease_may_retry) {
     return true;
   }
   release_unit(e);
-  complete(e, e.cancel_sent && e.sqlstate == "57014" ? pipe_outcome::cancelled_by_server : pipe_outcome::sql_error);
+  if (e.sqlstate == "57014" && e.past_deadline) {
+    complete(e, pipe_outcome::timed_out_on_server);
+  } else {
+    complete(e, e.cancel_sent && e.sqlstate == "57014" ? pipe_outcome::cancelled_by_server : pipe_outcome::sql_error);
+  }
   return false;
 }
 

@@ -231,4 +231,123 @@ TEST(pipeline_core_chain, begin_written_with_the_first_statement_takes_its_deadl
   EXPECT_EQ(h.outcome(2), pipe_outcome::ok);
 }
 
+// A written chain marked cancel_at_deadline (async_transaction_batch): its
+// deadline does not answer it. The core cancels the statement the server
+// runs and waits for the server's answer, which decides every outcome.
+void submit_deadline_chain(harness& h, time_point deadline) {
+  const char* sql[] = {"begin", "insert marker", "select pg_sleep(5)", "commit"};
+  for (pipe_id id = 1; id <= 4; ++id) {
+    auto r = link(sql[id - 1], id < 4);
+    r.cancel_at_deadline = true;
+    r.deadline = deadline;
+    h.submit(id, r);
+  }
+  h.write();
+  ASSERT_EQ(syncs_of(h), (std::vector<bool>{false, false, false, true}));
+}
+
+TEST(pipeline_core_chain, a_written_chain_past_its_deadline_is_cancelled_and_the_server_decides) {
+  auto p = base_params();
+  p.max_prepared = 10;  // no eviction's DEALLOCATE ahead of the ROLLBACK
+  harness h(p);
+  submit_deadline_chain(h, h.now + 300ms);
+  h.reply();  // begin
+  h.reply();  // the marker insert
+  h.now += 300ms;
+  h.core.on_tick(h.now);
+  h.pump();
+  EXPECT_EQ(h.cancels, (std::vector<pipe_id>{3})) << "the cancel goes to the statement the server runs";
+  EXPECT_TRUE(h.outcomes.empty()) << "the deadline answered the chain itself";
+  h.submit(5, lease_req("rollback"));
+  h.write();
+  EXPECT_EQ(h.wire.size(), 2u) << "held back while the signal may land";
+  h.core.on_cancel_returned();
+  h.reply({pipe_result::error, "57014"});  // the sleep, stopped
+  server_answer last;
+  last.tx = tx_state::failed;
+  h.reply(last);  // commit: skipped, then the Sync
+  EXPECT_EQ(h.outcome(1), pipe_outcome::ok);
+  EXPECT_EQ(h.outcome(2), pipe_outcome::ok);
+  EXPECT_EQ(h.outcome(3), pipe_outcome::timed_out_on_server);
+  EXPECT_EQ(h.outcome(4), pipe_outcome::skipped);
+  for (pipe_id id = 1; id <= 4; ++id) EXPECT_EQ(h.completions(id), 1u);
+  EXPECT_TRUE(h.closes.empty());
+  h.write();
+  ASSERT_EQ(h.wire.size(), 1u);
+  EXPECT_EQ(h.wire.front().id, 5u);
+}
+
+TEST(pipeline_core_chain, a_chain_whose_commit_got_through_before_the_cancel_succeeds) {
+  harness h;
+  submit_deadline_chain(h, h.now + 300ms);
+  h.now += 300ms;
+  h.core.on_tick(h.now);
+  h.pump();
+  EXPECT_EQ(h.cancels, (std::vector<pipe_id>{1}));
+  h.core.on_cancel_returned();
+  for (int i = 0; i < 4; ++i) h.reply();  // the signal landed on an idle backend
+  for (pipe_id id = 1; id <= 4; ++id) EXPECT_EQ(h.outcome(id), pipe_outcome::ok);
+  EXPECT_FALSE(h.core.writes_held());
+}
+
+TEST(pipeline_core_chain, a_server_silent_after_the_deadline_cancel_retires_the_connection) {
+  harness h;
+  submit_deadline_chain(h, h.now + 300ms);
+  h.reply();
+  h.now += 300ms;
+  h.core.on_tick(h.now);
+  h.pump();
+  ASSERT_EQ(h.cancels, (std::vector<pipe_id>{2}));
+  h.core.on_cancel_returned();
+  h.now += 999ms;
+  h.core.on_tick(h.now);
+  h.pump();
+  EXPECT_TRUE(h.outcomes.empty()) << "answered before the cancel's bound";
+  h.now += 1ms;
+  h.core.on_tick(h.now);
+  h.pump();
+  ASSERT_EQ(h.closes.size(), 1u);
+  EXPECT_NE(h.closes[0].find("may have committed"), std::string::npos) << h.closes[0];
+  for (pipe_id id = 1; id <= 4; ++id) EXPECT_EQ(h.outcome(id), pipe_outcome::connection_lost);
+}
+
+TEST(pipeline_core_chain, a_chain_with_a_segment_written_behind_it_is_not_signalled_and_still_waits) {
+  // A signal could land on the later segment: none is sent. The chain still
+  // waits for the server, whose answer decides as before.
+  auto p = base_params();
+  p.depth = 16;
+  harness h(p);
+  submit_deadline_chain(h, h.now + 300ms);
+  h.submit(5, lease_req("select 1"));
+  h.write();
+  ASSERT_EQ(h.core.written(), 5u);
+  h.now += 300ms;
+  h.core.on_tick(h.now);
+  h.pump();
+  EXPECT_TRUE(h.cancels.empty());
+  EXPECT_TRUE(h.outcomes.empty());
+  for (int i = 0; i < 4; ++i) h.reply();
+  for (pipe_id id = 1; id <= 4; ++id) EXPECT_EQ(h.outcome(id), pipe_outcome::ok);
+  h.reply();
+  EXPECT_EQ(h.outcome(5), pipe_outcome::ok);
+  EXPECT_TRUE(h.closes.empty());
+}
+
+TEST(pipeline_core_chain, without_the_mark_a_written_chain_past_its_deadline_is_detached) {
+  harness h;
+  auto begin = link("begin", true);
+  begin.deadline = h.now + 300ms;
+  auto stmt = lease_req("select pg_sleep(5)");
+  stmt.deadline = h.now + 300ms;
+  h.submit(1, begin);
+  h.submit(2, stmt);
+  h.write();
+  h.now += 300ms;
+  h.core.on_tick(h.now);
+  h.pump();
+  EXPECT_TRUE(h.cancels.empty());
+  EXPECT_EQ(h.outcome(1), pipe_outcome::timeout_detached);
+  EXPECT_EQ(h.outcome(2), pipe_outcome::timeout_detached);
+}
+
 }  // namespace
