@@ -366,6 +366,7 @@ class async_client {
     constexpr std::size_t n = sizeof...(I);
     detail::query_spec spec{std::string(sql), detail::encode_params(std::get<I>(t)...), std::nullopt};
     spec.stream_chunk_rows = opts.stream_chunk_rows;
+    spec.binary_results = opts.results == result_format::binary;
     return detail::initiate_op<async_row_stream>(
         [](auto handler, std::shared_ptr<detail::client_impl> impl, detail::query_spec s) {
           using H = decltype(handler);
