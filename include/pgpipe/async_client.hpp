@@ -212,6 +212,9 @@ class async_client {
   /// The result's columns are checked against T once, before any row is
   /// read, and the rows are decoded on the connection's event loop before
   /// the handler runs (for very large results, async_stream reads row by row).
+  /// The values arrive in binary when every field type of T reads binary
+  /// (field_traits' binary_results), else in text; query_options::results
+  /// overrides the choice (pgpipe/query_options.hpp).
   /// Errors: every error of async_query, then those of result::to_vector<T>
   /// (pgpipe/typed_rows.hpp): errc::columns_mismatch, errc::type_mismatch,
   /// errc::null_value, errc::conversion_error, errc::out_of_range; the value
