@@ -144,6 +144,9 @@ struct param_traits<array<E>> {
 template <class E>
   requires detail::traits_detect::decodable<typename detail::traits_detect::element_of<E>::type>
 struct field_traits<array<E>> {
+  /// Binary results when the element type reads them.
+  static constexpr bool binary_results =
+      detail::traits_detect::reads_binary<typename detail::traits_detect::element_of<E>::type>();
   /// An array type whose element type E accepts.
   static bool accepts(type_oid t) { return field_traits<std::vector<E>>::accepts(t) && array_element_oid(t) != 0; }
   /// What a type-mismatch message calls the C++ type.

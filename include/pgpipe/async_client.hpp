@@ -212,6 +212,9 @@ class async_client {
   /// The result's columns are checked against T once, before any row is
   /// read, and the rows are decoded on the connection's event loop before
   /// the handler runs (for very large results, async_stream reads row by row).
+  /// The values arrive in binary when every field type of T reads binary
+  /// (field_traits' binary_results), else in text; query_options::results
+  /// overrides the choice (pgpipe/query_options.hpp).
   /// Errors: every error of async_query, then those of result::to_vector<T>
   /// (pgpipe/typed_rows.hpp): errc::columns_mismatch, errc::type_mismatch,
   /// errc::null_value, errc::conversion_error, errc::out_of_range; the value
@@ -366,6 +369,7 @@ class async_client {
     constexpr std::size_t n = sizeof...(I);
     detail::query_spec spec{std::string(sql), detail::encode_params(std::get<I>(t)...), std::nullopt};
     spec.stream_chunk_rows = opts.stream_chunk_rows;
+    spec.binary_results = opts.results == result_format::binary;
     return detail::initiate_op<async_row_stream>(
         [](auto handler, std::shared_ptr<detail::client_impl> impl, detail::query_spec s) {
           using H = decltype(handler);

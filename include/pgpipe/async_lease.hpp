@@ -175,6 +175,7 @@ class async_lease {
   [[nodiscard]] async_row_stream stream(const query_options& opts, std::string_view sql, const Args&... args) {
     detail::query_spec spec{std::string(sql), detail::encode_params(args...), std::nullopt};
     spec.stream_chunk_rows = opts.stream_chunk_rows;
+    spec.binary_results = opts.results == result_format::binary;
     return start_stream(std::move(spec));
   }
 

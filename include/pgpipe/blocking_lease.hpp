@@ -24,6 +24,7 @@
 #pragma once
 
 #include <pgpipe/error.hpp>
+#include <pgpipe/query_options.hpp>
 #include <pgpipe/result.hpp>
 #include <pgpipe/type_traits.hpp>
 
@@ -164,6 +165,13 @@ class blocking_lease {
   [[nodiscard]] result exec(std::string_view sql, const Args&... args) {
     return exec_encoded(sql, detail::encode_params(args...));
   }
+  /// exec, with the result values in the format `results` asks for
+  /// (result_format::binary: binary values, read with get<T>(); automatic
+  /// and text: text). Same contract otherwise.
+  template <class... Args>
+  [[nodiscard]] result exec(result_format results, std::string_view sql, const Args&... args) {
+    return exec_encoded(sql, detail::encode_params(args...), results == result_format::binary);
+  }
 
   /// Runs `sql`, a script of statements separated by semicolons (a
   /// migration, a schema), as one simple query: no parameters, no prepared
@@ -206,9 +214,10 @@ class blocking_lease {
   friend class detail::exec_watch;  // the observer's slot and backend pid
   /// exec() with its parameters encoded (blocking_pool::exec encodes them
   /// before it borrows a connection); its outcome counted (note_outcome).
-  result exec_encoded(std::string_view sql, detail::encoded_params params);
+  /// `binary_results` asks the server for binary values (resultFormat 1).
+  result exec_encoded(std::string_view sql, detail::encoded_params params, bool binary_results = false);
   /// exec_encoded without the counting.
-  result run_encoded(std::string_view sql, detail::encoded_params params);
+  result run_encoded(std::string_view sql, detail::encoded_params params, bool binary_results = false);
   /// exec(), after an error that only a transaction pooler explains (42P05
   /// for a name this connection never used, 26000 for a statement just
   /// prepared): this connection stops naming statements, the pool logs it

@@ -160,30 +160,40 @@ class blocking_pool {
   [[nodiscard]] result exec(std::string_view sql, const Args&... args) {
     return exec_encoded(sql, detail::encode_params(args...));
   }
+  /// exec, with the result values in the format `results` asks for
+  /// (result_format::binary: binary values, read with get<T>(), and
+  /// field::text() refuses a column whose binary form is not text; automatic
+  /// and text: text). Same contract otherwise.
+  template <typename... Args>
+  [[nodiscard]] result exec(result_format results, std::string_view sql, const Args&... args) {
+    return exec_encoded(sql, detail::encode_params(args...), results == result_format::binary);
+  }
 
   /// exec, with the rows read straight into T (a described struct, a
   /// std::tuple, an aggregate or one field type: <pgpipe/row_shape.hpp>):
   ///   std::vector<user> all = pool.query_as<user>("select * from users where team = $1", team);
   /// The result's columns are checked against T once, before any row is read.
+  /// The values arrive in binary when every field type of T reads binary
+  /// (field_traits' binary_results; result_format::automatic), else in text.
   /// Throws what exec() throws, then what result::to_vector<T>() throws
   /// (pgpipe/typed_rows.hpp): errc::columns_mismatch, errc::type_mismatch,
   /// errc::null_value, errc::conversion_error, errc::out_of_range, each
   /// naming the field and the column. Thread-safe; blocks.
   template <row_type T, typename... Args>
   [[nodiscard]] std::vector<T> query_as(std::string_view sql, const Args&... args) {
-    return exec(sql, args...).template to_vector<T>();
+    return exec_encoded(sql, detail::encode_params(args...), detail::row_traits<T>::binary_results).template to_vector<T>();
   }
   /// The same for a statement that must return exactly one row (another
   /// count throws errc::out_of_range naming it).
   template <row_type T, typename... Args>
   [[nodiscard]] T query_as_one(std::string_view sql, const Args&... args) {
-    return exec(sql, args...).template as<T>();
+    return exec_encoded(sql, detail::encode_params(args...), detail::row_traits<T>::binary_results).template as<T>();
   }
   /// The same for a statement that returns at most one row: std::nullopt
   /// for none; several throw errc::out_of_range.
   template <row_type T, typename... Args>
   [[nodiscard]] std::optional<T> query_as_opt(std::string_view sql, const Args&... args) {
-    return exec(sql, args...).template as_opt<T>();
+    return exec_encoded(sql, detail::encode_params(args...), detail::row_traits<T>::binary_results).template as_opt<T>();
   }
 
   /// Runs fn(pqxx::work&) in a transaction on a borrowed connection: commits
@@ -240,7 +250,7 @@ class blocking_pool {
   const pool_params& params() const noexcept;
 
  private:
-  result exec_encoded(std::string_view sql, detail::encoded_params params);
+  result exec_encoded(std::string_view sql, detail::encoded_params params, bool binary_results = false);
   template <typename Fn>
   auto run_transaction(const transaction_options& opts, Fn& fn, unsigned& attempts)
       -> detail::transaction_result_t<Fn>;

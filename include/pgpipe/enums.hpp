@@ -113,6 +113,8 @@ struct param_traits<E> {
 /// by label; a label the C++ side does not list is errc::conversion_error.
 template <detail::enums::labelled E>
 struct field_traits<E> {
+  /// An enum's binary form is its label, so binary results read as text ones.
+  static constexpr bool binary_results = true;
   /// A user-defined type (the server's enums) or a text type.
   static bool accepts(type_oid t) {
     return t >= oids::first_user_oid || t == oids::text || t == oids::varchar || t == oids::name ||

@@ -9,6 +9,25 @@
 
 namespace pgpipe {
 
+/// The format the server sends result values in (query_options::results).
+enum class result_format {
+  /// Typed reads (async_query_as and its _one/_opt forms,
+  /// blocking_pool::query_as...) ask for binary when every field type of the
+  /// row reads binary (field_traits' binary_results; std::string does not,
+  /// since it reads any column in text); everything else gets text.
+  automatic,
+  /// Always text.
+  text,
+  /// Always binary, for users who read with get<T>() (every built-in type
+  /// but std::string/std::string_view decodes binary; those read only text
+  /// types and user types in binary, and fail with errc::type_mismatch
+  /// naming the column for any other). field::text() then throws
+  /// errc::type_mismatch for a column whose binary form is not text; the
+  /// raw bytes stay readable through field::value() and field::bytes().
+  binary,
+};
+
+
 /// Per-call options for async_query. Every member has a default member
 /// initializer, so `{.read_only = true}` builds warning-free under -Wextra.
 struct query_options {
@@ -40,6 +59,9 @@ struct query_options {
   /// (pool_stats::runtime.fast_paths.chunked_rows says which). 0, or more
   /// than libpq's int holds, fails the stream with errc::invalid_argument.
   std::size_t stream_chunk_rows = 1;
+  /// The format of the result values (see result_format): automatic by
+  /// default, which is text for untyped queries and streams.
+  result_format results = result_format::automatic;
 };
 
 }  // namespace pgpipe

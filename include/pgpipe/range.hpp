@@ -155,6 +155,8 @@ struct param_traits<range<T>> {
 template <class T>
   requires detail::traits_detect::decodable<T>
 struct field_traits<range<T>> {
+  /// Binary results when the subtype reads them.
+  static constexpr bool binary_results = detail::traits_detect::reads_binary<T>();
   /// A range (or multirange element) type whose subtype T accepts.
   static bool accepts(type_oid t) {
     const type_oid s = range_subtype_oid(t);

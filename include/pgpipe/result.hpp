@@ -5,7 +5,9 @@
 // demand with get<T>() through pgpipe::field_traits (pgpipe/type_traits.hpp
 // lists the mappings: integers, floats, strings, bytea, uuid, dates and
 // times, numeric, json, arrays, std::optional for NULL), in whichever format
-// the column arrived (both drivers ask the server for text results).
+// the column arrived: text, unless query_options::results asked for binary
+// or a typed read (async_query_as, blocking_pool::query_as) chose binary
+// because every field of its row type reads it (pgpipe/query_options.hpp).
 // The column's type OID is checked first: a C++ type that cannot hold it is
 // errc::type_mismatch, whose message names the column, the PostgreSQL type
 // and the C++ type. Then errc::conversion_error (bytes that are not a valid
@@ -61,8 +63,23 @@ class field {
 
   /// True for SQL NULL.
   bool is_null() const noexcept { return PQgetisnull(res_, row_, col_) != 0; }
-  /// The text as the server sent it ("" for NULL; check is_null()).
-  std::string_view text() const noexcept {
+  /// The value's text as the server sent it ("" for NULL; check is_null()).
+  /// A value that arrived in binary (query_options::results) is text only
+  /// for the text types and user types such as enums: for any other column
+  /// this throws pgpipe::error(errc::type_mismatch) naming the column, never
+  /// handing binary bytes over as text; read it with get<T>() or bytes().
+  std::string_view text() const {
+    const std::string_view b = bytes();
+    if (format() == wire_format::binary && !is_null()) {
+      std::string_view t;
+      if (field_traits<std::string_view>::decode(field_value{b, static_cast<type_oid>(type()), wire_format::binary}, t))
+        throw error(errc::type_mismatch, describe_binary_text());
+    }
+    return b;
+  }
+  /// The value's bytes in whichever format they arrived (format()): the
+  /// text form, or the binary form when binary results were asked for.
+  std::string_view bytes() const noexcept {
     return {PQgetvalue(res_, row_, col_), static_cast<std::size_t>(PQgetlength(res_, row_, col_))};
   }
   /// The column's name and type OID.
@@ -76,7 +93,7 @@ class field {
   /// The raw value with its type and format; std::nullopt for NULL.
   std::optional<field_value> value() const noexcept {
     if (is_null()) return std::nullopt;
-    return field_value{text(), static_cast<type_oid>(type()), format()};
+    return field_value{bytes(), static_cast<type_oid>(type()), format()};
   }
 
   /// Converts the value; throws pgpipe::error (type_mismatch,
@@ -105,10 +122,16 @@ class field {
                     ", read as " + cpp_type;
     // A short sample of the offending text helps; values are data, not secrets.
     if (!is_null() && ec == errc::conversion_error && format() == wire_format::text) {
-      auto t = text().substr(0, 40);
-      m += " (text \"" + std::string(t) + (text().size() > 40 ? "...\")" : "\")");
+      auto t = bytes().substr(0, 40);
+      m += " (text \"" + std::string(t) + (bytes().size() > 40 ? "...\")" : "\")");
     }
     return m;
+  }
+
+  std::string describe_binary_text() const {
+    return "column " + std::to_string(col_) + " (\"" + std::string(name()) + "\") of row " + std::to_string(row_) +
+           ", type " + type_name_of(static_cast<type_oid>(type())) +
+           ", arrived in binary and has no text form: read it with get<T>(), or ask for text results";
   }
 
   const PGresult* res_;

@@ -123,6 +123,25 @@ constexpr std::array<member_desc, sizeof...(E)> tuple_members(std::tuple<E...>*)
   return {{member_of<E>({})...}};
 }
 
+// Whether every field of a row reads binary results (field_traits'
+// binary_results): then a typed read asks the server for binary rows.
+template <class M>
+constexpr bool member_reads_binary() {
+  return traits_detect::reads_binary<typename field_value_of<M>::type>();
+}
+template <class T, template <class...> class L, class... D>
+constexpr bool described_binary(L<D...>) {
+  return (member_reads_binary<described_type<T, D>>() && ...);
+}
+template <class T, std::size_t... I>
+constexpr bool aggregate_binary(std::index_sequence<I...>) {
+  return (member_reads_binary<boost::pfr::tuple_element_t<I, T>>() && ...);
+}
+template <class... E>
+constexpr bool tuple_binary(std::tuple<E...>*) {
+  return (member_reads_binary<E>() && ...);
+}
+
 }  // namespace detail::row_shape
 
 /// The kind of row type T is; row_kind::none when it cannot hold a row.
@@ -143,6 +162,7 @@ struct row_traits;
 template <class T>
 struct row_traits<T, row_kind::single_field> {
   static constexpr bool by_name = false;
+  static constexpr bool binary_results = row_shape::member_reads_binary<T>();
   static constexpr std::array<member_desc, 1> members{{row_shape::member_of<T>({})}};
   template <class F>
   static void for_each(T& t, F&& f) {
@@ -153,6 +173,7 @@ struct row_traits<T, row_kind::single_field> {
 template <class T>
 struct row_traits<T, row_kind::described> {
   static constexpr bool by_name = true;
+  static constexpr bool binary_results = row_shape::described_binary<T>(row_shape::described_list<T>{});
   static constexpr auto members = row_shape::described_members<T>(row_shape::described_list<T>{});
   template <class F>
   static void for_each(T& t, F&& f) {
@@ -170,6 +191,7 @@ struct row_traits<T, row_kind::described> {
 template <class T>
 struct row_traits<T, row_kind::tuple> {
   static constexpr bool by_name = false;
+  static constexpr bool binary_results = row_shape::tuple_binary(static_cast<T*>(nullptr));
   static constexpr auto members = row_shape::tuple_members(static_cast<T*>(nullptr));
   template <class F>
   static void for_each(T& t, F&& f) {
@@ -186,6 +208,8 @@ struct row_traits<T, row_kind::tuple> {
 template <class T>
 struct row_traits<T, row_kind::aggregate> {
   static constexpr bool by_name = false;
+  static constexpr bool binary_results =
+      row_shape::aggregate_binary<T>(std::make_index_sequence<boost::pfr::tuple_size_v<T>>{});
   static constexpr auto members =
       row_shape::aggregate_members<T>(std::make_index_sequence<boost::pfr::tuple_size_v<T>>{});
   template <class F>

@@ -49,6 +49,12 @@
 //       read fails with errc::type_mismatch naming the column, the
 //       PostgreSQL type and cpp_name(). Absent: any column type.
 //   static std::string cpp_name();   // for messages; absent: "a user type"
+//   static constexpr bool binary_results = true;
+//       decode reads the binary form of every column type accepts() lets
+//       through. Typed reads (async_query_as, blocking_pool::query_as...)
+//       ask the server for binary values when every field of the row says
+//       so (query_options::results, result_format::automatic). Absent or
+//       false: such rows arrive in text.
 //
 // Thread-safety: all of this is stateless.
 #pragma once

@@ -9,6 +9,7 @@
 //   static constexpr const char* name;        "async" or "blocking"
 //   explicit D(const pool_params&);
 //   result run(sql, args...);                  throws pgpipe::error
+//   result run_as(result_format, sql, args...); the same, values in that format
 //   std::vector<T> all<T>(sql, args...);       async_query_as / query_as
 //   T one<T>(sql, args...);                    ..._one
 //   std::optional<T> opt<T>(sql, args...);     ..._opt
@@ -55,6 +56,12 @@ struct async_result_driver {
     if (ec) throw error(ec, r.diag().to_string());
     return std::move(r);
   }
+  template <class... A>
+  result run_as(result_format f, std::string_view sql, const A&... args) {
+    auto [ec, r] = client.async_query(query_options{.results = f}, sql, args..., use_future_ec).get();
+    if (ec) throw error(ec, r.diag().to_string());
+    return std::move(r);
+  }
   // use_future throws the operation's error with its diagnostics.
   template <class T, class... A>
   std::vector<T> all(std::string_view sql, const A&... args) {
@@ -78,6 +85,10 @@ struct blocking_result_driver {
   template <class... A>
   result run(std::string_view sql, const A&... args) {
     return pool.exec(sql, args...);
+  }
+  template <class... A>
+  result run_as(result_format f, std::string_view sql, const A&... args) {
+    return pool.exec(f, sql, args...);
   }
   template <class T, class... A>
   std::vector<T> all(std::string_view sql, const A&... args) {

@@ -178,6 +178,8 @@ struct query_spec {
   std::chrono::steady_clock::time_point called{};
   /// A stream's rows per libpq result (query_options::stream_chunk_rows).
   std::size_t stream_chunk_rows = 1;
+  /// Ask the server for binary result values (resultFormat 1).
+  bool binary_results = false;
 };
 
 /// Something queries can be sent to: the pool (async_client) or one leased
@@ -272,6 +274,7 @@ auto initiate_query_split(std::shared_ptr<query_target> target, const query_opti
                           std::string_view sql, Tuple&& t, std::index_sequence<I...>) {
   constexpr std::size_t n = sizeof...(I);
   query_spec spec{std::string(sql), encode_params(std::get<I>(t)...), opts.timeout, opts.read_only};
+  spec.binary_results = opts.results == result_format::binary;
   return initiate_query(std::move(target), std::move(spec),
                         std::forward<std::tuple_element_t<n, std::remove_reference_t<Tuple>>>(std::get<n>(t)),
                         expect);

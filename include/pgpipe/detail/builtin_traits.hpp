@@ -86,6 +86,7 @@ struct param_traits<T> {
 
 template <detail::text_conv::sql_integer T>
 struct field_traits<T> {
+  static constexpr bool binary_results = true;  // decode reads the binary form of every type accepts() admits
   static bool accepts(type_oid t) { return t == oids::int2 || t == oids::int4 || t == oids::int8 || t == oids::oid; }
   static std::string cpp_name() {
     return std::string(std::is_signed_v<T> ? "int" : "uint") + std::to_string(8 * sizeof(T)) + "_t";
@@ -145,6 +146,7 @@ struct param_traits<T> {
 
 template <std::floating_point T>
 struct field_traits<T> {
+  static constexpr bool binary_results = true;  // decode reads the binary form of every type accepts() admits
   // A float reads only float4: a float8 would lose digits without a word.
   static bool accepts(type_oid t) { return t == oids::float4 || (sizeof(T) > 4 && t == oids::float8); }
   static std::string cpp_name() { return sizeof(T) == 4 ? "float" : "double"; }
@@ -184,6 +186,7 @@ struct param_traits<bool> {
 
 template <>
 struct field_traits<bool> {
+  static constexpr bool binary_results = true;  // decode reads the binary form of every type accepts() admits
   static bool accepts(type_oid t) { return t == oids::bool_; }
   static std::string cpp_name() { return "bool"; }
   static std::error_code decode(const field_value& v, bool& out) {
@@ -237,13 +240,20 @@ struct param_traits<char[N]> {
 template <class S>
   requires std::is_same_v<S, std::string> || std::is_same_v<S, std::string_view>
 struct field_traits<S> {
+  // Not binary_results: accepts() admits every type, and only the text
+  // types (and user types such as enums) have a binary form that is text.
+  static constexpr bool binary_results = false;
   // In text format every value has a text form, and reading it as a string
   // is never a misread (a numeric's digits, a json document, an enum label,
   // a domain's value). In binary format only the text types are text.
   static bool accepts(type_oid) { return true; }
   static std::string cpp_name() { return std::is_same_v<S, std::string> ? "std::string" : "std::string_view"; }
   static std::error_code decode(const field_value& v, S& out) {
-    if (v.format == wire_format::binary && !detail::text_conv::is_text_type(v.type) && v.type < oids::first_user_oid)
+    // A user type's binary form is text for an enum (its label) but not for
+    // a composite or an array, whose binary forms start with a 4-byte count
+    // and so hold a NUL byte, which no text value can.
+    if (v.format == wire_format::binary && !detail::text_conv::is_text_type(v.type) &&
+        (v.type < oids::first_user_oid || v.data.find('\0') != std::string_view::npos))
       return make_error_code(errc::type_mismatch);
     out = S(v.data);
     return {};
@@ -278,6 +288,7 @@ struct param_traits<std::vector<std::byte>> : param_traits<std::span<const std::
 
 template <>
 struct field_traits<std::vector<std::byte>> {
+  static constexpr bool binary_results = true;  // decode reads the binary form of every type accepts() admits
   static bool accepts(type_oid t) { return t == oids::bytea; }
   static std::string cpp_name() { return "std::vector<std::byte>"; }
   static std::error_code decode(const field_value& v, std::vector<std::byte>& out) {
@@ -306,6 +317,7 @@ struct param_traits<boost::uuids::uuid> {
 
 template <>
 struct field_traits<boost::uuids::uuid> {
+  static constexpr bool binary_results = true;  // decode reads the binary form of every type accepts() admits
   static bool accepts(type_oid t) { return t == oids::uuid; }
   static std::string cpp_name() { return "boost::uuids::uuid"; }
   static std::error_code decode(const field_value& v, boost::uuids::uuid& out) {
@@ -328,6 +340,7 @@ struct param_traits<numeric> {
 
 template <>
 struct field_traits<numeric> {
+  static constexpr bool binary_results = true;  // decode reads the binary form of every type accepts() admits
   static bool accepts(type_oid t) { return t == oids::numeric; }
   static std::string cpp_name() { return "pgpipe::numeric"; }
   static std::error_code decode(const field_value& v, numeric& out) {
@@ -346,6 +359,7 @@ struct param_traits<boost::json::value> {
 
 template <>
 struct field_traits<boost::json::value> {
+  static constexpr bool binary_results = true;  // decode reads the binary form of every type accepts() admits
   static bool accepts(type_oid t) { return t == oids::json || t == oids::jsonb; }
   static std::string cpp_name() { return "boost::json::value"; }
   static std::error_code decode(const field_value& v, boost::json::value& out) {

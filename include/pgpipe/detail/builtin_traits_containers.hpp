@@ -48,6 +48,21 @@ concept has_cpp_name = requires {
 };
 template <class T>
 concept decodable = requires { sizeof(field_traits<T>); };
+template <class F>
+concept declares_binary_results = requires {
+  { F::binary_results } -> std::convertible_to<bool>;
+};
+/// Whether field_traits<T> reads the binary form of every column type it
+/// accepts (its binary_results member; absent: no). Typed reads ask the
+/// server for binary results only when every field's type says yes.
+template <class T>
+constexpr bool reads_binary() {
+  if constexpr (declares_binary_results<field_traits<T>>) {
+    return field_traits<T>::binary_results;
+  } else {
+    return false;
+  }
+}
 template <class T>
 concept encodable = requires { sizeof(param_traits<T>); };
 
@@ -337,6 +352,7 @@ template <class E>
                                                 typename detail::traits_detect::element_of<E>::type>)
 struct field_traits<std::vector<E>> {
   using element = typename detail::traits_detect::element_of<E>::type;
+  static constexpr bool binary_results = detail::traits_detect::reads_binary<element>();
   static constexpr bool nullable = detail::traits_detect::element_of<E>::nullable;
 
   /// A one-dimensional array (any lower bound) or a multirange.
@@ -412,6 +428,7 @@ template <class E>
            detail::traits_detect::decodable<typename detail::traits_detect::element_of<E>::type>)
 struct field_traits<std::vector<std::vector<E>>> {
   using element = typename detail::traits_detect::element_of<E>::type;
+  static constexpr bool binary_results = detail::traits_detect::reads_binary<element>();
   static bool accepts(type_oid t) {
     const type_oid e = array_element_oid(t);
     return e != 0 && detail::traits_detect::accepts<element>(e);

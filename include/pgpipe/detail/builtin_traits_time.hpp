@@ -100,6 +100,7 @@ struct param_traits<std::chrono::time_point<std::chrono::system_clock, Dur>> {
 
 template <>
 struct field_traits<std::chrono::sys_time<std::chrono::microseconds>> {
+  static constexpr bool binary_results = true;  // decode reads the binary form of every type accepts() admits
   static bool accepts(type_oid t) { return t == oids::timestamptz; }
   static std::string cpp_name() { return "std::chrono::sys_time<std::chrono::microseconds>"; }
   static std::error_code decode(const field_value& v, std::chrono::sys_time<std::chrono::microseconds>& out) {
@@ -126,6 +127,7 @@ struct param_traits<std::chrono::local_time<Dur>> {
 
 template <>
 struct field_traits<std::chrono::local_time<std::chrono::microseconds>> {
+  static constexpr bool binary_results = true;  // decode reads the binary form of every type accepts() admits
   static bool accepts(type_oid t) { return t == oids::timestamp; }
   static std::string cpp_name() { return "std::chrono::local_time<std::chrono::microseconds>"; }
   static std::error_code decode(const field_value& v, std::chrono::local_time<std::chrono::microseconds>& out) {
@@ -176,6 +178,7 @@ struct param_traits<std::chrono::year_month_day> {
 
 template <>
 struct field_traits<std::chrono::sys_days> {
+  static constexpr bool binary_results = true;  // decode reads the binary form of every type accepts() admits
   static bool accepts(type_oid t) { return t == oids::date; }
   static std::string cpp_name() { return "std::chrono::sys_days"; }
   static std::error_code decode(const field_value& v, std::chrono::sys_days& out) {
@@ -193,6 +196,7 @@ struct field_traits<std::chrono::sys_days> {
 
 template <>
 struct field_traits<std::chrono::year_month_day> {
+  static constexpr bool binary_results = true;  // decode reads the binary form of every type accepts() admits
   static bool accepts(type_oid t) { return t == oids::date; }
   static std::string cpp_name() { return "std::chrono::year_month_day"; }
   static std::error_code decode(const field_value& v, std::chrono::year_month_day& out) {
@@ -226,6 +230,7 @@ struct param_traits<std::chrono::hh_mm_ss<std::chrono::microseconds>> {
 
 template <>
 struct field_traits<std::chrono::microseconds> {
+  static constexpr bool binary_results = true;  // decode reads the binary form of every type accepts() admits
   static bool accepts(type_oid t) { return t == oids::time; }
   static std::string cpp_name() { return "std::chrono::microseconds"; }
   static std::error_code decode(const field_value& v, std::chrono::microseconds& out) {
@@ -239,6 +244,7 @@ struct field_traits<std::chrono::microseconds> {
 
 template <>
 struct field_traits<std::chrono::hh_mm_ss<std::chrono::microseconds>> {
+  static constexpr bool binary_results = true;  // decode reads the binary form of every type accepts() admits
   static bool accepts(type_oid t) { return t == oids::time; }
   static std::string cpp_name() { return "std::chrono::hh_mm_ss<std::chrono::microseconds>"; }
   static std::error_code decode(const field_value& v, std::chrono::hh_mm_ss<std::chrono::microseconds>& out) {
@@ -263,6 +269,7 @@ struct param_traits<interval> {
 
 template <>
 struct field_traits<interval> {
+  static constexpr bool binary_results = true;  // decode reads the binary form of every type accepts() admits
   static bool accepts(type_oid t) { return t == oids::interval; }
   static std::string cpp_name() { return "pgpipe::interval"; }
   static std::error_code decode(const field_value& v, interval& out) {

@@ -38,6 +38,13 @@ template <class T, rows_expected E>
 using typed_value_t = std::conditional_t<E == rows_expected::any, std::vector<T>,
                                          std::conditional_t<E == rows_expected::one, T, std::optional<T>>>;
 
+/// Whether a typed read of T asks for binary results: binary where every
+/// field of T reads it, unless the caller chose a format.
+template <class T>
+constexpr bool wants_binary(result_format f) noexcept {
+  return f == result_format::binary || (f == result_format::automatic && row_traits<T>::binary_results);
+}
+
 /// Reads a successful result into V; on failure, the code with its message.
 template <class T, rows_expected E>
 std::error_code read_typed(const result& r, typed_value_t<T, E>& out, std::string& message) {
@@ -126,6 +133,7 @@ auto initiate_typed_split(std::shared_ptr<query_target> target, const query_opti
                           Tuple&& t, std::index_sequence<I...>) {
   constexpr std::size_t n = sizeof...(I);
   query_spec spec{std::string(sql), encode_params(std::get<I>(t)...), opts.timeout, opts.read_only};
+  spec.binary_results = wants_binary<T>(opts.results);
   return initiate_typed_query<T, E>(std::move(target), std::move(spec),
                                     std::forward<std::tuple_element_t<n, std::remove_reference_t<Tuple>>>(std::get<n>(t)));
 }

@@ -310,8 +310,9 @@ bool pipelined_connection::send(const pipe_action& a) {
   // is prepared with its parameter types (part of its cache key, see
   // submit()).
   if (a.parse && !PQsendPrepare(pg_, a.name.c_str(), sql.c_str(), typed ? n : 0, oids)) return false;
-  int ok = !a.name.empty() ? PQsendQueryPrepared(pg_, a.name.c_str(), n, p, lens, fmts, 0)
-                           : PQsendQueryParams(pg_, sql.c_str(), n, oids, p, lens, fmts, 0);
+  const int values_format = req->spec.binary_results ? 1 : 0;
+  int ok = !a.name.empty() ? PQsendQueryPrepared(pg_, a.name.c_str(), n, p, lens, fmts, values_format)
+                           : PQsendQueryParams(pg_, sql.c_str(), n, oids, p, lens, fmts, values_format);
   if (!ok) return false;
   // One Sync per request (an error aborts this request's segment only),
   // unless the core coalesces this read with the next ones.

@@ -114,7 +114,7 @@ void exec_watch::end(const std::error_code& ec, std::string_view sqlstate, std::
 
 }  // namespace detail
 
-result blocking_pool::exec_encoded(std::string_view sql, detail::encoded_params params) {
+result blocking_pool::exec_encoded(std::string_view sql, detail::encoded_params params, bool binary_results) {
   detail::exec_watch watch(*impl_, sql);
   if (params.ec) {
     // Refused before a connection is borrowed: nothing was sent.
@@ -126,7 +126,7 @@ result blocking_pool::exec_encoded(std::string_view sql, detail::encoded_params 
   }
   blocking_lease lease = watch.acquire();
   try {
-    return watch.done(lease.exec_encoded(sql, std::move(params)));
+    return watch.done(lease.exec_encoded(sql, std::move(params), binary_results));
   } catch (...) {
     watch.fail(&lease);
   }

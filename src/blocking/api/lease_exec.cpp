@@ -98,11 +98,11 @@ void blocking_lease::pooler_suspected(const PGresult* res) {
   throw error(ec, std::move(d));
 }
 
-result blocking_lease::exec_encoded(std::string_view sql, detail::encoded_params params) {
+result blocking_lease::exec_encoded(std::string_view sql, detail::encoded_params params, bool binary_results) {
   // Counted here, once, whichever way the statement ends: refused before
   // sending, failed on the server, or succeeded.
   try {
-    result r = run_encoded(sql, std::move(params));
+    result r = run_encoded(sql, std::move(params), binary_results);
     note_outcome({});
     return r;
   } catch (const error& e) {
@@ -111,7 +111,7 @@ result blocking_lease::exec_encoded(std::string_view sql, detail::encoded_params
   }
 }
 
-result blocking_lease::run_encoded(std::string_view sql, detail::encoded_params params) {
+result blocking_lease::run_encoded(std::string_view sql, detail::encoded_params params, bool binary_results) {
   // Every statement of the driver comes this way (pool, lease, transaction,
   // read router): a text libpq would cut is refused before anything is sent.
   if (std::string why = detail::nul_byte_refusal(sql); !why.empty()) throw error(errc::invalid_argument, why);
@@ -140,8 +140,10 @@ result blocking_lease::run_encoded(std::string_view sql, detail::encoded_params 
     if (sqlstate_of(r.get()) == "42P05") pooler_suspected(r.get());
     fail(r.get());
   };
+  const int values_format = binary_results ? 1 : 0;
   auto run_prepared = [&](const std::string& name) {
-    return pgresult_ptr{PQexecPrepared(c, name.c_str(), a.count, a.value_ptrs(), a.length_ptrs(), a.formats, 0)};
+    return pgresult_ptr{
+        PQexecPrepared(c, name.c_str(), a.count, a.value_ptrs(), a.length_ptrs(), a.formats, values_format)};
   };
 
   pgresult_ptr r;
@@ -184,7 +186,7 @@ result blocking_lease::run_encoded(std::string_view sql, detail::encoded_params 
       }
     }
   } else {
-    r = pgresult_ptr{PQexecParams(c, key.c_str(), a.count, a.types, a.value_ptrs(), a.length_ptrs(), a.formats, 0)};
+    r = pgresult_ptr{PQexecParams(c, key.c_str(), a.count, a.types, a.value_ptrs(), a.length_ptrs(), a.formats, values_format)};
   }
 
   if (!succeeded(r.get())) {
