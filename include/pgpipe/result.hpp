@@ -33,6 +33,7 @@
 #include <pgpipe/row_shape.hpp>
 
 #include <pgpipe/detail/libpq_result.hpp>
+#include <pgpipe/detail/value_note.hpp>
 
 #include <cstddef>
 #include <charconv>
@@ -108,6 +109,8 @@ class field {
       auto t = text().substr(0, 40);
       m += " (text \"" + std::string(t) + (text().size() > 40 ? "...\")" : "\")");
     }
+    // Which part of a value made of values failed (a composite's field).
+    if (std::string note = detail::take_value_note(text()); !note.empty()) m += ", " + note;
     return m;
   }
 
