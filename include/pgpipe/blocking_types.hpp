@@ -32,6 +32,7 @@
 #include <pgpipe/type_traits.hpp>
 
 #include <pgpipe/detail/pqxx_compat.hpp>
+#include <pgpipe/detail/value_note.hpp>
 
 #include <pqxx/field>
 #include <pqxx/row>
@@ -67,8 +68,12 @@ T get_pqxx_field(const F& f, std::size_t column) {
   T v = get_pqxx_field<T>(f, ec);
   if (ec) {
     // std::system_error appends ec.message() to this.
-    throw error(ec, "column " + std::to_string(column) + " (\"" + std::string(f.name()) + "\"), type " +
-                        type_name_of(static_cast<type_oid>(f.type())) + ", read as " + cpp_type_name<T>());
+    std::string m = "column " + std::to_string(column) + " (\"" + std::string(f.name()) + "\"), type " +
+                    type_name_of(static_cast<type_oid>(f.type())) + ", read as " + cpp_type_name<T>();
+    // Which part of a value made of values failed (a composite's field).
+    if (!f.is_null())
+      if (std::string note = take_value_note(std::string_view(f.c_str(), f.size())); !note.empty()) m += ", " + note;
+    throw error(ec, m);
   }
   return v;
 }

@@ -5,6 +5,7 @@
 
 // Shared by both drivers: errors, configuration, results, stats, types.
 #include <pgpipe/array.hpp>
+#include <pgpipe/composite.hpp>
 #include <pgpipe/enums.hpp>
 #include <pgpipe/error.hpp>
 #include <pgpipe/logger.hpp>

@@ -35,6 +35,7 @@
 #include <pgpipe/row_shape.hpp>
 
 #include <pgpipe/detail/libpq_result.hpp>
+#include <pgpipe/detail/value_note.hpp>
 
 #include <cstddef>
 #include <charconv>
@@ -125,6 +126,8 @@ class field {
       auto t = bytes().substr(0, 40);
       m += " (text \"" + std::string(t) + (bytes().size() > 40 ? "...\")" : "\")");
     }
+    // Which part of a value made of values failed (a composite's field).
+    if (std::string note = detail::take_value_note(text()); !note.empty()) m += ", " + note;
     return m;
   }
 

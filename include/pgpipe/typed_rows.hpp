@@ -34,6 +34,7 @@
 #include <boost/container/small_vector.hpp>
 
 #include <pgpipe/detail/libpq_result.hpp>
+#include <pgpipe/detail/value_note.hpp>
 
 #include <array>
 #include <cstddef>
@@ -117,6 +118,8 @@ std::string describe_failed_value(const PGresult* res, int row, const row_plan<T
     const std::string_view t(PQgetvalue(res, row, mc.column), static_cast<std::size_t>(PQgetlength(res, row, mc.column)));
     m += " (text \"" + std::string(t.substr(0, 40)) + (t.size() > 40 ? "...\")" : "\")");
   }
+  const std::string_view bytes(PQgetvalue(res, row, mc.column), static_cast<std::size_t>(PQgetlength(res, row, mc.column)));
+  if (std::string note = take_value_note(bytes); !note.empty()) m += ", " + note;
   return m;
 }
 

@@ -65,6 +65,10 @@ constexpr bool reads_binary() {
 }
 template <class T>
 concept encodable = requires { sizeof(param_traits<T>); };
+/// Whether T reads from arrays of user-defined types, whose array OIDs are
+/// server-assigned and cannot be looked up here (composites say so).
+template <class T>
+concept reads_user_arrays = requires { requires field_traits<T>::reads_user_arrays; };
 
 template <class T>
 bool accepts(type_oid t) {
@@ -355,8 +359,13 @@ struct field_traits<std::vector<E>> {
   static constexpr bool binary_results = detail::traits_detect::reads_binary<element>();
   static constexpr bool nullable = detail::traits_detect::element_of<E>::nullable;
 
-  /// A one-dimensional array (any lower bound) or a multirange.
+  /// A one-dimensional array (any lower bound) or a multirange; any
+  /// user-defined type when the element reads from user arrays (the value's
+  /// own layout is checked as it decodes).
   static bool accepts(type_oid t) {
+    if constexpr (detail::traits_detect::reads_user_arrays<element>) {
+      if (t >= oids::first_user_oid) return true;
+    }
     const type_oid e = detail::traits_detect::collection_element(t);
     return e != 0 && detail::traits_detect::accepts<element>(e);
   }
