@@ -128,6 +128,16 @@ std::error_code decode_field_into(const codec::record_fields::field& f, wire_for
   return {};
 }
 
+// Whether every member reads binary results (field_traits' binary_results).
+template <class T, template <class...> class L, class... D>
+constexpr bool members_read_binary(L<D...>*) {
+  return (traits_detect::reads_binary<typename std::conditional_t<
+              text_conv::is_optional_v<member_type<decltype(std::declval<T&>().*D::pointer)>>,
+              member_type<decltype(std::declval<T&>().*D::pointer)>,
+              std::optional<member_type<decltype(std::declval<T&>().*D::pointer)>>>::value_type>() &&
+          ...);
+}
+
 }  // namespace detail::composites
 
 /// A composite parameter: its text record form, untyped (the statement
@@ -163,6 +173,10 @@ struct field_traits<T> {
   /// Arrays of composites have user-defined array types pgpipe cannot look
   /// up: std::vector<T> reads them (see builtin_traits_containers.hpp).
   static constexpr bool reads_user_arrays = true;
+  /// Typed reads ask for binary rows when every member reads binary (a
+  /// std::string member keeps the row in text).
+  static constexpr bool binary_results =
+      detail::composites::members_read_binary<T>(static_cast<detail::composites::members<T>*>(nullptr));
   /// "composite(street, zip, note)": the members, for messages.
   static std::string cpp_name() {
     std::string s = "composite(";

@@ -127,7 +127,7 @@ class field {
       m += " (text \"" + std::string(t) + (bytes().size() > 40 ? "...\")" : "\")");
     }
     // Which part of a value made of values failed (a composite's field).
-    if (std::string note = detail::take_value_note(text()); !note.empty()) m += ", " + note;
+    if (std::string note = detail::take_value_note(bytes()); !note.empty()) m += ", " + note;
     return m;
   }
 

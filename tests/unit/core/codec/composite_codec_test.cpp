@@ -35,12 +35,28 @@ struct person {
 };
 BOOST_DESCRIBE_STRUCT(person, (), (name, home, scores))
 
+struct point {
+  std::int64_t x = 0;
+  std::optional<double> y;
+};
+BOOST_DESCRIBE_STRUCT(point, (), (x, y))
+
+struct segment {
+  point from;
+  point to;
+};
+BOOST_DESCRIBE_STRUCT(segment, (), (from, to))
+
 }  // namespace
 
 template <>
 struct pgpipe::is_composite<address> : std::true_type {};
 template <>
 struct pgpipe::is_composite<person> : std::true_type {};
+template <>
+struct pgpipe::is_composite<point> : std::true_type {};
+template <>
+struct pgpipe::is_composite<segment> : std::true_type {};
 
 namespace {
 
@@ -238,3 +254,13 @@ TEST(composite_codec, what_is_sent_reads_back_the_same) {
 }
 
 }  // namespace
+
+// A typed read asks for binary rows only when every member reads binary: a
+// std::string member (which reads any column as text) keeps the row in text.
+TEST(composite_codec, binary_results_only_when_every_member_reads_binary) {
+  EXPECT_TRUE(pgpipe::field_traits<point>::binary_results);
+  EXPECT_TRUE(pgpipe::field_traits<segment>::binary_results);
+  EXPECT_TRUE(pgpipe::field_traits<std::vector<point>>::binary_results);
+  EXPECT_FALSE(pgpipe::field_traits<address>::binary_results);
+  EXPECT_FALSE(pgpipe::field_traits<person>::binary_results);
+}
