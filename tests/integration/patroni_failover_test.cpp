@@ -327,6 +327,18 @@ TEST(patroni_failover, writers_follow_the_leader_through_switchover_crash_and_ha
   const auto restarted = steady::now();
   EXPECT_TRUE(wait_for_writes(restarted, 60s)) << "no writes or no reads after the crash\n" << cluster.describe();
   leader = cluster.wait_for_healthy("", 90s);
+  // Just after the crash the restarted node and a standby may still race for
+  // the key: freeze the node holding it once it has held it for three of
+  // Patroni's loops (else the hang can hit a replica and test nothing).
+  for (auto until = steady::now() + 30s, since = steady::now(); steady::now() < until; poll_pause()) {
+    const std::string now = cluster.leader();
+    if (now.empty() || now != leader) {
+      if (!now.empty()) leader = now;
+      since = steady::now();
+    } else if (steady::now() - since >= 3s) {
+      break;
+    }
+  }
 
   marks.push_back({"SIGSTOP of the leader node", leader, steady::now()});
   cluster.freeze(leader, true);

@@ -68,11 +68,15 @@ struct patroni_cluster::state {
            // N + 1 would be lost (seen once in ten loaded runs without it).
            "    check_timeline: true\n"
            "    postgresql:\n"
-           "      use_pg_rewind: false\n"
+           // A standby that streamed past the new leader's fork point cannot
+           // follow it; rewound, it can (without: a stuck standby left the
+           // new leader with no synchronous one, and strict mode held every
+           // COMMIT). pg_rewind needs wal_log_hints.
+           "      use_pg_rewind: true\n"
            "      parameters: {wal_level: replica, hot_standby: 'on', max_wal_senders: 10, "
            "max_replication_slots: 10, wal_keep_size: 64MB, "
            // A hung peer is given up after 5 s, not the default 60 s.
-           "wal_sender_timeout: 5s, wal_receiver_timeout: 5s}\n"
+           "wal_sender_timeout: 5s, wal_receiver_timeout: 5s, wal_log_hints: 'on'}\n"
            "  initdb: [{encoding: UTF8}, {auth: scram-sha-256}]\n"
            "  pg_hba: ['host all all 127.0.0.1/32 scram-sha-256', "
            "'host replication rep 127.0.0.1/32 scram-sha-256', 'local all all trust']\n"
