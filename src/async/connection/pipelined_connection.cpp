@@ -3,6 +3,7 @@
 // The rest of the class lives in connection_{connect,io,cancel,streams,close}.cpp.
 #include "async/connection/pipelined_connection.hpp"
 
+#include "async/connection/query_meter.hpp"
 #include "async/connection/request_outcome.hpp"
 #include "async/connection/tcp_cork.hpp"
 #include "async/sansio/sync_coalescing.hpp"
@@ -386,9 +387,7 @@ void pipelined_connection::complete(const std::shared_ptr<query_request>& req, s
     if (d.client_message.empty() && d.message.empty()) r.diag().client_message = ec.message();
   }
   // Count before delivering: stats read right after a completion include it.
-  if (!req->internal && !req->completed.load(std::memory_order_acquire)) {
-    if (auto owner = owner_.lock()) owner->count_outcome(*req, ec, r);
-  }
+  meter_completed(*req, ec, r);
   std::visit([&](auto& sink) { deliver(req, sink, ec, std::move(r)); }, req->sink);
 }
 

@@ -33,7 +33,7 @@
 #include "async/sansio/pipeline_core.hpp"
 #include "async/connection/request.hpp"
 #include "async/sansio/request_table.hpp"
-#include "core/pool/pool_core.hpp"
+#include "core/pool/pool_types.hpp"
 #include "pq/libpq_failure.hpp"
 #include "pq/libpq_features.hpp"
 #include "pq/libpq_version.hpp"
@@ -76,9 +76,6 @@ class connection_owner {
   virtual void conn_lease_returned(slot_id slot) = 0;
   /// The socket is closed; the connection will do nothing more.
   virtual void conn_finished(slot_id slot) = 0;
-  /// Counts a request outcome in stats (and tells the query observer),
-  /// before the caller's handler runs.
-  virtual void count_outcome(const query_request& req, const std::error_code& ec, const result& r) = 0;
   virtual void log(log_level level, const std::string& line) = 0;
 };
 
@@ -109,6 +106,10 @@ struct connection_config {
   /// The non-blocking cancel calls (cancel_usable()), or null: a lease's
   /// cancel then runs PQcancel on a thread of its own.
   const libpq_features* cancel_calls = nullptr;
+  /// The client's counters (query_request::metrics points here): held so
+  /// that requests a connection completes after its client is gone (on a
+  /// caller's io_context) still find them.
+  std::shared_ptr<query_metrics> metrics;
   /// The client's stats().runtime: every connection notes its server here.
   std::shared_ptr<runtime_record> runtime = std::make_shared<runtime_record>();
 };

@@ -3,7 +3,7 @@
 // outcome goes to: a caller's handler, a row stream or a COPY's handle.
 #pragma once
 
-#include "core/pool/pool_core.hpp"
+#include "core/pool/pool_types.hpp"
 
 #include <pgpipe/detail/async_glue.hpp>
 #include <pgpipe/result.hpp>
@@ -23,6 +23,7 @@ namespace pgpipe::detail {
 
 class pipelined_connection;
 class client_impl;
+class query_metrics;
 struct query_request;
 struct copy_state;
 
@@ -84,6 +85,12 @@ struct query_request {
   bool on_lease = false;
   /// Internal (health check, rollback): never prepared, not counted in stats.
   bool internal = false;
+  /// Where a caller's request is counted when it ends (stats(), the query
+  /// observer: async/connection/query_meter.hpp), wired in when it is built;
+  /// null for internal requests. Whoever completes the request counts it
+  /// through this, never through the pool. Outlives every request a
+  /// connection holds: connection_config::metrics keeps it.
+  query_metrics* metrics = nullptr;
   /// Lease: the next request shares this one's Sync (pipeline_core "Chains").
   bool chained = false;
   /// Lease: a transaction helper's BEGIN, and the work that runs only

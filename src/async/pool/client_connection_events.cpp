@@ -52,7 +52,7 @@ void client_impl::conn_release(slot_id slot, std::size_t units) {
   {
     std::lock_guard lk(mu_);
     const auto now = pool_clock::now();
-    for (std::size_t i = 0; i < units; ++i) core_.release(now, slot, request_kind::shared);
+    core_.release(now, slot, request_kind::shared, units);
     // A connection going idle starts its idle/health-check clocks.
     collect_locked(t, core_.load_of(slot) == 0);
   }

@@ -5,6 +5,7 @@
 // client_pool_actions.cpp and client_connection_events.cpp.
 #include "async/pool/client_impl.hpp"
 
+#include "async/connection/query_meter.hpp"
 #include "pq/libpq_failure.hpp"
 
 #include <boost/asio/post.hpp>
@@ -18,15 +19,6 @@ namespace asio = boost::asio;
 
 namespace {
 
-std::uint64_t rows_of(const result& r) {
-  if (r.failed()) return 0;  // a failed result throws when read
-  return r.size() != 0 ? r.size() : r.affected_rows();
-}
-
-observed_query observed_of(const query_request& req, bool rerun = false) noexcept {
-  return {req.spec.sql, req.on_lease, req.submitted, req.waited, req.called(), req.spec.attempt, rerun};
-}
-
 // The observer runs on the hot path: nothing it throws may reach a
 // connection's read loop (query_metrics drops it).
 void observe_request_start(query_observer& obs, query_request& req, const pipelined_connection& c) {
@@ -36,21 +28,6 @@ void observe_request_start(query_observer& obs, query_request& req, const pipeli
   req.backend_pid = s.backend_pid;
   req.observer_user = s.user;
   req.observed_start = true;
-}
-
-// A query ended: its duration, then the observer (rows are read only for one).
-// False for a failed attempt that a read router runs again: the caller never
-// sees it, so it is not timed and the caller counts nothing for it either.
-bool end_query(query_metrics& m, const query_request& req, const std::error_code& ec, const result& r,
-               time_point now) {
-  const bool rerun = req.reruns(ec);
-  if (!rerun) m.record_query(now - req.called());
-  if (query_observer* obs = m.observer()) {
-    const observed_start s{req.slot, req.backend_pid, req.started, req.observer_user};
-    observe_end(*obs, observed_of(req, rerun), req.observed_start ? &s : nullptr, ec, r.diag().sqlstate,
-                ec ? 0 : rows_of(r), now);
-  }
-  return !rerun;
 }
 
 class null_target final : public query_target {
@@ -72,7 +49,7 @@ client_impl::client_impl(pool_params params, async_client_options options, asio:
     : params_(std::move(params)),
       options_(std::move(options)),
       core_(params_, std::max<std::size_t>(1, params_.pipeline_depth)),
-      metrics_(params_.observer, std::move(options_.logger)) {
+      metrics_(std::make_shared<query_metrics>(params_.observer, std::move(options_.logger))) {
   require_supported_libpq();
   auto cfg = std::make_shared<connection_config>();
   cfg->conninfo = params_.conninfo;
@@ -84,6 +61,7 @@ client_impl::client_impl(pool_params params, async_client_options options, asio:
   cfg->prepared_statements = params_.prepared_statements;
   cfg->on_connect = session_statements(params_);
   cfg->observer = params_.observer;
+  cfg->metrics = metrics_;
   cfg->sync_batch = std::clamp<std::size_t>(params_.read_batch_max, 1, cfg->pipeline_depth);
   const libpq_features& libpq = loaded_libpq_features();
   cfg->send_pipeline_sync = libpq.send_pipeline_sync;
@@ -114,7 +92,7 @@ void client_impl::complete_query_failure(const std::shared_ptr<query_request>& r
 void client_impl::finish_unstarted(const std::shared_ptr<query_request>& req, const asio::any_io_executor& ex,
                                    std::error_code ec, result r) {
   if (req->completed.load(std::memory_order_acquire)) return;
-  if (end_query(metrics_, *req, ec, r, pool_clock::now())) metrics_.count_unstarted_failure(ec);
+  if (end_query(*metrics_, *req, ec, r, pool_clock::now())) metrics_->count_unstarted_failure(ec);
   req->try_complete(ex, true, ec, std::move(r));
 }
 
@@ -157,17 +135,13 @@ void client_impl::complete_acquire_failure(const std::shared_ptr<acquire_request
 
 void client_impl::complete_acquire_failure(const std::shared_ptr<acquire_request>& req, std::error_code ec,
                                            diagnostics diag) {
-  if (ec == errc::cancelled) metrics_.count_error(ec);
+  if (ec == errc::cancelled) metrics_->count_error(ec);
   req->try_complete(loops_->first(), ec, async_lease(std::move(diag)));
 }
 
-void client_impl::count_outcome(const query_request& req, const std::error_code& ec, const result& r) {
-  if (end_query(metrics_, req, ec, r, pool_clock::now())) metrics_.count_completed(ec);
-}
+void client_impl::log(log_level level, const std::string& line) { metrics_->log(level, line); }
 
-void client_impl::log(log_level level, const std::string& line) { metrics_.log(level, line); }
-
-void client_impl::set_logger(logger_fn fn) { metrics_.set_logger(std::move(fn)); }
+void client_impl::set_logger(logger_fn fn) { metrics_->set_logger(std::move(fn)); }
 
 pool_stats client_impl::stats() const {
   pool_stats s;
@@ -175,7 +149,7 @@ pool_stats client_impl::stats() const {
     std::lock_guard lk(mu_);
     core_.fill_stats(s);
   }
-  metrics_.fill_stats(s);
+  metrics_->fill_stats(s);
   s.loop_lag_last = loops_->lag_last();
   s.loop_lag_max = loops_->lag_max();
   s.threads = loops_->thread_count();

@@ -87,7 +87,6 @@ class client_impl final : public query_target,
   /// it comes back instead of sharing it.
   void retire_after_lease(slot_id slot);
   void conn_finished(slot_id slot) override;
-  void count_outcome(const query_request& req, const std::error_code& ec, const result& r) override;
   /// The one builder of a caller's query request, for the shared path, a
   /// lease and a lease's chain: its handler, submission time, deadline
   /// (spec.timeout, else pool_params::query_timeout) and spec.
@@ -115,6 +114,8 @@ class client_impl final : public query_target,
   void log(log_level level, const std::string& line) override;
 
   const pool_params& params() const noexcept { return params_; }
+  /// The meter a caller's request is built with (query_request::metrics).
+  query_metrics* metrics() const noexcept { return metrics_.get(); }
   /// True once the client's own loops have stopped: nothing posted to them
   /// will ever run (a lease that outlived its client).
   bool on_own_loop_thread() const noexcept { return loops_->on_own_thread(); }
@@ -185,7 +186,9 @@ class client_impl final : public query_target,
 
   // The logger slot, the observer and the counters behind stats()
   // (pool_core counts pool_timeout, queue_full and connect errors itself).
-  query_metrics metrics_;
+  /// Shared with every connection (connection_config::metrics), which
+  /// counts its requests' ends through query_request::metrics.
+  std::shared_ptr<query_metrics> metrics_;
 };
 
 }  // namespace pgpipe::detail

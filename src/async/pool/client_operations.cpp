@@ -67,6 +67,7 @@ std::shared_ptr<query_request> client_impl::new_query_request(query_spec spec,
                                                               time_point now, bool on_lease) const {
   auto req = std::make_shared<query_request>();
   req->on_lease = on_lease;
+  req->metrics = metrics_.get();
   req->set_handler(std::move(done));
   req->submitted = now;
   req->deadline = add_or_max(now, spec.timeout.value_or(params_.query_timeout));
@@ -113,7 +114,7 @@ void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<resul
         req->conn = granted;
         req->slot = out.slot;
         req->pooled = true;
-        metrics_.record_wait(std::chrono::nanoseconds(0));
+        metrics_->record_wait(std::chrono::nanoseconds(0));
         break;
       }
       case request_outcome::kind::queued:
@@ -147,7 +148,7 @@ void client_impl::submit_acquire(std::unique_ptr<completion<async_lease>> done, 
     bool timing = false;
     switch (out.what) {
       case request_outcome::kind::granted: {
-        metrics_.record_wait(std::chrono::nanoseconds(0));
+        metrics_->record_wait(std::chrono::nanoseconds(0));
         auto impl = std::make_shared<lease_impl>(conns_.at(out.slot), out.slot, shared_from_this());
         t.push_back([req, impl] { req->try_complete(impl->get_executor(), {}, async_lease(impl)); });
         break;

@@ -6,6 +6,7 @@
 // keeps the pool's single timer armed for pool_core's next deadline.
 #include "async/pool/client_impl.hpp"
 
+#include "async/pool/waiter_failure.hpp"
 #include "core/pool/connect_error.hpp"
 #include "pq/libpq_failure.hpp"
 
@@ -103,10 +104,10 @@ void client_impl::grant_locked(todo& out, const pool_action& a, lazy_now& now) {
     req->slot = a.slot;
     req->pooled = true;
     req->waited = now() - req->submitted;
-    metrics_.record_wait(req->waited);
+    metrics_->record_wait(req->waited);
     out.push_back([this, c = cit->second, req] { post_enqueue(c, req); });
   } else if (auto areq = take_acquire_waiter_locked(a.waiter)) {
-    metrics_.record_wait(now() - areq->submitted);
+    metrics_->record_wait(now() - areq->submitted);
     if (cit == conns_.end()) {
       out.push_back([this, areq] { complete_acquire_failure(areq, make_error_code(errc::not_sent), "connection gone"); });
       return;
@@ -122,13 +123,11 @@ void client_impl::fail_locked(todo& out, const pool_action& a, lazy_now& now) {
   diagnostics msg = connect_error_diag_locked(a.ec);
   if (auto req = take_query_waiter_locked(a.waiter)) {
     req->waited = now() - req->submitted;
-    metrics_.record_wait(req->waited);
-    auto ec = a.ec;
-    // The caller's own query deadline was the binding one: say so.
-    if (ec == errc::pool_timeout && req->deadline <= pool_clock::now()) ec = make_error_code(errc::query_timeout);
+    metrics_->record_wait(req->waited);
+    const auto ec = waiter_failure_code(a.ec, req->deadline, pool_clock::now());
     out.push_back([this, req, ec, msg] { complete_query_failure(req, ec, msg); });
   } else if (auto areq = take_acquire_waiter_locked(a.waiter)) {
-    metrics_.record_wait(now() - areq->submitted);
+    metrics_->record_wait(now() - areq->submitted);
     out.push_back([this, areq, ec = a.ec, msg] { complete_acquire_failure(areq, ec, msg); });
   }
 }

@@ -107,6 +107,7 @@ std::shared_ptr<query_request> lease_impl::make_handle_request(request_sink sink
   auto req = std::make_shared<query_request>();
   req->sink = std::move(sink);
   req->on_lease = true;
+  req->metrics = owner_->metrics();
   req->in_unit = in_unit_.load(std::memory_order_acquire);
   req->conn = conn_;
   req->slot = slot_;

@@ -216,9 +216,11 @@ request_outcome pool_core::request(time_point now, request_kind kind, time_point
   return {k::queued, 0, id, {}};
 }
 
-void pool_core::release(time_point now, slot_id slot, request_kind kind) {
+void pool_core::release(time_point now, slot_id slot, request_kind kind, std::size_t grants) {
   impl& p = *impl_;
-  if (!p.slots.release(slot, kind, now)) return;  // closed since, or no grant to give back
+  // Waiters are served once, after the whole batch: dispatch hands out the
+  // freed units in queue order, as it would one at a time.
+  if (!p.slots.release(slot, kind, now, grants)) return;  // closed since, or no grant to give back
   p.settle(now);
 }
 

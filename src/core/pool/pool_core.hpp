@@ -64,9 +64,14 @@ class pool_core {
   /// An exclusive grant counts as capacity_per_slot units in load_of().
   request_outcome request(time_point now, request_kind kind, time_point deadline);
 
-  /// Give back capacity taken by a grant. Releases for a slot that has since
-  /// been closed (broken, drained) are ignored. May grant waiters.
-  void release(time_point now, slot_id slot, request_kind kind);
+  /// Give back capacity taken by `grants` grants of `kind` on `slot` (the
+  /// async driver gives back a batch of completions at once). Waiters are
+  /// served once, after the whole batch: the same waiters, in the same
+  /// order, as that many single releases at `now` would grant (each on the
+  /// least-loaded slot after the batch). Releases for a slot that has since
+  /// been closed (broken, drained), or past the grants it holds, are
+  /// ignored. May grant waiters.
+  void release(time_point now, slot_id slot, request_kind kind, std::size_t grants = 1);
 
   /// Remove a queued waiter; returns false when it was no longer queued (it
   /// was granted or failed already: the driver must then release/ignore).

@@ -23,6 +23,8 @@
 //    next_due() is O(1) and the *_due() calls touch only what is due.
 #include "core/pool/slot_table.hpp"
 
+#include <algorithm>
+
 namespace pgpipe::detail {
 
 using std::chrono::milliseconds;
@@ -155,17 +157,22 @@ slot_table::slot* slot_table::pick(request_kind kind, time_point now) {
   return nullptr;
 }
 
-bool slot_table::release(slot_id id, request_kind kind, time_point now) {
+bool slot_table::release(slot_id id, request_kind kind, time_point now, std::size_t n) {
   auto it = slots_.find(id);
   if (it == slots_.end()) return false;  // closed since (broken, drained): ignore
   slot& s = it->second;
-  if (s.grants == 0 || s.state == slot_state::connecting || s.state == slot_state::checking) return false;
-  --s.grants;
-  --grants_out_;
+  if (n == 0 || s.grants == 0 || s.state == slot_state::connecting || s.state == slot_state::checking) return false;
+  // Releases past the grants held would each have been ignored.
+  const std::size_t k = std::min(n, s.grants);
+  s.grants -= k;
+  grants_out_ -= k;
+  // k grants of u units: k <= grants <= load / u for a slot granted by
+  // kind, so k * u cannot overflow what load holds.
   const std::size_t u = units(kind);
+  const std::size_t freed = k > s.load / u ? s.load : k * u;
   // No grant left means no load left, even if the driver released with the
   // other kind than it requested (a slot must never stay busy for ever).
-  set_load(s, s.grants == 0 || s.load < u ? 0 : s.load - u);
+  set_load(s, s.grants == 0 ? 0 : s.load - freed);
   s.last_activity = now;
   if (s.load == 0) s.idle_since = now;
   if (s.state == slot_state::draining) {

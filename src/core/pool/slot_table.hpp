@@ -125,11 +125,12 @@ class slot_table {
     if (s.state == slot_state::idle) set_state(s, slot_state::busy);
     refresh_timers(s);
   }
-  /// Gives back a grant of `kind` on slot `id`. Returns false, changing
-  /// nothing, when the slot is gone or holds no grant. Once no grant is left
-  /// the load is 0 whatever kind was given. A draining slot closes at load 0;
-  /// one past its lifetime expires.
-  bool release(slot_id id, request_kind kind, time_point now);
+  /// Gives back `n` grants of `kind` on slot `id` (at most the grants it
+  /// holds): the same end state as `n` single releases at `now`. Returns
+  /// false, changing nothing, when the slot is gone or holds no grant. Once
+  /// no grant is left the load is 0 whatever kind was given. A draining slot
+  /// closes at load 0; one past its lifetime expires.
+  bool release(slot_id id, request_kind kind, time_point now, std::size_t n = 1);
 
   bool lifetime_due(const slot& s, time_point now) const noexcept {
     return max_lifetime_.count() > 0 && !s.retire && now >= s.expires_at &&

@@ -1,0 +1,38 @@
+// query_meter: see query_meter.hpp.
+#include "async/connection/query_meter.hpp"
+
+#include <atomic>
+
+namespace pgpipe::detail {
+
+namespace {
+
+std::uint64_t rows_of(const result& r) {
+  if (r.failed()) return 0;  // a failed result throws when read
+  return r.size() != 0 ? r.size() : r.affected_rows();
+}
+
+}  // namespace
+
+observed_query observed_of(const query_request& req, bool rerun) noexcept {
+  return {req.spec.sql, req.on_lease, req.submitted, req.waited, req.called(), req.spec.attempt, rerun};
+}
+
+bool end_query(query_metrics& m, const query_request& req, const std::error_code& ec, const result& r,
+               time_point now) {
+  const bool rerun = req.reruns(ec);
+  if (!rerun) m.record_query(now - req.called());
+  if (query_observer* obs = m.observer()) {
+    const observed_start s{req.slot, req.backend_pid, req.started, req.observer_user};
+    observe_end(*obs, observed_of(req, rerun), req.observed_start ? &s : nullptr, ec, r.diag().sqlstate,
+                ec ? 0 : rows_of(r), now);
+  }
+  return !rerun;
+}
+
+void meter_completed(query_request& req, const std::error_code& ec, const result& r) {
+  if (req.metrics == nullptr || req.completed.load(std::memory_order_acquire)) return;
+  if (end_query(*req.metrics, req, ec, r, pool_clock::now())) req.metrics->count_completed(ec);
+}
+
+}  // namespace pgpipe::detail
