@@ -79,8 +79,8 @@ struct pool_stats {
   /// Queries that ended, successfully or with any error (the server's, a
   /// parameter refused before sending, no capacity in time), each counted
   /// once: async: queries, streams, COPYs and scripts, on the pool or a
-  /// lease; blocking: exec() on the pool or a lease and execute_script()
-  /// (a blocking COPY's failures count in `errors` only, and statements run
+  /// lease; blocking: exec() on the pool or a lease, execute_script() and
+  /// COPYs (one ended by the client counts as `cancelled`; statements run
   /// through libpqxx on a lease are not seen).
   std::uint64_t completed = 0;
   error_counts errors;          ///< requests and connects that failed, by kind

@@ -4,6 +4,7 @@
 // error or a parameter refused before sending), and the errors among them
 // count by kind.
 #include <pgpipe/async_lease.hpp>
+#include <pgpipe/blocking_copy.hpp>
 #include <pgpipe/blocking_lease.hpp>
 
 #include "support/cluster_fixture.hpp"
@@ -85,6 +86,34 @@ TYPED_TEST(stats_completed, a_parameter_refused_before_sending_counts_alike_on_t
   const auto after_lease = db.stats();
   EXPECT_EQ(after_lease.completed, 2u) << "the lease's refusal counts as the pool's did";
   EXPECT_EQ(after_lease.errors.other, 2u);
+}
+
+// A blocking COPY is one request: it counts once when it ends, success or
+// failure, like exec().
+TEST(stats_completed_blocking, every_copy_that_ended_counts_once) {
+  blocking_driver db(params_for(app_conninfo("stats_completed"), 2));
+  {
+    auto lease = db.hold();
+    (void)lease.exec("create temporary table copied(id int)");
+    pgpipe::blocking_copy_in in(lease, "copy copied(id) from stdin");
+    in.write("1\n2\n");
+    EXPECT_EQ(in.finish(), 2u);
+    pgpipe::blocking_copy_out out(lease, "copy copied to stdout");
+    std::string chunk;
+    std::size_t chunks = 0;
+    while (out.next(chunk)) ++chunks;
+    EXPECT_EQ(chunks, 2u);
+    pgpipe::blocking_copy_in bad(lease, "copy copied(id) from stdin");
+    bad.write("not a number\n");
+    EXPECT_THROW((void)bad.finish(), pgpipe::error);
+    pgpipe::blocking_copy_in dropped(lease, "copy copied(id) from stdin");
+    dropped.write("3\n");
+    dropped.abort("changed my mind");
+  }
+  const auto s = db.stats();
+  EXPECT_EQ(s.completed, 5u) << "the create, two COPYs that succeeded, one the server refused, one aborted";
+  EXPECT_EQ(s.errors.server, 1u);
+  EXPECT_EQ(s.errors.cancelled, 1u);
 }
 
 }  // namespace

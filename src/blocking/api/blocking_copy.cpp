@@ -50,7 +50,7 @@ PGconn* conn_of(blocking_lease& lease) {
   }
   lease.mark_broken();
   auto ec = make_error_code(errc::connection_lost);
-  detail::lease_access::note_error(lease, ec);
+  detail::lease_access::note_outcome(lease, ec);
   throw error(ec, std::move(message));
 }
 
@@ -141,7 +141,7 @@ void start_copy(blocking_lease& lease, std::string_view sql, ExecStatusType expe
     diagnostics d = detail::diagnostics_of(r.get());
     detail::scrub(d, detail::lease_access::secrets(lease));
     auto ec = make_sqlstate(d.sqlstate);
-    detail::lease_access::note_error(lease, ec);
+    detail::lease_access::note_outcome(lease, ec);
     throw error(ec, std::move(d));
   }
   throw error(make_error_code(errc::invalid_argument),
@@ -167,7 +167,7 @@ void blocking_copy_in::fail() {
   copy_verdict v = drain_results(c, detail::lease_access::secrets(*lease_));
   if (v.lost) throw_lost(*lease_, "COPY");
   if (v.failure) {
-    detail::lease_access::note_error(*lease_, v.failure->code());
+    detail::lease_access::note_outcome(*lease_, v.failure->code());
     throw *v.failure;
   }
   throw_lost(*lease_, "COPY");
@@ -196,15 +196,18 @@ std::uint64_t blocking_copy_in::finish() {
   copy_verdict v = drain_results(c, detail::lease_access::secrets(*lease_));
   if (v.lost) throw_lost(*lease_, "COPY");
   if (v.failure) {
-    detail::lease_access::note_error(*lease_, v.failure->code());
+    detail::lease_access::note_outcome(*lease_, v.failure->code());
     throw *v.failure;
   }
+  detail::lease_access::note_outcome(*lease_, {});
   return v.rows;
 }
 
 void blocking_copy_in::abort(std::string_view reason) noexcept {
   if (!active_) return;
   active_ = false;
+  // The client ended it: one request, counted as cancelled.
+  detail::lease_access::note_outcome(*lease_, make_error_code(errc::cancelled));
   PGconn* c = detail::lease_access::raw(*lease_);
   if (c == nullptr) return;
   const std::string why(reason.empty() ? std::string_view("aborted by the client") : reason);
@@ -241,9 +244,10 @@ bool blocking_copy_out::next(std::string& chunk) {
   copy_verdict v = drain_results(c, detail::lease_access::secrets(*lease_));
   if (v.lost || n == -2) throw_lost(*lease_, "COPY");
   if (v.failure) {
-    detail::lease_access::note_error(*lease_, v.failure->code());
+    detail::lease_access::note_outcome(*lease_, v.failure->code());
     throw *v.failure;
   }
+  detail::lease_access::note_outcome(*lease_, {});
   rows_ = v.rows;
   return false;
 }
@@ -251,6 +255,8 @@ bool blocking_copy_out::next(std::string& chunk) {
 void blocking_copy_out::cancel() noexcept {
   if (!active_) return;
   active_ = false;
+  // The client ended it: one request, counted as cancelled.
+  detail::lease_access::note_outcome(*lease_, make_error_code(errc::cancelled));
   PGconn* c = detail::lease_access::raw(*lease_);
   if (c == nullptr) return;
   if (!send_cancel(c)) {

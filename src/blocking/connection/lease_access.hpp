@@ -21,7 +21,9 @@ struct lease_access {
     static const std::vector<std::string> none;
     return l.conn_ != nullptr ? l.conn_->secrets() : none;
   }
-  static void note_error(blocking_lease& l, const std::error_code& ec) noexcept { l.note_error(ec); }
+  /// A COPY that ended: counted once in stats().completed, its error (if
+  /// any) by kind, as exec() counts a statement.
+  static void note_outcome(blocking_lease& l, const std::error_code& ec) noexcept { l.note_outcome(ec); }
 };
 
 }  // namespace pgpipe::detail
