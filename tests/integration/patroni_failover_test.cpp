@@ -340,8 +340,12 @@ TEST(patroni_failover, writers_follow_the_leader_through_switchover_crash_and_ha
     }
   }
 
-  marks.push_back({"SIGSTOP of the leader node", leader, steady::now()});
   cluster.freeze(leader, true);
+  // The mark follows the freeze: freezing scans /proc for the postmaster's
+  // children while the leader still commits, and twenty commits landing in
+  // that scan would read as writes after the hang (the wait below then ended
+  // at once and thawed the node: write gaps of 13 to 78 ms).
+  marks.push_back({"SIGSTOP of the leader node", leader, steady::now()});
   // ttl, then the promotion, then (synchronous_mode_strict) a synchronous
   // standby following the new leader before a COMMIT returns.
   const bool after_hang = wait_for_writes(marks.back().at, 120s);
