@@ -6,6 +6,7 @@
 #include <pgpipe/detail/codec.hpp>
 #include <pgpipe/detail/codec_composite.hpp>
 #include "core/codec/codec_errors.hpp"
+#include "core/codec/quoted_text.hpp"
 
 #include <cstdint>
 
@@ -26,29 +27,9 @@ std::error_code parse_field(std::string_view in, std::size_t& i, record_fields& 
     return {};
   }
   const std::size_t start = i;
-  bool in_quote = false, rewritten = false;
+  bool rewritten = false;
   std::string v;
-  while (i < n) {
-    const char c = in[i];
-    if (!in_quote && (c == ',' || c == ')')) break;
-    ++i;
-    if (c == '\\') {
-      if (i >= n) return bad();
-      v.push_back(in[i++]);
-      rewritten = true;
-    } else if (c == '"') {
-      rewritten = true;
-      if (!in_quote) {
-        in_quote = true;
-      } else if (i < n && in[i] == '"') {
-        v.push_back(in[i++]);
-      } else {
-        in_quote = false;
-      }
-    } else {
-      v.push_back(c);
-    }
-  }
+  if (!scan_quoted(in, i, [](char c) { return c == ',' || c == ')'; }, v, rewritten)) return bad();
   if (i >= n) return bad();  // no closing ')'
   if (!rewritten) {
     out.fields.push_back({in.substr(start, i - start), 0});

@@ -4,6 +4,7 @@
 // layout range_send's; see include/pgpipe/detail/codec.hpp for the contracts.
 #include <pgpipe/detail/codec.hpp>
 #include "core/codec/codec_errors.hpp"
+#include "core/codec/quoted_text.hpp"
 #include <pgpipe/error.hpp>
 
 #include <cstdint>
@@ -33,27 +34,9 @@ std::error_code parse_bound(std::string_view in, std::size_t& i, std::optional<s
     return {};
   }
   const std::size_t start = i;
-  bool in_quote = false, rewritten = false;
+  bool rewritten = false;
   std::string v;
-  while (i < n && (in_quote || !ends_bound(in[i]))) {
-    const char c = in[i++];
-    if (c == '\\') {
-      if (i >= n) return bad();
-      v.push_back(in[i++]);
-      rewritten = true;
-    } else if (c == '"') {
-      rewritten = true;
-      if (!in_quote) {
-        in_quote = true;
-      } else if (i < n && in[i] == '"') {
-        v.push_back(in[i++]);
-      } else {
-        in_quote = false;
-      }
-    } else {
-      v.push_back(c);
-    }
-  }
+  if (!scan_quoted(in, i, ends_bound, v, rewritten)) return bad();
   if (i >= n) return bad();  // no closing delimiter
   if (!rewritten) {
     bound = in.substr(start, i - start);
