@@ -80,8 +80,9 @@ struct pool_stats {
   /// parameter refused before sending, no capacity in time), each counted
   /// once: async: queries, streams, COPYs and scripts, on the pool or a
   /// lease; blocking: exec() on the pool or a lease, execute_script() and
-  /// COPYs (one ended by the client counts as `cancelled`; statements run
-  /// through libpqxx on a lease are not seen).
+  /// COPYs (statements run through libpqxx on a lease are not seen). In both
+  /// drivers a COPY the client ended (abort, cancel, a destroyed handle)
+  /// counts as `cancelled`.
   std::uint64_t completed = 0;
   error_counts errors;          ///< requests and connects that failed, by kind
   // Connection churn.

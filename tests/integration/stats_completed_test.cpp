@@ -3,6 +3,7 @@
 // whatever its outcome and wherever it ran (the pool or a lease, a server
 // error or a parameter refused before sending), and the errors among them
 // count by kind.
+#include <pgpipe/async_copy.hpp>
 #include <pgpipe/async_lease.hpp>
 #include <pgpipe/blocking_copy.hpp>
 #include <pgpipe/blocking_lease.hpp>
@@ -114,6 +115,48 @@ TEST(stats_completed_blocking, every_copy_that_ended_counts_once) {
   EXPECT_EQ(s.completed, 5u) << "the create, two COPYs that succeeded, one the server refused, one aborted";
   EXPECT_EQ(s.errors.server, 1u);
   EXPECT_EQ(s.errors.cancelled, 1u);
+}
+
+// The async driver counts a COPY as the blocking driver does: once when it
+// ends, a client abort as cancelled.
+TEST(stats_completed_async, every_copy_that_ended_counts_once) {
+  async_driver db(params_for(app_conninfo("stats_completed"), 2));
+  {
+    auto lease = db.hold();
+    ASSERT_FALSE(run_on(lease, "create temporary table copied(id int)"));
+    auto in = lease.copy_in("copy copied(id) from stdin");
+    EXPECT_FALSE(in.async_write("1\n2\n", use_future_ec).get());
+    auto [ec, r] = in.async_finish(use_future_ec).get();
+    ASSERT_FALSE(ec) << r.diag().to_string();
+    EXPECT_EQ(r.affected_rows(), 2u);
+    auto out = lease.copy_out("copy copied to stdout");
+    std::size_t chunks = 0;
+    for (;;) {
+      auto [nec, chunk] = out.async_next(use_future_ec).get();
+      ASSERT_FALSE(nec);
+      if (chunk.empty()) break;
+      ++chunks;
+    }
+    EXPECT_GE(chunks, 1u);
+    EXPECT_EQ(out.rows(), 2u);
+    auto bad = lease.copy_in("copy copied(id) from stdin");
+    EXPECT_FALSE(bad.async_write("not a number\n", use_future_ec).get());
+    EXPECT_EQ(pgpipe::sqlstate_of(std::get<0>(bad.async_finish(use_future_ec).get())), "22P02");
+    auto dropped = lease.copy_in("copy copied(id) from stdin");
+    EXPECT_FALSE(dropped.async_write("3\n", use_future_ec).get());
+    EXPECT_FALSE(dropped.async_abort("changed my mind", use_future_ec).get());
+    auto stopped = lease.copy_out("copy (select g from generate_series(1, 5000000) g) to stdout");
+    auto [sec, first] = stopped.async_next(use_future_ec).get();
+    ASSERT_FALSE(sec);
+    EXPECT_FALSE(first.empty());
+    stopped.cancel();
+    EXPECT_FALSE(run_on(lease, "select 1")) << "the lease serves after the cancelled COPY";
+  }
+  const auto s = db.stats();
+  EXPECT_EQ(s.completed, 7u)
+      << "the create, two COPYs that succeeded, one the server refused, one aborted, one cancelled, a select";
+  EXPECT_EQ(s.errors.server, 1u);
+  EXPECT_EQ(s.errors.cancelled, 2u);
 }
 
 }  // namespace

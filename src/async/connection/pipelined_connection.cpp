@@ -3,6 +3,7 @@
 // The rest of the class lives in connection_{connect,io,cancel,streams,close}.cpp.
 #include "async/connection/pipelined_connection.hpp"
 
+#include "async/connection/copy_state.hpp"
 #include "async/connection/query_meter.hpp"
 #include "async/connection/request_outcome.hpp"
 #include "async/connection/tcp_cork.hpp"
@@ -387,7 +388,9 @@ void pipelined_connection::complete(const std::shared_ptr<query_request>& req, s
     if (d.client_message.empty() && d.message.empty()) r.diag().client_message = ec.message();
   }
   // Count before delivering: stats read right after a completion include it.
-  meter_completed(*req, ec, r);
+  // A COPY the caller ended counts as cancelled, whatever the server said.
+  const auto* copy = std::get_if<copy_sink>(&req->sink);
+  meter_completed(*req, copy && copy->copy->core.stopped_by_client() ? make_error_code(errc::cancelled) : ec, r);
   std::visit([&](auto& sink) { deliver(req, sink, ec, std::move(r)); }, req->sink);
 }
 

@@ -91,6 +91,7 @@ copy_reply copy_core::abort(std::string reason) {
   abort_waiting_ = true;
   caller_ended_ = true;
   stopped_ = true;
+  stopped_by_client_ = true;
   end_requested_ = true;
   end_reason_ = reason.empty() ? std::string("aborted by the client") : std::move(reason);
   if (has_pending_) {
@@ -133,6 +134,7 @@ void copy_core::cancel() {
   const bool running = !stopped_ && !decided_;
   cancelled_ = true;
   stopped_ = true;
+  if (running) stopped_by_client_ = true;
   if (!running) {
     buffer_ = std::string();
     return;

@@ -212,6 +212,10 @@ class copy_core {
   /// libpq's output buffer is not on the socket yet: wait until writable.
   bool flush_pending() const noexcept { return flush_pending_; }
   bool decided() const noexcept { return decided_; }
+  /// The caller ended the COPY before it was decided (abort, cancel, or a
+  /// destroyed handle): stats() counts it as cancelled whatever the server
+  /// answered, as the blocking driver does.
+  bool stopped_by_client() const noexcept { return stopped_by_client_; }
   /// Rows the server reported (COPY n), once decided with success.
   std::uint64_t rows() const noexcept { return rows_; }
 
@@ -243,6 +247,7 @@ class copy_core {
   bool wrong_direction_ = false;  ///< the server opened the other direction (or none)
   bool stopped_ = false;          ///< abort, cancel, an error outcome: data is discarded
   bool cancelled_ = false;        ///< copy_out's cancel(): the reader gets errc::cancelled
+  bool stopped_by_client_ = false;
   bool paused_ = false;
   bool flush_pending_ = false;
   bool kept_ok_ = false;
