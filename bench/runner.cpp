@@ -333,12 +333,6 @@ run_result run_one(run_context& ctx, const std::string& driver, std::size_t pool
     const std::size_t rd = r.round;
     r = reported;
     r.round = rd;
-    if (is_peer) {
-      // A peer reports its window, not its memory and threads: the parent's
-      // last sample of its process stands for "end of the window".
-      r.rss_end_mb = static_cast<double>(rss_last_kb) / 1024.0;
-      r.threads_end = threads_last;
-    }
   } else {
     r.ok = false;
     r.failure = "the child exited without a result (status " +
