@@ -48,6 +48,22 @@ std::optional<std::string> find_pgbench() {
   return std::nullopt;
 }
 
+std::vector<std::string> libpq_environment(const std::string& conninfo) {
+  std::vector<std::string> env;
+  char* err = nullptr;
+  PQconninfoOption* opts = PQconninfoParse(conninfo.c_str(), &err);
+  if (!opts) {
+    std::string msg = err ? err : "out of memory";
+    PQfreemem(err);
+    throw std::runtime_error("cannot parse the conninfo: " + pgpipe::redact_conninfo(msg));
+  }
+  for (auto* o = opts; o->keyword; ++o) {
+    if (o->val && *o->val && o->envvar) env.push_back(std::string(o->envvar) + "=" + o->val);
+  }
+  PQconninfoFree(opts);
+  return env;
+}
+
 pgbench_command prepare_pgbench(const std::string& pgbench, const std::string& dir, const std::string& run_tag,
                                 const workload& w, const std::string& conninfo, std::size_t pool,
                                 double warmup_s, double duration_s, bool prepared, std::size_t pipeline) {
@@ -79,19 +95,7 @@ pgbench_command prepare_pgbench(const std::string& pgbench, const std::string& d
             "-T", std::to_string(total), "-P", "1", "-l", "--log-prefix=" + c.log_prefix,
             "-f", script_path};
 
-  // Every conninfo keyword that libpq also reads from an environment variable
-  // goes there (host, port, user, password, dbname, sslmode...).
-  char* err = nullptr;
-  PQconninfoOption* opts = PQconninfoParse(conninfo.c_str(), &err);
-  if (!opts) {
-    std::string msg = err ? err : "out of memory";
-    PQfreemem(err);
-    throw std::runtime_error("cannot parse the conninfo for pgbench: " + pgpipe::redact_conninfo(msg));
-  }
-  for (auto* o = opts; o->keyword; ++o) {
-    if (o->val && *o->val && o->envvar) c.env.push_back(std::string(o->envvar) + "=" + o->val);
-  }
-  PQconninfoFree(opts);
+  c.env = libpq_environment(conninfo);
   c.env.push_back("PGAPPNAME=pgpipe-bench-pgbench");
   return c;
 }

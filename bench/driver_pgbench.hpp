@@ -26,6 +26,12 @@ struct pgbench_command {
   std::string log_prefix;
 };
 
+/// "VAR=value" for every conninfo keyword libpq also reads from an
+/// environment variable (PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE...):
+/// how pgbench and the peer programs get the connection, never through argv.
+/// Throws std::runtime_error when the conninfo cannot be parsed.
+std::vector<std::string> libpq_environment(const std::string& conninfo);
+
 /// Queries per pgbench transaction of the pgbench-pipeline driver.
 inline constexpr std::size_t pgbench_pipeline_queries = 10;
 

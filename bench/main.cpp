@@ -18,14 +18,19 @@
 
 #include <libpq-fe.h>
 
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
+
+extern char** environ;
 
 namespace {
 
@@ -44,6 +49,23 @@ void write_file(const std::string& path, const std::string& text) {
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
+// A peer is ready when its launcher says so (`DIR/<driver>/run --check`
+// exits 0 once the program is built).
+bool peer_built(const std::string& dir, const std::string& driver) {
+  const std::string run = dir + "/" + driver + "/run";
+  if (::access(run.c_str(), X_OK) != 0) return false;
+  // The launcher writes only to stderr: stdout carries the report.
+  std::string check = "--check";
+  char* argv[] = {const_cast<char*>(run.c_str()), check.data(), nullptr};
+  pid_t pid = -1;
+  if (posix_spawn(&pid, run.c_str(), nullptr, nullptr, argv, environ) != 0) return false;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return false;
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 int run(const options& o) {
   install_signal_handlers();
 
@@ -54,14 +76,16 @@ int run(const options& o) {
   report.opts = &o;
   for (const auto& d : o.drivers) {
     const bool is_pgbench = d == "pgbench" || d == "pgbench-pipeline";
-    const bool available = is_pgbench ? pgbench.has_value()
-                                          : std::find(built.begin(), built.end(), d) != built.end();
+    const bool available = is_pgbench      ? pgbench.has_value()
+                           : is_peer_driver(d) ? peer_built(o.peers_dir, d)
+                                               : std::find(built.begin(), built.end(), d) != built.end();
     if (available) {
       report.drivers.push_back(d);
       continue;
     }
-    const std::string why = is_pgbench ? "pgbench: not found on PATH nor in PostgreSQL's bindir"
-                                           : d + ": this build of pgpipe-bench does not include its driver";
+    const std::string why = is_pgbench          ? "pgbench: not found on PATH nor in PostgreSQL's bindir"
+                            : is_peer_driver(d) ? d + ": not built in " + o.peers_dir + " (run bench/peers/build)"
+                                                : d + ": this build of pgpipe-bench does not include its driver";
     if (o.drivers_explicit) throw std::runtime_error(why);
     report.notes.push_back("skipped " + why);
     std::cerr << "pgpipe-bench: skipping " << why << "\n";

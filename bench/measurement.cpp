@@ -1,5 +1,7 @@
 #include "measurement.hpp"
 
+#include "sampler.hpp"
+
 #include <pgpipe/error.hpp>
 
 #include <unistd.h>
@@ -101,6 +103,7 @@ std::int64_t measurement::run_timeline(int progress_fd, const std::function<bool
   using namespace std::chrono_literals;
   auto next_progress = t0_ + 1s;
   std::optional<bench_clock::time_point> begin, end;
+  std::optional<double> cpu_begin;  // this process's CPU seconds as the window opened
   for (;;) {
     const auto now = bench_clock::now();
     if (!begin) {
@@ -116,8 +119,13 @@ std::int64_t measurement::run_timeline(int progress_fd, const std::function<bool
         }
       }
     }
-    if (end && now >= *end) break;
+    if (begin && !cpu_begin && now >= *begin) cpu_begin = self_cpu_seconds();
+    if (end && now >= *end) {
+      if (cpu_begin) window_cpu_s_ = self_cpu_seconds() - *cpu_begin;
+      break;
+    }
     auto wake = std::min(next_progress, now + 100ms);
+    if (begin && !cpu_begin) wake = std::min(wake, *begin);
     if (end) wake = std::min(wake, *end);
     std::this_thread::sleep_until(wake);
     if (bench_clock::now() >= next_progress) {
@@ -148,6 +156,7 @@ void measurement::fill(run_result& r) const {
   r.p95_ms = static_cast<double>(latency_.percentile(0.95)) / 1000.0;
   r.p99_ms = static_cast<double>(latency_.percentile(0.99)) / 1000.0;
   r.max_ms = static_cast<double>(latency_.max()) / 1000.0;
+  r.window_cpu_s = window_cpu_s_;
   r.errors = 0;
   {
     std::lock_guard lock(mutex_);

@@ -68,7 +68,9 @@ class measurement {
                             std::chrono::milliseconds drain_timeout, const std::function<void()>& at_window_end);
   bool pool_not_open() const noexcept { return pool_not_open_; }
 
-  /// Fills queries, qps, percentiles, errors, startup_ms, duration_s.
+  /// Fills queries, qps, percentiles, errors, startup_ms, duration_s and
+  /// window_cpu_s (this process's CPU from the window's start to its end, read
+  /// on the main thread as each bound passes; -1 when the window never ran).
   void fill(run_result& r) const;
 
   /// Name of an error for errors_by_kind: the errc name (pool_timeout,
@@ -92,6 +94,7 @@ class measurement {
   std::atomic<std::int64_t> first_completion_ns_{-1};  // since t0
   std::atomic<std::int64_t> window_begin_ns_{-1};      // since t0; -1 until started
   bool pool_not_open_ = false;
+  double window_cpu_s_ = -1;
   latency_histogram latency_;
   std::atomic<std::uint64_t> completed_{0};         // whole life, for progress
   std::atomic<std::int64_t> first_result_ns_{-1};  // since t0

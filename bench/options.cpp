@@ -1,6 +1,7 @@
 #include "options.hpp"
 
 #include <libpq-fe.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
@@ -122,6 +123,9 @@ options parse_options(int argc, const char* const* argv) {
       const std::string v = next();
       if (v != "none" && v != "empty") throw std::invalid_argument("--observer: expected none or empty, got '" + v + "'");
       o.empty_observer = v == "empty";
+    } else if (flag == "--peers") {
+      o.peers_dir = next();
+      if (o.peers_dir.empty()) throw std::invalid_argument("--peers: empty directory");
     } else if (flag == "--sql") {
       o.sql_file = next();
     } else if (flag == "--json") {
@@ -160,6 +164,14 @@ options parse_options(int argc, const char* const* argv) {
     for (const auto& d : o.drivers) {
       if (d == "async-pipelined" || d == "async-pipelined-lease")
         throw std::invalid_argument("--drivers: " + d + " runs with --workload tpcb only");
+    }
+  }
+  for (const auto& d : o.drivers) {
+    if (!is_peer_driver(d)) continue;
+    // The peers carry the built-in select, always as a prepared statement.
+    if (o.tpcb || o.sql_file || !o.prepared || o.sweep) {
+      throw std::invalid_argument("--drivers: " + d +
+                                  " runs the built-in select only (not with --workload tpcb, --sql, --no-prepared or --sweep)");
     }
   }
   // The sweep picks its own pool sizes: a --pools list beside it would be
@@ -237,6 +249,25 @@ bool conninfo_has_password(const std::string& conninfo) {
   return found || (opts == nullptr && conninfo.find("password") != std::string::npos);
 }
 
+std::string default_peers_dir() {
+#ifdef PGPIPE_BENCH_PEERS_DIR
+  return PGPIPE_BENCH_PEERS_DIR;
+#else
+  return "bench/peers";
+#endif
+}
+
+std::vector<std::string> peer_arguments(const options& o, std::size_t pool) {
+  const long hz = sysconf(_SC_CLK_TCK);
+  auto num = [](double v) {
+    std::ostringstream s;
+    s << v;
+    return s.str();
+  };
+  return {"--pool", std::to_string(pool), "--concurrency", std::to_string(clients_for(o, pool)), "--warmup",
+          num(o.warmup_s), "--duration", num(o.duration_s), "--clk-tck", std::to_string(hz > 0 ? hz : 100)};
+}
+
 std::string help_text() {
   return R"(pgpipe-bench: compare pgpipe's drivers (and pgbench) at several pool sizes.
 
@@ -269,6 +300,10 @@ Flags:
                        pgbench-pipeline  pgbench, 10 queries between
                                   \startpipeline and \endpipeline (one Sync
                                   per 10); q/s = 10 x its tps
+                       tokio-postgres, jdbc  other clients (Rust pipelined,
+                                  Java pgjdbc + HikariCP with a thread per
+                                  query), programs in --peers DIR: build them
+                                  with bench/peers/build first
   --pools LIST       pool sizes (connections), default 20,50,200
   --concurrency N    logical clients in a closed loop, default 500
                      (pgbench runs one client per connection: its concurrency is the pool)
@@ -282,6 +317,8 @@ Flags:
                      the growth's duration, q/s and loops' loop_lag_max to stderr
   --growth-connects N  async driver: pool_params::growth_connects (paced growth)
   --growth-interval MS async driver: pool_params::growth_interval in ms
+  --peers DIR        where the peer drivers live (DIR/<driver>/run), default
+                     the source tree's bench/peers
   --conninfo STR     use this server (libpq key=value or URI); the table is
                      created and loaded when missing. PGHOST/PGSERVICE also select
                      an existing server. Passwords are never printed. Keep the

@@ -3,11 +3,15 @@
 #pragma once
 
 #include <cstddef>
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace pgpipe::bench {
+
+/// bench/peers in the source tree this binary was built from.
+std::string default_peers_dir();
 
 /// Drivers in the order they are listed by default.
 inline const std::vector<std::string>& default_drivers() {
@@ -18,8 +22,18 @@ inline const std::vector<std::string>& default_drivers() {
 inline const std::vector<std::string>& known_drivers() {
   static const std::vector<std::string> all{"async",           "coroutine",       "blocking",        "pgbench",
                                             "blocking-threads", "async-coalesced", "pgbench-pipeline", "async-pipelined",
-                                            "async-pipelined-lease"};
+                                            "async-pipelined-lease", "tokio-postgres", "jdbc"};
   return all;
+}
+/// Other clients, run as external programs from --peers DIR (DIR/<name>/run,
+/// see bench/peers/README.md): the built-in select only.
+inline const std::vector<std::string>& peer_drivers() {
+  static const std::vector<std::string> all{"tokio-postgres", "jdbc"};
+  return all;
+}
+inline bool is_peer_driver(const std::string& d) {
+  const auto& p = peer_drivers();
+  return std::find(p.begin(), p.end(), d) != p.end();
 }
 /// The drivers of --workload tpcb, in their default order.
 inline const std::vector<std::string>& tpcb_drivers() {
@@ -56,6 +70,8 @@ struct options {
   /// nothing, to measure what installing one costs ("none": no observer).
   bool empty_observer = false;
   std::optional<std::string> sql_file;
+  /// --peers: where the peer programs live (DIR/<driver>/run).
+  std::string peers_dir = default_peers_dir();
   /// --workload tpcb: pgbench's TPC-B-like transaction on pgbench's tables
   /// at `scale` (tpcb.hpp) instead of one statement.
   bool tpcb = false;
@@ -105,6 +121,10 @@ std::string help_text();
 /// without it, which runs one client per connection as pgbench does (a
 /// transaction holds its connection: more clients would only queue).
 std::size_t clients_for(const options& o, std::size_t pool);
+
+/// argv for a peer run (without argv[0]): pool, concurrency, warm-up,
+/// window and the kernel's clock ticks per second, for /proc/self/stat.
+std::vector<std::string> peer_arguments(const options& o, std::size_t pool);
 
 /// argv for a child run (without argv[0]).
 std::vector<std::string> child_arguments(const options& o, const std::string& driver, std::size_t pool, int result_fd);

@@ -44,6 +44,9 @@ struct summary_row {
   double qps = 0, p50_ms = 0, p95_ms = 0, p99_ms = 0, max_ms = 0;
   double errors = 0, rss_peak_mb = 0, rss_end_mb = 0, threads_max = 0, threads_end = 0, client_cpu_s = 0;
   double server_connections_max = 0, startup_ms = 0, server_cpu_s = -1;
+  /// The client's CPU over the measured window per query in it, µs (-1: not
+  /// measured, pgbench).
+  double cpu_us_per_query = -1;
   std::map<std::string, std::uint64_t> errors_by_kind;  ///< summed over rounds
   std::vector<std::string> failures;
 };

@@ -35,6 +35,7 @@ boost::json::object run_object(const run_result& r) {
       {"rss_end_mb", r.rss_end_mb},
       {"threads_max", r.threads_max},
       {"client_cpu_s", r.client_cpu_s},
+      {"window_cpu_s", measured(r.window_cpu_s)},
       {"server_connections_max", r.server_connections_max},
       {"startup_ms", measured(r.startup_ms)},
       {"round", r.round},

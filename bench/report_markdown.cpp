@@ -42,18 +42,18 @@ std::string markdown_report(const report_input& in) {
       << " MB, " << in.machine.kernel << "\n\n";
 
   out << "| driver | pool | clients | q/s | p50 ms | p95 ms | p99 ms | max ms | errors | peak RSS MB | end RSS MB "
-         "| threads max (end) | client CPU s | server conns | server CPU s | startup ms |\n";
-  out << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+         "| threads max (end) | client CPU s | CPU µs/query (window) | server conns | server CPU s | startup ms |\n";
+  out << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& r : rows) {
     out << "| " << r.driver << " | " << r.pool << " | " << r.concurrency << " | ";
     if (r.failed == r.rounds) {
-      out << "failed | | | | | | | | | | | | |\n";
+      out << "failed | | | | | | | | | | | | | |\n";
       continue;
     }
     out << with_commas(r.qps) << " | " << ms(r.p50_ms) << " | " << ms(r.p95_ms) << " | " << ms(r.p99_ms) << " | "
         << ms(r.max_ms) << " | " << with_commas(r.errors) << " | " << fixed_digits(r.rss_peak_mb, 1) << " | "
         << fixed_digits(r.rss_end_mb, 1) << " | " << with_commas(r.threads_max) << " (" << with_commas(r.threads_end) << ") | " << fixed_digits(r.client_cpu_s, 2)
-        << " | " << with_commas(r.server_connections_max) << " | "
+        << " | " << (r.cpu_us_per_query >= 0 ? fixed_digits(r.cpu_us_per_query, 2) : "-") << " | " << with_commas(r.server_connections_max) << " | "
         << (r.server_cpu_s >= 0 ? fixed_digits(r.server_cpu_s, 2) : "-") << " | "
         << (r.startup_ms >= 0 ? ms(r.startup_ms) : "-") << " |\n";
   }
@@ -88,6 +88,29 @@ std::string markdown_report(const report_input& in) {
     }
     if (parts.empty()) continue;
     out << "- **pool " << pool << "**: ";
+    for (std::size_t i = 0; i < parts.size(); ++i) out << (i ? "; " : "") << parts[i];
+    out << "\n";
+  }
+
+  // Beside other clients: async's ratios to each peer that ran, per pool
+  // (q/s, and the client's CPU per query over the window).
+  for (std::size_t pool : o.pools) {
+    const summary_row* a = find(rows, "async", pool);
+    if (!a || a->failed == a->rounds) continue;
+    std::vector<std::string> parts;
+    for (const auto& d : in.drivers) {
+      if (!is_peer_driver(d)) continue;
+      const summary_row* p = find(rows, d, pool);
+      if (!p || p->failed == p->rounds) continue;
+      std::string part = "async/" + d + " " + ratio(a->qps, p->qps) + " q/s";
+      if (a->cpu_us_per_query > 0 && p->cpu_us_per_query > 0) {
+        part += ", " + ratio(a->cpu_us_per_query, p->cpu_us_per_query) + " CPU per query (" +
+                fixed_digits(a->cpu_us_per_query, 2) + " vs " + fixed_digits(p->cpu_us_per_query, 2) + " µs)";
+      }
+      parts.push_back(part);
+    }
+    if (parts.empty()) continue;
+    out << "- **beside other clients, pool " << pool << "**: ";
     for (std::size_t i = 0; i < parts.size(); ++i) out << (i ? "; " : "") << parts[i];
     out << "\n";
   }

@@ -70,6 +70,9 @@ std::vector<summary_row> summarize(const report_input& in) {
         f["conns"].push_back(r.server_connections_max);
         f["startup"].push_back(r.startup_ms);
         if (r.server_cpu_s >= 0) f["server_cpu"].push_back(r.server_cpu_s);
+        if (r.window_cpu_s >= 0 && r.queries > 0) {
+          f["cpu_per_query"].push_back(r.window_cpu_s * 1e6 / static_cast<double>(r.queries));
+        }
       }
       if (s.rounds == 0) continue;
       s.qps = median(f["qps"]);
@@ -86,6 +89,7 @@ std::vector<summary_row> summarize(const report_input& in) {
       s.server_connections_max = median(f["conns"]);
       s.startup_ms = median(f["startup"]);
       if (!f["server_cpu"].empty()) s.server_cpu_s = median(f["server_cpu"]);
+      if (!f["cpu_per_query"].empty()) s.cpu_us_per_query = median(f["cpu_per_query"]);
       rows.push_back(std::move(s));
     }
   }

@@ -48,7 +48,7 @@ std::string encode_result(const run_result& r) {
     << " p50_ms=" << num(r.p50_ms) << " p95_ms=" << num(r.p95_ms) << " p99_ms=" << num(r.p99_ms)
     << " max_ms=" << num(r.max_ms) << " errors=" << r.errors << " rss_peak_mb=" << num(r.rss_peak_mb)
     << " rss_end_mb=" << num(r.rss_end_mb) << " threads_max=" << r.threads_max << " threads_end=" << r.threads_end
-    << " client_cpu_s=" << num(r.client_cpu_s) << " startup_ms=" << num(r.startup_ms)
+    << " client_cpu_s=" << num(r.client_cpu_s) << " window_cpu_s=" << num(r.window_cpu_s) << " startup_ms=" << num(r.startup_ms)
     << " ok=" << (r.ok ? 1 : 0);
   if (!r.failure.empty()) o << " failure=" << encode(r.failure);
   for (const auto& [kind, n] : r.errors_by_kind) o << " err." << encode(kind) << "=" << n;
@@ -80,6 +80,7 @@ run_result decode_result(const std::string& line) {
     else if (k == "threads_max") r.threads_max = std::stoull(v);
     else if (k == "threads_end") r.threads_end = std::stoull(v);
     else if (k == "client_cpu_s") r.client_cpu_s = std::stod(v);
+    else if (k == "window_cpu_s") r.window_cpu_s = std::stod(v);
     else if (k == "startup_ms") r.startup_ms = std::stod(v);
     else if (k == "ok") r.ok = v == "1";
     else if (k == "failure") r.failure = v;

@@ -26,6 +26,9 @@ struct run_result {
   /// connector threads a pool may run while it opens its connections.
   std::size_t threads_end = 0;
   double client_cpu_s = 0;
+  /// The client's CPU (user + system) over the measured window only, from
+  /// /proc/self/stat at the window's start and end; -1: not measured (pgbench).
+  double window_cpu_s = -1;
   int server_connections_max = 0;
   double startup_ms = -1;   ///< -1: no query succeeded
   double server_cpu_s = -1;  ///< -1: server not local

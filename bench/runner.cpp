@@ -143,6 +143,7 @@ run_result run_one(run_context& ctx, const std::string& driver, std::size_t pool
   // (tpcb: the pipeline is the one transaction, counted once.)
   const std::size_t pipeline = driver == "pgbench-pipeline" ? pgbench_pipeline_queries : 1;
   const std::size_t per_txn = ctx.work->tpcb ? 1 : pipeline;
+  const bool is_peer = is_peer_driver(driver);
   r.concurrency = is_pgbench ? pool : clients_for(o, pool);
   r.duration_s = o.duration_s;
 
@@ -164,6 +165,14 @@ run_result run_one(run_context& ctx, const std::string& driver, std::size_t pool
       pid = spawn(pgb.argv, merged_environment(pgb.env), {{1, p1[1]}, {2, p2[1]}});
       ::close(p2[1]);
       err_out.fd = p2[0];
+    } else if (is_peer) {
+      // A peer speaks the child's protocol on its stdout ("R key=value ...");
+      // its stderr joins ours. The connection goes through its environment.
+      std::vector<std::string> argv{ctx.opts->peers_dir + "/" + driver + "/run"};
+      for (auto& a : peer_arguments(o, pool)) argv.push_back(std::move(a));
+      auto env = libpq_environment(ctx.conninfo);
+      env.push_back("PGAPPNAME=pgpipe-bench-" + driver);
+      pid = spawn(argv, merged_environment(env), {{1, p1[1]}, {2, STDERR_FILENO}});
     } else {
       std::vector<std::string> argv{ctx.self_exe};
       for (auto& a : child_arguments(o, driver, pool, 3)) argv.push_back(std::move(a));

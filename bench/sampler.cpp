@@ -125,6 +125,12 @@ double server_cpu_once(pid_t postmaster) {
 }
 }  // namespace
 
+double self_cpu_seconds() {
+  const auto f = stat_fields(getpid());
+  if (f.size() < 13) return 0;
+  return ticks_to_seconds(std::stoull(f[11]) + std::stoull(f[12]));
+}
+
 double server_cpu_seconds(pid_t postmaster) {
   // A backend reaped between reading the postmaster (its cutime) and listing
   // its children is in neither, and one reaped the other way round is in

@@ -30,6 +30,10 @@ std::vector<pid_t> descendants(pid_t root);
 /// every live child (backends, walwriter...) and the children it has already
 /// reaped (cutime + cstime), so backends that exit mid-run are not lost.
 double server_cpu_seconds(pid_t postmaster);
+/// CPU seconds (user + system) this process has used so far, from
+/// /proc/self/stat: the clock every driver and peer reads at the start and
+/// end of its measured window. Tick resolution (10 ms at 100 Hz).
+double self_cpu_seconds();
 
 struct machine_info {
   unsigned cpus = 0;
