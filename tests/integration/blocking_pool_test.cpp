@@ -1,6 +1,7 @@
 // blocking_pool against a real PostgreSQL: what a caller of the blocking
 // driver relies on.
 #include <pgpipe/blocking_pool.hpp>
+#include <pgpipe/detail/pqxx_compat.hpp>
 
 #include "support/cluster_fixture.hpp"
 #include "support/kit.hpp"
@@ -470,6 +471,29 @@ TEST(blocking_pool, a_stale_statement_met_in_a_transaction_is_deallocated_when_t
   EXPECT_EQ(pool.exec("select count(*) from pg_prepared_statements where statement = $1", sql).value<std::size_t>(), 1u)
       << "the stale statement is still on the server beside its successor";
   EXPECT_EQ(pool.stats().connects, 1u);
+}
+
+// statement_for's names are declared to libpqxx and pinned for the
+// connection's life; exec() of the same text is another statement (libpqxx
+// does not know exec()'s), and filling the cache with exec()'s texts evicts
+// those, never a name a user holds.
+TEST(blocking_pool, statement_for_names_stay_usable_beside_execs_statements) {
+  blocking_pool pool{blocking_params(shared_cluster().conninfo(), 1)};
+  auto lease = pool.acquire();
+  const std::string sql = "select $1::int + 1";
+  const std::string* name = lease.statement_for(sql);
+  ASSERT_NE(name, nullptr);
+  const std::string held = *name;
+  EXPECT_EQ(lease.exec(sql, 1).value<int>(), 2);
+  EXPECT_NE(lease.statement_for(sql), nullptr);
+  EXPECT_EQ(*lease.statement_for(sql), held) << "the same name for the same text";
+  for (std::size_t i = 0; i <= pgpipe::blocking_lease::max_prepared_per_connection; ++i) {
+    ASSERT_EQ(lease.exec("select " + std::to_string(i)).value<std::size_t>(), i);
+  }
+  ASSERT_NE(lease.statement_for(sql), nullptr);
+  EXPECT_EQ(*lease.statement_for(sql), held) << "a name handed out is never evicted";
+  pqxx::nontransaction tx{*lease};
+  EXPECT_EQ(pgpipe::detail::pqxx_exec_prepared(tx, held, 41)[0][0].as<int>(), 42);
 }
 
 TEST(blocking_pool, a_statement_that_fails_to_prepare_reports_its_error_every_time) {
