@@ -14,7 +14,7 @@
 //  - typed_parts: borrowed, with parameter types in the key.
 // Plus the statement cache's lookups of one query alone.
 #include "async/sansio/pipeline_core.hpp"
-#include "async/sansio/statement_cache.hpp"
+#include "core/statements/statement_cache.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -101,24 +101,24 @@ BENCHMARK(BM_pipeline_core_query_borrowed_key)->Arg(1)->Arg(25);
 BENCHMARK(BM_pipeline_core_query_copied_key)->Arg(1)->Arg(25);
 BENCHMARK(BM_pipeline_core_query_typed_parts_key)->Arg(1)->Arg(25);
 
-// A query's three statement-cache lookups (find at its send, use when it is
+// A query's three statement-cache lookups (get at its send, use when it is
 // named, use when it is done), by the borrowed text:
 //  - rehashed: the text hashed at every lookup;
 //  - hashed_once: the hash the request's sql_key computed once, reused, as
 //    pipeline_core does.
 void statement_cache_query(benchmark::State& state, bool hash_once) {
   statement_cache cache(1000);
-  for (int i = 0; i < 50; ++i) cache.add(lookup_sql + " -- " + std::to_string(i));
-  const std::string name = cache.add(lookup_sql);
+  for (int i = 0; i < 50; ++i) (void)cache.put(lookup_sql + " -- " + std::to_string(i), true);
+  const std::string name = *cache.put(lookup_sql, true);
   const std::string_view text = lookup_sql;
   for (auto _ : state) {
     if (hash_once) {
-      const hashed_text key(text);
-      benchmark::DoNotOptimize(cache.find(key));
+      const statement_key key(text);
+      benchmark::DoNotOptimize(cache.get(key));
       cache.use(key, name, +1);
       cache.use(key, name, -1);
     } else {
-      benchmark::DoNotOptimize(cache.find(text));
+      benchmark::DoNotOptimize(cache.get(text));
       cache.use(text, name, +1);
       cache.use(text, name, -1);
     }
@@ -142,7 +142,7 @@ void BM_typed_key_joined(benchmark::State& state) {
 void BM_typed_key_parts(benchmark::State& state) {
   const owner_request req;
   const std::string_view types(reinterpret_cast<const char*>(req.types.data()), req.types.size() * sizeof(unsigned));
-  for (auto _ : state) benchmark::DoNotOptimize(hashed_text(req.sql, types).hash);
+  for (auto _ : state) benchmark::DoNotOptimize(statement_key(req.sql, types).hash);
 }
 BENCHMARK(BM_typed_key_joined);
 BENCHMARK(BM_typed_key_parts);

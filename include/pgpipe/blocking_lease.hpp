@@ -145,8 +145,10 @@ class blocking_lease {
   /// binary, so both drivers infer the same parameter types).
   /// With pool_params::prepared_statements (the default) the statement is
   /// prepared on this connection the first time it sees the text (and
-  /// parameter types) and reused; a cached statement that a migration made
-  /// stale is prepared again and run once more, outside a transaction block.
+  /// parameter types) and reused, up to 1000 per connection, the least
+  /// recently used one deallocated to make room (as the async driver); a
+  /// cached statement that a migration made stale is prepared again and run
+  /// again (at most 3 times), outside a transaction block.
   /// Notifications that arrive meanwhile stay queued in libpq: libpqxx
   /// delivers them at its next call on this connection (get_notifs(), or
   /// any statement run through a libpqxx transaction); the queue is emptied
@@ -197,10 +199,12 @@ class blocking_lease {
   /// with the connection's prepare() the first time this connection sees
   /// `sql` (libpqxx 6.4 then prepares it on the server at its first use, in
   /// the same call; libpqxx 7 prepares it at once). Use with exec_prepared(). The names are the pool's own
-  /// ("pgpipe_s1", ...): do not unprepare them. Null once the connection
-  /// holds max_prepared_per_connection statements (the async driver's bound):
-  /// run other SQL texts unnamed (exec_params), so an application that builds
-  /// SQL strings cannot grow server memory without bound.
+  /// ("pgpipe_1", ...): do not unprepare them. A name handed out stays for
+  /// the connection's life: it counts towards the connection's bound
+  /// (max_prepared_per_connection, the async driver's), and once every name
+  /// in it is one handed out, this answers null: run other SQL texts
+  /// unnamed (exec_params), so an application that builds SQL strings
+  /// cannot grow server memory without bound.
   /// Precondition: valid lease.
   const std::string* statement_for(std::string_view sql);
   /// The most statements statement_for() prepares on one connection.
@@ -221,9 +225,9 @@ class blocking_lease {
   /// exec(), after an error that only a transaction pooler explains (42P05
   /// for a name this connection never used, 26000 for a statement just
   /// prepared): this connection stops naming statements, the pool logs it
-  /// once per connection, and the error is thrown with the SQLSTATE and a
+  /// once per connection (`first_sign`), and the error is thrown with the SQLSTATE and a
   /// client message naming the cause and pool_params::prepared_statements = false.
-  [[noreturn]] void pooler_suspected(const PGresult* res);
+  [[noreturn]] void pooler_suspected(const PGresult* res, bool first_sign);
   /// A statement run through this lease's API (exec, execute_script) ended:
   /// counted once in the pool's stats().completed and, failed, by its kind.
   void note_outcome(const std::error_code& ec) noexcept;

@@ -143,8 +143,8 @@ class blocking_pool {
   /// With pool_params::prepared_statements (the default) the statement is
   /// prepared once per connection, on first use, and reused by SQL text and
   /// parameter types, as the async driver does (up to 1000 per connection,
-  /// then unnamed); without it (PgBouncer in transaction mode) each call
-  /// sends it unnamed.
+  /// the least recently used one deallocated to make room); without it
+  /// (PgBouncer in transaction mode) each call sends it unnamed.
   /// Thread-safe; blocks. Throws what acquire() throws, or pgpipe::error with
   /// the statement's SQLSTATE and the server's diagnostics, or
   /// errc::connection_lost when the connection died during the statement (it

@@ -87,27 +87,6 @@ std::string on_connect_failure(std::size_t index, std::string_view sql, std::str
 /// diagnostics and logged.
 std::string pooler_suspected_message(std::string_view sqlstate);
 
-/// Whether `sqlstate` is one of the two a transaction pooler causes for named
-/// statements (26000 invalid_sql_statement_name, 42P05 duplicate_prepared_statement).
-inline bool is_pooler_symptom(std::string_view sqlstate) noexcept {
-  return sqlstate == "26000" || sqlstate == "42P05";
-}
-
-/// How many times a request meeting a stale statement is prepared again and
-/// re-run before its caller sees the error: each migration statement can
-/// invalidate the statement once more (ADD COLUMN, then ALTER TYPE). The
-/// async core's pipeline_core::max_statement_repairs is the same number.
-inline constexpr int max_stale_repairs = 3;
-
-/// Whether the server refused a cached named statement before executing it:
-/// 26000 (it does not exist) or 0A000 "cached plan must not change result
-/// type" (a migration changed a table it reads). `primary` is the error's
-/// primary message. Preparing it again and running it once more is safe
-/// outside a transaction block.
-inline bool is_stale_statement(std::string_view sqlstate, std::string_view primary) noexcept {
-  return sqlstate == "26000" || (sqlstate == "0A000" && primary == "cached plan must not change result type");
-}
-
 // ---- passwords and conninfo ----------------------------------------------------
 
 /// `configured` and the password libpq used for `conn` (PQpass: the one
@@ -137,13 +116,6 @@ std::vector<std::string> passwords_of(std::string_view conninfo);
 std::string conninfo_parse_error(const std::string& conninfo, const std::vector<std::string>& secrets);
 
 // ---- limits checked before anything is sent ---------------------------------
-
-/// Named statements a connection keeps before new SQL texts go unnamed: bounds
-/// server memory when an application generates SQL. Both drivers use it.
-inline constexpr std::size_t max_prepared_statements = 1000;
-
-/// Whether a connection holding `cached` named statements may name another.
-constexpr bool may_prepare_another(std::size_t cached) noexcept { return cached < max_prepared_statements; }
 
 /// libpq sends text as C strings: a NUL byte would silently cut the value
 /// there. Index (0-based) of the first value holding one, if any.

@@ -247,7 +247,7 @@ namespace {
 // stats() says which.
 TEST(async_sharing, an_evicted_statement_is_dropped_on_the_server) {
   pgpipe::async_client client(one_connection());
-  constexpr std::size_t bound = 1000;  // max_prepared_statements
+  constexpr std::size_t bound = 1000;  // default_statement_capacity (core/statements)
   for (std::size_t i = 0; i <= bound; ++i) {
     ASSERT_EQ(value(client, "select '" + std::to_string(i) + "'::text"), std::to_string(i));
   }

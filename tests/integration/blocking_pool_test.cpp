@@ -1,6 +1,7 @@
 // blocking_pool against a real PostgreSQL: what a caller of the blocking
 // driver relies on.
 #include <pgpipe/blocking_pool.hpp>
+#include <pgpipe/detail/pqxx_compat.hpp>
 
 #include "support/cluster_fixture.hpp"
 #include "support/kit.hpp"
@@ -433,14 +434,66 @@ TEST(blocking_pool, exec_prepares_each_statement_once_per_connection_unless_turn
   }
 }
 
-TEST(blocking_pool, generated_sql_texts_stop_being_prepared_at_the_per_connection_bound) {
+// Past the per-connection bound the least recently used statement makes
+// room and is really gone from the server, as on the async driver
+// (async_sharing_test's an_evicted_statement_is_dropped_on_the_server).
+TEST(blocking_pool, an_evicted_statement_is_dropped_on_the_server) {
   blocking_pool pool{blocking_params(shared_cluster().conninfo(), 1)};
   const auto bound = pgpipe::blocking_lease::max_prepared_per_connection;
   for (std::size_t i = 0; i <= bound; ++i) {
     ASSERT_EQ(pool.exec("select " + std::to_string(i)).value<std::size_t>(), i);
   }
-  // The 1001st text and this one ran unnamed.
+  const auto prepared = [&](const std::string& sql) {
+    return pool.exec("select count(*) from pg_prepared_statements where statement = $1", sql).value<std::size_t>();
+  };
+  EXPECT_EQ(prepared("select " + std::to_string(bound)), 1u) << "the newest text runs named";
+  EXPECT_EQ(prepared("select 0"), 0u) << "the least recently used statement is still on the server";
   EXPECT_EQ(pool.exec("select count(*) from pg_prepared_statements").value<std::size_t>(), bound);
+  EXPECT_EQ(pool.stats().connects, 1u);
+}
+
+// A stale statement met inside a transaction block fails that transaction
+// (0A000: the block is aborted) and leaves the cache; the server's copy is
+// deallocated when the lease comes back, so no name outlives its entry.
+TEST(blocking_pool, a_stale_statement_met_in_a_transaction_is_deallocated_when_the_lease_comes_back) {
+  shared_cluster().exec("drop table if exists bpool_stale_tx; create table bpool_stale_tx (a int4)");
+  blocking_pool pool{blocking_params(shared_cluster().conninfo(), 1)};
+  const std::string sql = "select * from bpool_stale_tx";
+  (void)pool.exec(sql);  // cached
+  shared_cluster().exec("alter table bpool_stale_tx add column b int4 not null default 7");
+  {
+    auto lease = pool.acquire();
+    (void)lease.exec("begin");
+    const auto ec = code_of([&] { (void)lease.exec(sql); });
+    EXPECT_EQ(pgpipe::sqlstate_of(ec), "0A000");
+  }  // rolled back on return
+  EXPECT_EQ(pool.exec(sql).columns(), 2u) << "prepared afresh";
+  EXPECT_EQ(pool.exec("select count(*) from pg_prepared_statements where statement = $1", sql).value<std::size_t>(), 1u)
+      << "the stale statement is still on the server beside its successor";
+  EXPECT_EQ(pool.stats().connects, 1u);
+}
+
+// statement_for's names are declared to libpqxx and pinned for the
+// connection's life; exec() of the same text is another statement (libpqxx
+// does not know exec()'s), and filling the cache with exec()'s texts evicts
+// those, never a name a user holds.
+TEST(blocking_pool, statement_for_names_stay_usable_beside_execs_statements) {
+  blocking_pool pool{blocking_params(shared_cluster().conninfo(), 1)};
+  auto lease = pool.acquire();
+  const std::string sql = "select $1::int + 1";
+  const std::string* name = lease.statement_for(sql);
+  ASSERT_NE(name, nullptr);
+  const std::string held = *name;
+  EXPECT_EQ(lease.exec(sql, 1).value<int>(), 2);
+  EXPECT_NE(lease.statement_for(sql), nullptr);
+  EXPECT_EQ(*lease.statement_for(sql), held) << "the same name for the same text";
+  for (std::size_t i = 0; i <= pgpipe::blocking_lease::max_prepared_per_connection; ++i) {
+    ASSERT_EQ(lease.exec("select " + std::to_string(i)).value<std::size_t>(), i);
+  }
+  ASSERT_NE(lease.statement_for(sql), nullptr);
+  EXPECT_EQ(*lease.statement_for(sql), held) << "a name handed out is never evicted";
+  pqxx::nontransaction tx{*lease};
+  EXPECT_EQ(pgpipe::detail::pqxx_exec_prepared(tx, held, 41)[0][0].as<int>(), 42);
 }
 
 TEST(blocking_pool, a_statement_that_fails_to_prepare_reports_its_error_every_time) {

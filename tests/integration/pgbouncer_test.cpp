@@ -141,7 +141,7 @@ TYPED_TEST(pgbouncer, session_pool_keeps_named_statements) {
 TYPED_TEST(pgbouncer, named_statements_behind_a_transaction_pool_fail_with_a_clear_error) {
   auto pg = pgpipe::test::fresh_cluster();
   // One server connection for every client: the drivers' statement names
-  // (pgpipe_1..., pgpipe_s1...) collide there at once.
+  // (pgpipe_1, pgpipe_2...) collide there at once.
   pgbouncer_instance b(*pg, bouncer("transaction", 1));
   auto p = through(b, 2, true);
   p.min_size = 2;

@@ -191,10 +191,7 @@ void pipelined_connection::drain_results_batch() {
         const char* state = PQresultErrorField(raw, PG_DIAG_SQLSTATE);
         std::string_view sqlstate = state ? state : "";
         const char* primary = PQresultErrorField(raw, PG_DIAG_MESSAGE_PRIMARY);
-        // Raised before anything executed: safe to prepare again and re-run.
-        const bool retryable =
-            sqlstate == "26000" ||
-            (sqlstate == "0A000" && primary && std::string_view(primary) == "cached plan must not change result type");
+        const bool retryable = is_stale_statement(sqlstate, primary ? primary : "");
         if (core_.on_result(pipe_result::error, sqlstate, retryable) == pipe_keep::as_error && req)
           req->err = std::move(res);
         break;

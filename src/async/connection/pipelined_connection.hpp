@@ -88,7 +88,7 @@ struct connection_config {
   bool prepared_statements = true;
   /// Named statements per connection before new SQL texts go unnamed: bounds
   /// server memory when an application generates SQL.
-  std::size_t max_prepared = max_prepared_statements;  // pq/libpq_failure.hpp: one cap for both drivers
+  std::size_t max_prepared = default_statement_capacity;  // core/statements: one cap for both drivers
   std::vector<std::string> on_connect;  ///< pool_params::on_connect, run before the pool hears of the connection
   /// Requests written and not yet answered, at most (pool_params::pipeline_depth).
   std::size_t pipeline_depth = 128;

@@ -183,8 +183,8 @@ pipe_keep pipeline_core::on_result(pipe_result r, std::string_view sqlstate, boo
       if (is_error(h.heard)) return pipe_keep::discard;  // the first error is the one that matters
       if (h.at == stage::parse) {
         h.heard = answer::parse_error;
-      } else if (retryable && !h.name.empty() && !h.carried_parse) {
-        h.heard = answer::stale_statement;  // a statement this request just prepared is not stale
+      } else if (retryable && !h.name.empty()) {
+        h.heard = answer::stale_statement;
       } else {
         h.heard = answer::error;
       }

@@ -42,11 +42,11 @@
 //    "cached plan must not change result type" (`plan_changed`), raised before
 //    anything executed: the statement is dropped (deallocated if it still
 //    exists), and the request is sent again, with a fresh Parse unless
-//    another re-run prepared the statement first. A re-run that carried its
-//    own Parse is never stale; one that ran another's statement may be (a
+//    another re-run prepared the statement first; it may be stale again (a
 //    migration of several statements), and is repaired again, at most
-//    `max_statement_repairs` times in all. Shared requests always qualify; a
-//    lease request only when the server is idle (no transaction, which the
+//    statement_cache::max_repairs times in all (the policy both drivers
+//    follow: core/statements/statement_cache.hpp). Shared requests always
+//    qualify; a lease request only when the server is idle (no transaction, which the
 //    error would have aborted) and nothing was written behind it (it keeps
 //    its order). A request that is not re-run reports the error, and its
 //    statement is dropped all the same: the next use prepares it afresh.
@@ -132,8 +132,8 @@
 #pragma once
 
 #include "async/sansio/block_cache.hpp"
-#include "async/sansio/statement_cache.hpp"
 #include "core/pool/pool_core.hpp"
+#include "core/statements/statement_cache.hpp"
 
 #include <cstdint>
 #include <deque>
@@ -166,7 +166,7 @@ struct pipeline_params {
 };
 
 /// A request's identity in the statement cache: the SQL text (+ parameter
-/// types, when typed: see hashed_text). The shell lends the text it already holds, with a
+/// types, when typed: see statement_key). The shell lends the text it already holds, with a
 /// reference that keeps its owner alive as long as the core's entry: a
 /// request its caller cancelled is dropped by the shell but may stay written
 /// here until its Sync, and its key is needed then (finish_statement). That
@@ -185,7 +185,7 @@ class sql_key {
       : text_(text, type_bytes), owner_(std::move(owner)) {}
   sql_key& operator=(std::string text) {
     auto owned = std::make_shared<const std::string>(std::move(text));
-    text_ = hashed_text(*owned);
+    text_ = statement_key(*owned);
     owner_ = std::move(owned);
     return *this;
   }
@@ -193,10 +193,10 @@ class sql_key {
   std::string_view view() const noexcept { return text_.text; }
   operator std::string_view() const noexcept { return text_.text; }  // NOLINT
   /// The text with its hash, for statement_cache lookups.
-  const hashed_text& hashed() const noexcept { return text_; }
+  const statement_key& hashed() const noexcept { return text_; }
 
  private:
-  hashed_text text_;
+  statement_key text_;
   std::shared_ptr<const void> owner_;
 };
 
@@ -294,7 +294,7 @@ class pipeline_core {
   /// up to the depth limit unless held back, then one flush.
   void write_pass(time_point now);
   /// One PGresult of head(). `sqlstate`/`retryable` only for errors;
-  /// retryable: 26000, or 0A000 "cached plan must not change result type".
+  /// retryable: is_stale_statement() of the error (core/statements: one stale test).
   pipe_keep on_result(pipe_result r, std::string_view sqlstate = {}, bool retryable = false);
   /// PQgetResult returned NULL: one command (Parse, Execute) of head() ended.
   void on_command_end();
@@ -363,9 +363,9 @@ class pipeline_core {
   std::uint64_t requests_sent() const noexcept { return requests_sent_; }
   const statement_cache& statements() const noexcept { return cache_; }
   /// Pooler detection tripped: named statements are off on this connection.
-  bool pooler_detected() const noexcept { return pooler_seen_; }
+  bool pooler_detected() const noexcept { return !cache_.naming(); }
   /// True exactly once, after pooler detection tripped: the shell logs it then.
-  bool take_pooler_warning() noexcept { return pooler_seen_ && !std::exchange(pooler_warned_, true); }
+  bool take_pooler_warning() noexcept { return !cache_.naming() && !std::exchange(pooler_warned_, true); }
 
  private:
   /// Where a request stands on its way through the connection (one at a time).
@@ -394,9 +394,6 @@ class pipeline_core {
   static bool is_error(answer a) noexcept { return a >= answer::error; }
   /// The wire format's Bind carries at most 65535 parameters.
   static constexpr std::size_t max_params = 65535;
-  /// Re-runs of one request for a stale statement: enough for a migration of
-  /// a few statements in a row, and a bound when a plan keeps changing.
-  static constexpr std::uint8_t max_statement_repairs = 3;
 
   /// A request in the core. Its state is three values (stage, answer,
   /// recipient: each one of several exclusive cases) and the flags below,
@@ -408,7 +405,7 @@ class pipeline_core {
     answer heard = answer::none;
     recipient to = recipient::caller;
     bool carried_parse = false;   ///< its current send carried a Parse (the statement's first use)
-    std::uint8_t repairs = 0;     ///< re-runs for a stale statement so far
+    std::uint8_t repairs = 0;     ///< re-runs for a stale statement so far (statement_cache::max_repairs)
     bool cancel_sent = false;     ///< a PQcancel was started for it
     bool single_row_set = false;  ///< single-row mode was set for its Execute
     bool abandoned = false;       ///< stream stopped by its reader
@@ -443,22 +440,18 @@ class pipeline_core {
   bool settle_one(entry& e, bool lease_may_retry);
   /// Back into waiting_ to be written again, at its place in submission order.
   void requeue(entry& e);
-  // pipeline_statements.cpp: the statement cache, its repair, pooler detection.
+  // pipeline_statements.cpp: the statement policy's use (core/statements).
   /// Names `e`'s statement for its send (evicting, and writing the
   /// DEALLOCATE, when the cache is full); unnamed if it cannot be cached.
   void name_statement(entry& e);
   /// send() would carry a Parse for it (its statement is not cached yet).
   bool needs_parse(const entry& e) const;
   void finish_statement(entry& e);
-  /// A Parse this connection just sent under a fresh name failed in a way
-  /// only a transaction pooler explains.
-  static bool pooler_symptom(const entry& e);
-  /// `e` may be re-run with a fresh Parse. Its stale statement is dropped
-  /// (and deallocated if it still exists) whether it may or not.
-  bool repair_statement(entry& e, bool lease_may_retry);
-  /// Forgets `e`'s stale statement and queues its DEALLOCATE (or Close) when
-  /// it still exists on the server.
-  void drop_stale_statement(const entry& e);
+  /// The statement policy's verdict on failed request `e` (its drops queued).
+  statement_verdict judge_statement(entry& e, bool lease_may_retry);
+  /// Queues a DEALLOCATE (or Close) for each name the cache invalidated,
+  /// as `e`'s (on its lease, if any).
+  void queue_invalidated(const entry& e);
   // pipeline_batches.cpp: Sync coalescing.
   bool may_coalesce(const entry& e) const;
   /// `e` (just sent, `batch_run` requests before it in its batch) leaves its
@@ -526,7 +519,6 @@ class pipeline_core {
   time_point last_progress_{};
   pipe_id next_internal_ = 0;  ///< counts down from the top of the id space
   std::uint64_t next_seq_ = 0;  ///< the next entry's submission order
-  bool pooler_seen_ = false;   ///< pooler detection tripped: unnamed from then on
   bool pooler_warned_ = false;
   pipe_id copy_id_ = 0;  ///< the COPY running outside pipeline mode
   enum class unit_state : unsigned char { none, pending, open, failed };

@@ -118,16 +118,18 @@ bool pipeline_core::settle_one(entry& e, bool lease_may_retry) {
     case answer::stale_statement:
       break;
   }
-  if (pooler_symptom(e)) {
-    // A re-run would meet the same: names are off from here on.
-    pooler_seen_ = true;
-    release_unit(e);
-    complete(e, pipe_outcome::pooler_suspected);
-    return false;
-  }
-  if (repair_statement(e, lease_may_retry)) {
-    requeue(e);
-    return true;
+  switch (judge_statement(e, lease_may_retry)) {
+    case statement_verdict::pooler_suspected:  // a re-run would meet the same: names are off from here on
+      release_unit(e);
+      complete(e, pipe_outcome::pooler_suspected);
+      return false;
+    case statement_verdict::rerun:
+      ++e.repairs;
+      requeue(e);
+      return true;
+    case statement_verdict::stale_error:
+    case statement_verdict::error:
+      break;
   }
   release_unit(e);
   if (e.sqlstate == "57014" && e.past_deadline) {

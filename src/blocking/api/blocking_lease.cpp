@@ -7,6 +7,8 @@
 #include <pgpipe/blocking_read_router.hpp>
 
 #include "blocking/pool/blocking_pool_impl.hpp"
+#include "blocking/connection/pooled_connection.hpp"
+#include "core/statements/statement_cache.hpp"
 #include "pq/libpq_failure.hpp"
 
 #include <exception>
@@ -51,8 +53,8 @@ void blocking_lease::release() noexcept {
 
 const std::string* blocking_lease::statement_for(std::string_view sql) {
   // One cap for both drivers; the public constant documents it.
-  static_assert(max_prepared_per_connection == detail::max_prepared_statements);
-  return conn_->statement_for(sql, max_prepared_per_connection);
+  static_assert(max_prepared_per_connection == detail::default_statement_capacity);
+  return conn_->statement_for(sql);
 }
 
 void blocking_lease::discard() noexcept {

@@ -10,6 +10,7 @@
 #include "blocking/pool/blocking_pool_impl.hpp"
 #include "core/sql/commit_check.hpp"
 #include "core/sql/sql_text.hpp"
+#include "core/statements/statement_cache.hpp"
 #include "pq/libpq_failure.hpp"
 
 #include <libpq-fe.h>
@@ -60,14 +61,12 @@ struct libpq_args {
 };
 
 // A statement is prepared with its parameter types, so they are part of its
-// key: the same text with other types is another statement.
-std::string statement_key(std::string_view sql, const detail::encoded_params& params, bool typed) {
-  std::string key(sql);
-  if (typed) {
-    key.push_back('\0');
-    key.append(reinterpret_cast<const char*>(params.types.data()), params.types.size() * sizeof(type_oid));
-  }
-  return key;
+// key: the same text with other types is another statement. The key borrows
+// the text and the types' bytes: nothing is built per call.
+detail::statement_key key_of(std::string_view sql, const detail::encoded_params& params, bool typed) noexcept {
+  if (!typed) return detail::statement_key(sql);
+  return detail::statement_key(
+      sql, std::string_view(reinterpret_cast<const char*>(params.types.data()), params.types.size() * sizeof(type_oid)));
 }
 
 bool succeeded(const PGresult* r) noexcept {
@@ -87,12 +86,12 @@ bool stale(const PGresult* r) noexcept {
 
 }  // namespace
 
-void blocking_lease::pooler_suspected(const PGresult* res) {
+void blocking_lease::pooler_suspected(const PGresult* res, bool first_sign) {
   diagnostics d = detail::diagnostics_of(res);
   detail::scrub(d, conn_->secrets());
   const std::error_code ec = make_sqlstate(d.sqlstate);
   d.client_message = detail::pooler_suspected_message(d.sqlstate);
-  if (conn_->stop_naming_statements() && pool_) {
+  if (first_sign && pool_) {
     pool_->metrics.log(log_level::warning, "slot " + std::to_string(slot_) + ": " + d.client_message);
   }
   throw error(ec, std::move(d));
@@ -130,63 +129,79 @@ result blocking_lease::run_encoded(std::string_view sql, detail::encoded_params 
 
   const libpq_args a(params);
   const bool naming = pool_ == nullptr || pool_->params.prepared_statements;
-  std::string key = statement_key(sql, params, a.typed);
-  auto prepare = [&](const std::string& name) {
-    pgresult_ptr r{PQprepare(c, name.c_str(), key.c_str(), a.typed ? a.count : 0, a.types)};
-    if (succeeded(r.get())) return;
-    conn_->forget_direct(key);
-    // The name is new on this connection: the server knowing it means the
-    // session is not the one this connection prepared its statements in.
-    if (sqlstate_of(r.get()) == "42P05") pooler_suspected(r.get());
-    fail(r.get());
+  detail::statement_cache& cache = conn_->statements();
+  const detail::statement_key key = key_of(sql, params, a.typed);
+  // libpq takes the text NUL-terminated: copied only when it is sent (a
+  // Parse, or an unnamed run), never for a cached statement.
+  std::string text;
+  auto text_ptr = [&] {
+    text.assign(sql);
+    return text.c_str();
   };
   const int values_format = binary_results ? 1 : 0;
+  auto run_unnamed = [&] {
+    return pgresult_ptr{
+        PQexecParams(c, text_ptr(), a.count, a.types, a.value_ptrs(), a.length_ptrs(), a.formats, values_format)};
+  };
   auto run_prepared = [&](const std::string& name) {
     return pgresult_ptr{
         PQexecPrepared(c, name.c_str(), a.count, a.value_ptrs(), a.length_ptrs(), a.formats, values_format)};
   };
+  // The policy's verdict on a failure of statement `name` (core/statements);
+  // a pooler suspected is thrown from here.
+  auto judge = [&](const PGresult* res, const std::string& name, detail::statement_failure f) {
+    f.sqlstate = sqlstate_of(res);
+    const bool first_sign = cache.naming();
+    const detail::statement_verdict v = cache.judge(key, name, f);
+    if (v == detail::statement_verdict::pooler_suspected) pooler_suspected(res, first_sign);
+    return v;
+  };
+  // A new statement for `key`, prepared; its name ("" when it runs unnamed).
+  // Invalidated statements (the one evicted for it, a stale one) are
+  // deallocated first, so the server never holds more than the bound.
+  auto prepare = [&]() -> std::string {
+    const std::string* slot = cache.put(key, PQtransactionStatus(c) != PQTRANS_INERROR);
+    if (slot == nullptr) return {};
+    std::string name = *slot;
+    conn_->drop_invalidated();
+    pgresult_ptr r{PQprepare(c, name.c_str(), text_ptr(), a.typed ? a.count : 0, a.types)};
+    if (succeeded(r.get())) return name;
+    detail::statement_failure f;
+    f.at_parse = true;
+    f.carried_parse = true;
+    (void)judge(r.get(), name, f);
+    fail(r.get());
+    return {};  // fail() throws
+  };
 
   pgresult_ptr r;
-  detail::pooled_connection::direct_statement* st = naming ? conn_->find_direct(key) : nullptr;
-  if (st != nullptr) {
-    st->fresh = false;
-  } else if (naming && (st = conn_->add_direct(key)) != nullptr) {
-    prepare(st->name);  // key holds the SQL text first, NUL-terminated
-  }
-  if (st != nullptr) {
-    r = run_prepared(st->name);
-    if (!succeeded(r.get()) && stale(r.get())) {
-      if (st->fresh && sqlstate_of(r.get()) == "26000") {
-        // Prepared a moment ago and already unknown: another session answers.
-        conn_->forget_direct(key);
-        pooler_suspected(r.get());
-      } else if (PQtransactionStatus(c) == PQTRANS_IDLE) {
-        // A migration changed what the statement reads, and the server
-        // refused it before executing anything: prepare it again and run it
-        // again, so the caller never sees the stale plan; each statement of
-        // a migration can invalidate it once more, so up to
-        // max_stale_repairs times, as the async driver. This holds for a
-        // statement prepared by this very call too: a migration can commit
-        // between its Parse and its Execute. (After 26000 the DEALLOCATE
-        // fails: nothing was left to free.)
-        for (int repair = 0; repair < detail::max_stale_repairs && !succeeded(r.get()) && stale(r.get()); ++repair) {
-          const std::string old = "DEALLOCATE " + st->name;
-          pgresult_ptr gone{PQexec(c, old.c_str())};
-          prepare(conn_->rename_direct(*st));
-          r = run_prepared(st->name);
-          if (!succeeded(r.get()) && detail::is_pooler_symptom(sqlstate_of(r.get()))) {
-            conn_->forget_direct(key);
-            pooler_suspected(r.get());
-          }
-        }
-      } else {
-        // Inside a transaction block the error has already aborted it: a
-        // re-run would only fail with 25P02. Prepare afresh next time.
-        conn_->forget_direct(key);
-      }
+  std::string name;
+  bool carried_parse = false;
+  if (naming) {
+    if (const std::string* cached = cache.get(key)) {
+      name = *cached;
+    } else {
+      name = prepare();
+      carried_parse = !name.empty();
     }
-  } else {
-    r = pgresult_ptr{PQexecParams(c, key.c_str(), a.count, a.types, a.value_ptrs(), a.length_ptrs(), a.formats, values_format)};
+  }
+  r = name.empty() ? run_unnamed() : run_prepared(name);
+  for (unsigned repairs = 0; !name.empty() && !succeeded(r.get()); ++repairs) {
+    detail::statement_failure f;
+    f.stale = stale(r.get());
+    f.carried_parse = carried_parse;
+    // Inside a transaction block the error has already aborted it: a re-run
+    // would only fail with 25P02.
+    f.in_transaction = PQtransactionStatus(c) != PQTRANS_IDLE;
+    f.repairs = repairs;
+    if (judge(r.get(), name, f) != detail::statement_verdict::rerun) break;
+    // A migration changed what the statement reads, and the server refused
+    // it before executing anything: prepared again and run again, so the
+    // caller never sees the stale plan. A statement prepared by this very
+    // call too: a migration can commit between its Parse and its Execute.
+    name = prepare();
+    carried_parse = !name.empty();
+    r = name.empty() ? run_unnamed() : run_prepared(name);
   }
 
   if (!succeeded(r.get())) {

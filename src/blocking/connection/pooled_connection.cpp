@@ -175,7 +175,7 @@ bool pooled_connection::reset_for_reuse() noexcept {
   if (c == nullptr || !pqxx_conn().is_open()) return false;
   drop_queued_notifications();
   switch (PQtransactionStatus(c)) {
-    case PQTRANS_IDLE: return true;
+    case PQTRANS_IDLE: return drop_left_statements();
     case PQTRANS_INTRANS:
     case PQTRANS_INERROR: break;
     default: return false;  // a query still running (ACTIVE) or a dead link (UNKNOWN)
@@ -188,40 +188,61 @@ bool pooled_connection::reset_for_reuse() noexcept {
   } catch (...) {
     return false;
   }
-  return pqxx_conn().is_open() && PQtransactionStatus(c) == PQTRANS_IDLE;
+  return pqxx_conn().is_open() && PQtransactionStatus(c) == PQTRANS_IDLE && drop_left_statements();
 }
 
-const std::string* pooled_connection::statement_for(std::string_view sql, std::size_t max_statements) {
-  if (pooler_seen_) return nullptr;
-  std::string key(sql);
-  auto it = statements_.find(key);
-  if (it != statements_.end()) return &it->second;
-  const std::size_t named = statements_.size() + direct_.size();
-  if (named >= max_statements || !may_prepare_another(named)) return nullptr;
-  std::string name = "pgpipe_s" + std::to_string(++next_statement_);
-  // libpqxx 6.4 only declares it here (it prepares on first use); 7 sends
-  // the Parse now, so a server error (42P05 in a transaction pooler) is
-  // thrown from here: blocking_pool::exec catches it as it does one from
-  // exec_prepared.
-  pqxx_conn().prepare(name, key);
-  return &statements_.emplace(std::move(key), std::move(name)).first->second;
+bool pooled_connection::drop_left_statements() noexcept {
+  // Statements invalidated inside the lease's transaction block are dropped
+  // before the connection serves anyone else, so the bound holds between
+  // leases too.
+  try {
+    drop_invalidated();
+  } catch (const std::bad_alloc&) {
+    return false;  // the names stay on the server: the connection goes
+  }
+  return PQstatus(raw()) == CONNECTION_OK;
 }
 
-pooled_connection::direct_statement* pooled_connection::find_direct(const std::string& key) noexcept {
-  auto it = direct_.find(key);
-  return it == direct_.end() ? nullptr : &it->second;
+namespace {
+
+// statement_for's statements are declared to libpqxx, which must know every
+// name passed to exec_prepared (6.4 prepares them on first use), while
+// exec()'s are prepared with libpq behind libpqxx's back: the same SQL text
+// is one statement to each, so the two keep apart. This marker is their
+// types part: exec()'s typed keys hold whole 4-byte OIDs, never one byte.
+constexpr std::string_view declared_statement{"\x01", 1};
+
+}  // namespace
+
+const std::string* pooled_connection::statement_for(std::string_view sql) {
+  const statement_key key(sql, declared_statement);
+  if (const std::string* n = statements_.get(key)) return n;
+  PGconn* c = raw();
+  const std::string* name =
+      statements_.put(key, c != nullptr && PQtransactionStatus(c) != PQTRANS_INERROR);
+  if (name == nullptr) return nullptr;
+  try {
+    // libpqxx 6.4 only declares it here (it prepares on first use); 7 sends
+    // the Parse now, so a server error (42P05 in a transaction pooler) is
+    // thrown from here.
+    pqxx_conn().prepare(*name, std::string(sql));
+  } catch (...) {
+    statements_.invalidate(key, *name, false);
+    throw;
+  }
+  statements_.use(key, *name, +1);  // the user holds the name: never evicted under it
+  return name;
 }
 
-pooled_connection::direct_statement* pooled_connection::add_direct(const std::string& key) {
-  if (pooler_seen_ || !may_prepare_another(statements_.size() + direct_.size())) return nullptr;
-  direct_statement s{"pgpipe_s" + std::to_string(++next_statement_), true};
-  return &direct_.insert_or_assign(key, std::move(s)).first->second;
-}
-
-const std::string& pooled_connection::rename_direct(direct_statement& s) {
-  s.name = "pgpipe_s" + std::to_string(++next_statement_);
-  s.fresh = true;
-  return s.name;
+void pooled_connection::drop_invalidated() {
+  PGconn* c = raw();
+  if (statements_.invalidated().empty() || c == nullptr || PQtransactionStatus(c) != PQTRANS_IDLE) return;
+  std::string sql;
+  for (const std::string& name : statements_.invalidated()) sql.append("DEALLOCATE ").append(name).append(";");
+  // Every name is one the server still has: none of them fails. Whatever the
+  // outcome, the names are not sent again (nothing names them any more).
+  std::unique_ptr<PGresult, pgresult_deleter> r{PQexec(c, sql.c_str())};
+  statements_.remove_invalidated();
 }
 
 void pooled_connection::drop_queued_notifications() noexcept {

@@ -17,6 +17,7 @@
 #include <pgpipe/blocking_lease.hpp>
 #include <pgpipe/error.hpp>
 
+#include "core/statements/statement_cache.hpp"
 #include "pq/connect_hooks.hpp"
 #include "pq/notice_route.hpp"
 
@@ -34,7 +35,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -122,29 +122,19 @@ class pooled_connection final {
   /// A trivial query ("SELECT 1"); false on any failure.
   bool health_check() noexcept;
 
-  /// See blocking_lease::statement_for.
-  const std::string* statement_for(std::string_view sql, std::size_t max_statements);
-  /// A transaction pooler was detected: statement_for() and
-  /// direct_statement() answer null from now on (unnamed statements). True
-  /// the first time (log it then).
-  bool stop_naming_statements() noexcept { return !std::exchange(pooler_seen_, true); }
-
-  /// The statements blocking_lease::exec prepared itself with libpq (libpqxx
-  /// does not know them), keyed by SQL text and parameter types. One name
-  /// counter with statement_for(): a name is never used twice on a connection.
-  struct direct_statement {
-    std::string name;
-    bool fresh = true;  ///< prepared by the call now running (a failure then cannot be a stale plan)
-  };
-  /// The cached statement for `key`, or null when there is none.
-  direct_statement* find_direct(const std::string& key) noexcept;
-  /// A new name for `key` (not yet prepared on the server), or null when the
-  /// connection may not name another statement (the cap, or a pooler seen).
-  direct_statement* add_direct(const std::string& key);
-  /// Forgets the statement for `key` (the server refused it).
-  void forget_direct(const std::string& key) noexcept { direct_.erase(key); }
-  /// A fresh name for a statement already cached under `key`.
-  const std::string& rename_direct(direct_statement& s);
+  /// See blocking_lease::statement_for: a name the user holds, pinned in
+  /// the cache for the connection's life (never evicted).
+  const std::string* statement_for(std::string_view sql);
+  /// The connection's prepared statements: the policy both drivers follow
+  /// (core/statements). blocking_lease::exec prepares its statements with
+  /// libpq directly (libpqxx does not know them); statement_for's are
+  /// declared to libpqxx, under keys of their own (declared_statement).
+  statement_cache& statements() noexcept { return statements_; }
+  /// Sends the DEALLOCATE of every name statements() invalidated, in one
+  /// round trip, when the server is idle (outside a transaction block a
+  /// DEALLOCATE neither fails for an aborted block nor waits for its end);
+  /// otherwise they wait for the next call. No round trip when there are none.
+  void drop_invalidated();
   /// Frees the notifications libpq queued while exec() ran without libpqxx
   /// (libpqxx delivers and frees them on its own next call); called when the
   /// connection comes back to the pool, so that a LISTEN left on a pooled
@@ -152,15 +142,14 @@ class pooled_connection final {
   void drop_queued_notifications() noexcept;
 
  private:
-  // SQL text -> statement name, for this connection (statements die with it).
+  /// drop_invalidated() for a connection coming back to the pool: false when
+  /// it cannot (then the connection goes).
+  bool drop_left_statements() noexcept;
   void run_on_connect(const std::vector<std::string>& statements);
   void close_conn() noexcept;
 
-  std::unordered_map<std::string, std::string> statements_;
-  std::unordered_map<std::string, direct_statement> direct_;
-  // Names are never reused: a renewed statement never meets its old plan.
-  std::uint64_t next_statement_ = 0;
-  bool pooler_seen_ = false;
+  // Statements die with the connection: one cache per connection.
+  statement_cache statements_;
 #if PQXX_VERSION_MAJOR < 7
   recording_policy policy_;
 #else

@@ -38,7 +38,7 @@ bool is_sqlstate(std::string_view s) {
 // itself (PG_DIAG_SQLSTATE), not from the text.
 void parse_server_message(std::string_view text, diagnostics& d) {
   // libpqxx 7 puts the statement's description (a prepared statement's name)
-  // before the server's text: "Failure during 'pgpipe_s1': ERROR:  ...".
+  // before the server's text: "Failure during 'pgpipe_1': ERROR:  ...".
   if (constexpr std::string_view lead = "Failure during '"; text.starts_with(lead)) {
     if (auto end = text.find("': ", lead.size()); end != std::string_view::npos) text.remove_prefix(end + 3);
   }

@@ -264,11 +264,5 @@ TEST(libpq_failure, nul_byte_check) {
   EXPECT_NE(nul_byte_message(3).find("$3"), std::string::npos);
 }
 
-TEST(libpq_failure, statement_cap_is_one_number_for_both_drivers) {
-  EXPECT_TRUE(may_prepare_another(0));
-  EXPECT_TRUE(may_prepare_another(max_prepared_statements - 1));
-  EXPECT_FALSE(may_prepare_another(max_prepared_statements));
-}
-
 }  // namespace
 }  // namespace pgpipe::detail

@@ -187,7 +187,9 @@ TEST(pipeline_core, missing_statement_is_prepared_again_without_deallocate) {
   EXPECT_EQ(h.outcome(2), pipe_outcome::ok);
 }
 
-TEST(pipeline_core, a_request_is_rerun_at_most_once) {
+// The repair bound is the policy's (statement_cache::max_repairs), counted
+// over the request's re-runs, whether or not a re-run carried its own Parse.
+TEST(pipeline_core, a_request_is_rerun_at_most_max_repairs_times) {
   harness h;
   h.submit(1, shared_req("q"));
   h.write();
@@ -195,9 +197,14 @@ TEST(pipeline_core, a_request_is_rerun_at_most_once) {
   h.submit(2, shared_req("q"));
   h.write();
   h.reply({pipe_result::error, "26000", true});
-  h.write();
-  // The re-run carries its own Parse: a failure of it is reported.
-  h.reply({pipe_result::error, "0A000", true});
+  for (unsigned i = 0; i < pgpipe::detail::statement_cache::max_repairs; ++i) {
+    h.write();
+    ASSERT_EQ(h.completions(2), 0u) << "after " << i << " re-runs";
+    while (!h.wire.empty() && h.wire.front().internal) h.reply();  // the stale statement's DEALLOCATE
+    ASSERT_FALSE(h.wire.empty());
+    EXPECT_TRUE(h.wire.front().parse) << "each re-run prepares afresh";
+    h.reply({pipe_result::error, "0A000", true});
+  }
   EXPECT_EQ(h.outcome(2), pipe_outcome::sql_error);
   EXPECT_EQ(h.completions(2), 1u);
 }
