@@ -2,8 +2,8 @@
 //
 // Every decision is copy_core's (async/sansio/copy_core.hpp): this file only
 // talks to libpq and the socket. pipeline_core holds a COPY until every query
-// before it on the lease was answered, then says start_copy and sends nothing
-// else until on_copy_end. Here the connection leaves pipeline mode, sends the
+// before it on the lease was answered, then says start_solo and sends nothing
+// else until on_solo_end. Here the connection leaves pipeline mode, sends the
 // COPY (extended protocol: one statement, never a string of several), carries
 // out copy_core's actions with libpq's nonblocking COPY calls, reports
 // libpq's answers back, and enters pipeline mode again once copy_core says
@@ -173,7 +173,7 @@ void pipelined_connection::copy_done_on_wire(bool failed) {
     apply();
     return;
   }
-  core_.on_copy_end(pool_clock::now(), failed);
+  core_.on_solo_end(pool_clock::now(), failed);
   apply();  // completes the COPY (unless it was answered early) and writes what waited behind it
   if (st_ == state::ready) arm_read();
 }
@@ -235,7 +235,7 @@ void pipelined_connection::copy_carry_out(copy_state& st, copy_action& a) {
     case kind::stop_request: {
       auto req = st.req.lock();
       if (req && req->id != 0) {  // otherwise still on its way: it starts stopped
-        core_.copy_stop(pool_clock::now(), req->id);
+        core_.solo_stop(pool_clock::now(), req->id);
         apply();
       }
       return;

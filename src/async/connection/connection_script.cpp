@@ -4,14 +4,14 @@
 // Why outside pipeline mode: libpq sends no simple query in pipeline mode
 // (PQsendQuery is extended protocol there, one statement per call). So a
 // script takes the path of a COPY: pipeline_core holds it until everything
-// before it on the lease was answered, says start_copy, and writes nothing
-// behind it until on_copy_end. Here the connection leaves pipeline mode,
+// before it on the lease was answered, says start_solo, and writes nothing
+// behind it until on_solo_end. Here the connection leaves pipeline mode,
 // sends the text with PQsendQuery, reads every result, and enters pipeline
 // mode again once libpq has no more. What is kept of each result, what a
 // COPY in the script gets, and when the script's own transaction is rolled
 // back are pq/script_results' rules, shared with the blocking driver. A
 // script answered early (its deadline, the caller's cancellation) is
-// cancelled on the server (core_.copy_stop), and its results are still read
+// cancelled on the server (core_.solo_stop), and its results are still read
 // to the end before anything else is written.
 #include "async/connection/pipelined_connection.hpp"
 
@@ -139,7 +139,7 @@ void pipelined_connection::script_done() {
   req->err = script_results_->take_first_error();
   if (!failed) req->ok = script_results_->take_last();
   script_results_.reset();
-  core_.on_copy_end(pool_clock::now(), failed);
+  core_.on_solo_end(pool_clock::now(), failed);
   apply();  // completes the script (unless it was answered early) and writes what waited behind it
   if (st_ == state::ready) arm_read();
 }

@@ -245,7 +245,7 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   void end_cancel_calls() noexcept;
 
   // COPY (connection_copy.cpp): carrying out copy_core's decisions with libpq.
-  /// The core's start_copy: leave pipeline mode, send the COPY.
+  /// The core's start_solo: leave pipeline mode, send the COPY.
   void copy_start(pipe_id id);
   /// PQflush for the COPY, answered to its copy_core.
   void copy_flush();
@@ -255,19 +255,19 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   /// may complete the COPY's request, whose outcome queues more).
   void copy_apply(copy_state& st);
   void copy_carry_out(copy_state& st, copy_action& a);
-  /// wire_done: back to pipeline mode, on_copy_end.
+  /// wire_done: back to pipeline mode, on_solo_end.
   void copy_done_on_wire(bool failed);
   /// The COPY request completed (from complete()): copy_core decides what its handle gets.
   void copy_outcome(copy_state& st, std::error_code ec, result r);
 
   // A script (connection_script.cpp): several statements in one simple
-  // query, outside pipeline mode, started by the core's start_copy.
+  // query, outside pipeline mode, started by the core's start_solo.
   /// Leave pipeline mode, send the text.
   void script_start(pipe_id id);
   void script_flush();
   /// Reads the script's results: the first error and the last result are kept.
   void script_pump();
-  /// Every result read: back to pipeline mode, on_copy_end.
+  /// Every result read: back to pipeline mode, on_solo_end.
   void script_done();
 
   void set_timer(time_point at);
