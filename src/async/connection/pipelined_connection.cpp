@@ -3,6 +3,7 @@
 // The rest of the class lives in connection_{connect,io,cancel,streams,close}.cpp.
 #include "async/connection/pipelined_connection.hpp"
 
+#include "async/connection/copy_state.hpp"
 #include "async/connection/query_meter.hpp"
 #include "async/connection/request_outcome.hpp"
 #include "async/connection/tcp_cork.hpp"
@@ -253,11 +254,7 @@ void pipelined_connection::apply_one(pipe_action& a, bool& flush_wanted) {
       return;
     case kind::start_solo:
       if (st_ != state::ready || core_.is_broken()) return;
-      if (auto* req = find_request(a.id); req && std::holds_alternative<script_sink>(req->sink)) {
-        script_start(a.id);
-      } else {
-        copy_start(a.id);
-      }
+      start_solo(a.id);
       return;
   }
 }
@@ -364,8 +361,8 @@ void pipelined_connection::deliver(const std::shared_ptr<query_request>& req, st
 void pipelined_connection::deliver(const std::shared_ptr<query_request>& req, script_sink&, std::error_code ec,
                                    result&& r) {
   // Answered while still running (deadline, the caller's cancellation): stop
-  // it on the server; its results are still read to the end (script_pump).
-  if (script_ == req && req->id != 0) {
+  // it on the server; its results are still read to the end (script_operation).
+  if (solo_ && solo_->runs(*req) && req->id != 0) {
     core_.solo_stop(pool_clock::now(), req->id);
     apply();
   }
@@ -379,7 +376,7 @@ void pipelined_connection::deliver(const std::shared_ptr<query_request>& req, sc
 void pipelined_connection::deliver(const std::shared_ptr<query_request>& req, copy_sink& sink, std::error_code ec,
                                    result&& r) {
   // The COPY's handle gets the outcome.
-  if (!req->completed.load(std::memory_order_acquire)) copy_outcome(*sink.copy, ec, std::move(r));
+  if (!req->completed.load(std::memory_order_acquire)) sink.copy->outcome(*this, ec, std::move(r));
   req->try_complete(ex_, false, ec, result());
 }
 

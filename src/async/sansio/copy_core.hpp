@@ -7,8 +7,8 @@
 // libpq call comes next, what each of libpq's answers means, what each caller
 // operation gets, and what an outcome (the server's verdict, a deadline, a
 // stop, a break) does to a COPY still on the wire. It never touches libpq, a
-// socket, a thread or a clock: the shell (pipelined_connection, in
-// connection_copy.cpp) reports events, carries out the queued actions in
+// socket, a thread or a clock: the shell (copy_state, the COPY's solo
+// operation on its connection) reports events, carries out the queued actions in
 // order and answers the libpq calls they ask for. Not thread-safe: called on
 // the connection's executor only.
 //
