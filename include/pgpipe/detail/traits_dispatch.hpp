@@ -50,6 +50,12 @@ struct encoded_params {
       if (types[i] != 0 || formats[i] != 0) return false;
     return true;
   }
+  /// Sent with a type and a format per value (else all text, types
+  /// inferred by the server). Internal requests may leave types and formats
+  /// empty.
+  bool typed() const noexcept {
+    return types.size() == values.size() && formats.size() == values.size() && !all_text_untyped();
+  }
 };
 
 template <class T>

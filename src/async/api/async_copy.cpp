@@ -1,6 +1,6 @@
-// async_copy_in / async_copy_out: thin handles over the connection's
-// copy_state, and lease::copy_in/copy_out, which start them (through
-// lease_impl::start_copy). The COPY itself runs in connection_copy.cpp.
+// async_copy_in / async_copy_out: thin handles over a copy_state, and
+// lease::copy_in/copy_out, which start them (through lease_impl::start_copy).
+// The COPY itself runs in copy_state.cpp, on its connection's loop.
 #include <pgpipe/async_copy.hpp>
 #include <pgpipe/async_lease.hpp>
 
@@ -17,17 +17,16 @@ namespace detail {
 
 namespace {
 
-// Runs `fn(conn)` on the COPY's loop, or completes `done` with errc::closed
-// when there is no COPY behind the handle.
+// Runs `fn(copy, done)` on the COPY's loop, or completes `done` with
+// errc::closed when there is no COPY behind the handle.
 template <class T, class Fn>
 void on_loop(const std::shared_ptr<copy_state>& st, std::unique_ptr<completion<T>> done, Fn fn) {
   if (!st) {
     done->complete(boost::asio::system_executor(), true, make_error_code(errc::closed), T{});
     return;
   }
-  auto c = st->conn;
-  boost::asio::post(c->get_executor(), [c, st, d = std::move(done), fn = std::move(fn)]() mutable {
-    fn(*c, st, std::move(d));
+  boost::asio::post(st->conn->get_executor(), [st, d = std::move(done), fn = std::move(fn)]() mutable {
+    fn(*st, std::move(d));
   });
 }
 
@@ -71,9 +70,10 @@ async_copy_in::~async_copy_in() {
 
 void async_copy_in::submit_write(const std::shared_ptr<detail::copy_state>& st, std::string data,
                                  std::unique_ptr<detail::completion<std::monostate>> done) {
-  detail::on_loop(st, std::move(done), [data = std::move(data)](detail::pipelined_connection& c, const std::shared_ptr<detail::copy_state>& s,
+  detail::on_loop(st, std::move(done),
+                  [data = std::move(data)](detail::copy_state& s,
                                            std::unique_ptr<detail::completion<std::monostate>> d) mutable {
-                    c.copy_write(s, std::move(data), std::move(d));
+                    s.write(std::move(data), std::move(d));
                   });
 }
 
@@ -84,16 +84,17 @@ void async_copy_in::submit_finish(const std::shared_ptr<detail::copy_state>& st,
                    detail::client_error_result("empty async_copy_in"));
     return;
   }
-  detail::on_loop(st, std::move(done), [](detail::pipelined_connection& c, const std::shared_ptr<detail::copy_state>& s,
-                     std::unique_ptr<detail::completion<result>> d) { c.copy_finish(s, std::move(d)); });
+  detail::on_loop(st, std::move(done), [](detail::copy_state& s, std::unique_ptr<detail::completion<result>> d) {
+    s.finish(std::move(d));
+  });
 }
 
 void async_copy_in::submit_abort(const std::shared_ptr<detail::copy_state>& st, std::string reason,
                                  std::unique_ptr<detail::completion<std::monostate>> done) {
-  detail::on_loop(st, std::move(done), [reason = std::move(reason)](detail::pipelined_connection& c,
-                                               const std::shared_ptr<detail::copy_state>& s,
+  detail::on_loop(st, std::move(done),
+                  [reason = std::move(reason)](detail::copy_state& s,
                                                std::unique_ptr<detail::completion<std::monostate>> d) mutable {
-                    c.copy_abort(s, std::move(reason), std::move(d));
+                    s.abort(std::move(reason), std::move(d));
                   });
 }
 
@@ -114,8 +115,7 @@ std::uint64_t async_copy_out::rows() const noexcept { return st_ ? st_->rows.loa
 void async_copy_out::cancel() noexcept {
   if (!st_) return;
   try {
-    auto c = st_->conn;
-    boost::asio::post(c->get_executor(), [c, st = st_] { c->copy_cancel(st); });
+    boost::asio::post(st_->conn->get_executor(), [st = st_] { st->cancel(); });
   } catch (...) {
     // Out of memory posting: the rest is read when the lease is returned.
   }
@@ -123,8 +123,9 @@ void async_copy_out::cancel() noexcept {
 
 void async_copy_out::submit_next(const std::shared_ptr<detail::copy_state>& st,
                                  std::unique_ptr<detail::completion<std::string>> done) {
-  detail::on_loop(st, std::move(done), [](detail::pipelined_connection& c, const std::shared_ptr<detail::copy_state>& s,
-                     std::unique_ptr<detail::completion<std::string>> d) { c.copy_next(s, std::move(d)); });
+  detail::on_loop(st, std::move(done), [](detail::copy_state& s, std::unique_ptr<detail::completion<std::string>> d) {
+    s.next(std::move(d));
+  });
 }
 
 }  // namespace pgpipe

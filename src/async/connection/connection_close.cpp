@@ -112,8 +112,7 @@ void pipelined_connection::teardown() {
   timer_.cancel();
   timer_at_ = time_point::max();
   end_cancel_calls();
-  copy_.reset();  // it holds the connection: break the cycle
-  script_.reset();
+  solo_.reset();  // a COPY's holds the connection: break the cycle
   st_ = state::dead;
   if (!finished_reported_) {
     finished_reported_ = true;

@@ -4,6 +4,7 @@
 
 #include "async/connection/copy_state.hpp"
 #include "async/connection/libpq_socket.hpp"
+#include "async/connection/script_operation.hpp"
 #include "async/connection/stream_chunks.hpp"
 #include "async/connection/tcp_cork.hpp"
 #include "pq/libpq_failure.hpp"
@@ -30,12 +31,9 @@ void pipelined_connection::reassign_socket() {
 
 void pipelined_connection::flush() {
   if (st_ != state::ready) return;
-  if (copy_) {
-    copy_flush();
-    return;
-  }
-  if (script_) {
-    script_flush();
+  if (solo_) {
+    auto op = solo_;  // alive while it may give the wire back
+    op->flush(*this);
     return;
   }
   const int r = PQflush(pg_);
@@ -82,11 +80,10 @@ void pipelined_connection::on_readable() {
     return;
   }
   core_.on_input(pool_clock::now());
-  // A COPY in progress reads its own messages (connection_copy.cpp).
-  if (copy_) {
-    copy_pump();
-  } else if (script_) {
-    script_pump();
+  // A solo operation reads its own messages.
+  if (solo_) {
+    auto op = solo_;  // alive while it may give the wire back
+    op->pump(*this);
   } else {
     drain_results();
   }
@@ -95,10 +92,10 @@ void pipelined_connection::on_readable() {
     break_connection(pq_error());
     return;
   }
-  if (flush_pending_) flush();  // the COPY's own flush, or the pipeline's once it is over
+  if (flush_pending_) flush();  // the solo operation's own flush, or the pipeline's once it is over
   if (st_ != state::ready) return;
   // A copy_out whose reader is behind leaves the socket unread until it asks.
-  if (!(copy_ && copy_->core.paused())) arm_read();
+  if (!(solo_ && solo_->reads_paused())) arm_read();
 }
 
 void pipelined_connection::drain_results() {
@@ -145,7 +142,7 @@ void pipelined_connection::drain_results_batch() {
   // look the request up only when the head changes.
   pipe_id req_id = 0;
   std::shared_ptr<query_request> req;
-  while (st_ == state::ready && !core_.is_broken() && !copy_ && !script_) {
+  while (st_ == state::ready && !core_.is_broken() && !solo_) {
     auto head_id = core_.head();
     if (!head_id) break;
     if (*head_id != req_id) {
@@ -221,6 +218,50 @@ void pipelined_connection::drain_results_batch() {
       }
     }
   }
+}
+
+// ---- the solo slot ------------------------------------------------------------
+
+void pipelined_connection::start_solo(pipe_id id) {
+  auto req = lookup(id);
+  std::shared_ptr<solo_operation> op;
+  if (req) {
+    if (auto* copy = std::get_if<copy_sink>(&req->sink)) {
+      op = copy->copy;
+    } else if (std::holds_alternative<script_sink>(req->sink)) {
+      op = std::make_shared<script_operation>(req);
+    }
+  }
+  if (!op) {
+    core_.on_broken("internal error: a solo request started without its operation");
+    return;
+  }
+  // Only reached with nothing written and every result read: libpq agrees
+  // to leave pipeline mode unless something is still unread, which would be
+  // a desynchronised FIFO.
+  if (PQexitPipelineMode(pg_) != 1) {
+    core_.on_broken(std::string("cannot leave pipeline mode for ") + op->what() + ": " + pq_error());
+    return;
+  }
+  solo_ = op;
+  op->start(*this, *req);
+}
+
+bool pipelined_connection::solo_leave() {
+  auto op = std::exchange(solo_, nullptr);
+  flush_pending_ = false;
+  if (PQenterPipelineMode(pg_) != 1) {
+    core_.on_broken(std::string("cannot enter pipeline mode after ") + op->what() + ": " + pq_error());
+    apply();
+    return false;
+  }
+  return true;
+}
+
+void pipelined_connection::solo_end(bool failed) {
+  core_.on_solo_end(pool_clock::now(), failed);
+  apply();  // completes the request (unless it was answered early) and writes what waited behind it
+  if (st_ == state::ready) arm_read();
 }
 
 }  // namespace pgpipe::detail

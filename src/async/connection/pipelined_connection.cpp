@@ -102,7 +102,7 @@ void pipelined_connection::enqueue(std::shared_ptr<query_request> req) {
   // raw bytes. The core borrows both parts from the request, which its entry
   // keeps alive (sql_key): no copy of the text or the types per query.
   const auto& prm = req->spec.params;
-  if (prm.types.size() == prm.values.size() && prm.formats.size() == prm.values.size() && !prm.all_text_untyped()) {
+  if (prm.typed()) {
     const std::string_view type_bytes(reinterpret_cast<const char*>(prm.types.data()), prm.types.size() * sizeof(Oid));
     r.sql = sql_key(req->spec.sql, req, type_bytes);
   } else {
@@ -118,13 +118,16 @@ void pipelined_connection::enqueue(std::shared_ptr<query_request> req) {
   r.cancel_at_deadline = req->cancel_at_deadline && req->on_lease;
   r.pooled = req->pooled;
   r.deadline = req->deadline;
-  // Sync coalescing only where a rollback of the batch cannot undo anything
-  // a caller was told succeeded: a read-only session, and a statement that
-  // cannot turn its batch read-write or act at commit (sync_coalescing.hpp).
-  r.coalesce = req->spec.read_only && cfg_->sync_batch > 1 && !req->on_lease && !req->internal && !r.stream &&
-               session_read_only() && may_share_sync(req->spec.sql);
-  // A COPY and a script run alone, outside pipeline mode.
-  r.copy = std::holds_alternative<copy_sink>(req->sink) || std::holds_alternative<script_sink>(req->sink);
+  // Facts for Sync coalescing, which the core decides (may_coalesce). The
+  // session's status and the statement's scan are gathered only for a read
+  // the core could coalesce: the hot path of an unmarked query skips both.
+  r.read_only = req->spec.read_only;
+  if (r.read_only && core_.coalesces()) {
+    r.session_read_only = session_read_only();
+    r.may_share_sync = may_share_sync(req->spec.sql);
+  }
+  // A COPY and a script hold the wire alone, outside pipeline mode.
+  r.solo = std::holds_alternative<copy_sink>(req->sink) || std::holds_alternative<script_sink>(req->sink);
   reqs_.insert(req);
   core_.submit(pool_clock::now(), req->id, std::move(r));
   if (req->deadline < timer_at_) set_timer(req->deadline);
@@ -249,13 +252,9 @@ void pipelined_connection::apply_one(pipe_action& a, bool& flush_wanted) {
     case kind::close:
       retire(a.reason);
       return;
-    case kind::start_copy:
+    case kind::start_solo:
       if (st_ != state::ready || core_.is_broken()) return;
-      if (auto* req = find_request(a.id); req && std::holds_alternative<script_sink>(req->sink)) {
-        script_start(a.id);
-      } else {
-        copy_start(a.id);
-      }
+      start_solo(a.id);
       return;
   }
 }
@@ -288,7 +287,7 @@ bool pipelined_connection::send(const pipe_action& a) {
   const auto& vals = prm.values;
   // pipeline_core writes no request with more than max_params (65535) values.
   const int n = static_cast<int>(vals.size());
-  const bool typed = prm.types.size() == vals.size() && prm.formats.size() == vals.size() && !prm.all_text_untyped();
+  const bool typed = prm.typed();
   // Per-connection buffers: libpq copies the values into its output buffer
   // before returning, so they are free again after the send.
   send_values_.resize(vals.size());
@@ -362,9 +361,9 @@ void pipelined_connection::deliver(const std::shared_ptr<query_request>& req, st
 void pipelined_connection::deliver(const std::shared_ptr<query_request>& req, script_sink&, std::error_code ec,
                                    result&& r) {
   // Answered while still running (deadline, the caller's cancellation): stop
-  // it on the server; its results are still read to the end (script_pump).
-  if (script_ == req && req->id != 0) {
-    core_.copy_stop(pool_clock::now(), req->id);
+  // it on the server; its results are still read to the end (script_operation).
+  if (solo_ && solo_->runs(*req) && req->id != 0) {
+    core_.solo_stop(pool_clock::now(), req->id);
     apply();
   }
   if (batching_) {
@@ -377,7 +376,7 @@ void pipelined_connection::deliver(const std::shared_ptr<query_request>& req, sc
 void pipelined_connection::deliver(const std::shared_ptr<query_request>& req, copy_sink& sink, std::error_code ec,
                                    result&& r) {
   // The COPY's handle gets the outcome.
-  if (!req->completed.load(std::memory_order_acquire)) copy_outcome(*sink.copy, ec, std::move(r));
+  if (!req->completed.load(std::memory_order_acquire)) sink.copy->outcome(*this, ec, std::move(r));
   req->try_complete(ex_, false, ec, result());
 }
 

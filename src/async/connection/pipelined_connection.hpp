@@ -19,26 +19,29 @@
 // client's connector thread); the connection takes the PGconn over once it is
 // established.
 //
+// What holds the wire alone outside pipeline mode (a COPY, a script) is a
+// solo operation (solo_operation.hpp) in one slot: the shell routes the
+// socket to it and never asks which kind it is. Each one owns its state and
+// its reads (copy_state.hpp, script_operation.hpp).
+//
 // Files: pipelined_connection.cpp (requests and the core's actions),
-// connection_connect.cpp, connection_io.cpp (socket, PQflush, results),
-// connection_cancel.cpp, connection_streams.cpp, connection_close.cpp,
-// connection_copy.cpp (COPY outside pipeline mode), connection_script.cpp
-// (a multi-statement script outside pipeline mode).
+// connection_connect.cpp, connection_io.cpp (socket, PQflush, results, the
+// solo slot), connection_cancel.cpp, connection_streams.cpp,
+// connection_close.cpp.
 #pragma once
 
 #include "async/connection/cancel_job.hpp"
 #include "async/connection/connect_job.hpp"
 #include "async/connection/libpq_socket.hpp"
-#include "async/sansio/copy_core.hpp"
 #include "async/sansio/pipeline_core.hpp"
 #include "async/connection/request.hpp"
+#include "async/connection/solo_operation.hpp"
 #include "async/sansio/request_table.hpp"
 #include "core/pool/pool_types.hpp"
 #include "pq/libpq_failure.hpp"
 #include "pq/libpq_features.hpp"
 #include "pq/libpq_version.hpp"
 #include "pq/notice_route.hpp"
-#include "pq/script_results.hpp"
 
 #include <pgpipe/async_client.hpp>
 
@@ -127,7 +130,7 @@ struct cancel_call {
   std::weak_ptr<pipelined_connection> conn;
 };
 
-class pipelined_connection : public std::enable_shared_from_this<pipelined_connection> {
+class pipelined_connection : public std::enable_shared_from_this<pipelined_connection>, public solo_host {
  public:
   pipelined_connection(boost::asio::any_io_executor ex, slot_id slot, std::shared_ptr<const connection_config> cfg,
                        std::weak_ptr<connection_owner> owner);
@@ -181,14 +184,6 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   /// The lease on this connection ended: roll back if a transaction may be
   /// open (or work is still in flight), then conn_lease_returned.
   void lease_returned();
-  /// async_copy_in / async_copy_out operations (connection_copy.cpp).
-  void copy_write(const std::shared_ptr<copy_state>& st, std::string data,
-                  std::unique_ptr<completion<std::monostate>> done);
-  void copy_finish(const std::shared_ptr<copy_state>& st, std::unique_ptr<completion<result>> done);
-  void copy_abort(const std::shared_ptr<copy_state>& st, std::string reason,
-                  std::unique_ptr<completion<std::monostate>> done);
-  void copy_next(const std::shared_ptr<copy_state>& st, std::unique_ptr<completion<std::string>> done);
-  void copy_cancel(const std::shared_ptr<copy_state>& st);
 
  private:
   enum class state { created, connecting, ready, dead };
@@ -244,31 +239,23 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
   void cancel_job_returned(pipe_id target, bool sent, const std::string& message);
   void end_cancel_calls() noexcept;
 
-  // COPY (connection_copy.cpp): carrying out copy_core's decisions with libpq.
-  /// The core's start_copy: leave pipeline mode, send the COPY.
-  void copy_start(pipe_id id);
-  /// PQflush for the COPY, answered to its copy_core.
-  void copy_flush();
-  /// Reads what the running COPY's copy_core allows (results, copy_out data).
-  void copy_pump();
-  /// Carries out `st`'s copy_core actions, in order (reentrant: an action
-  /// may complete the COPY's request, whose outcome queues more).
-  void copy_apply(copy_state& st);
-  void copy_carry_out(copy_state& st, copy_action& a);
-  /// wire_done: back to pipeline mode, on_copy_end.
-  void copy_done_on_wire(bool failed);
-  /// The COPY request completed (from complete()): copy_core decides what its handle gets.
-  void copy_outcome(copy_state& st, std::error_code ec, result r);
-
-  // A script (connection_script.cpp): several statements in one simple
-  // query, outside pipeline mode, started by the core's start_copy.
-  /// Leave pipeline mode, send the text.
-  void script_start(pipe_id id);
-  void script_flush();
-  /// Reads the script's results: the first error and the last result are kept.
-  void script_pump();
-  /// Every result read: back to pipeline mode, on_copy_end.
-  void script_done();
+  // The solo slot (connection_io.cpp).
+  /// The core's start_solo: leave pipeline mode and give the wire to the
+  /// request's solo operation (its COPY, or a script_operation).
+  void start_solo(pipe_id id);
+  PGconn* solo_conn() const noexcept override { return pg_; }
+  bool solo_ready() const noexcept override { return st_ == state::ready; }
+  bool solo_holds_wire(const solo_operation& op) const noexcept override { return solo_.get() == &op; }
+  pipeline_core& solo_core() noexcept override { return core_; }
+  void solo_apply() override { apply(); }
+  void solo_break(const std::string& reason) override { break_connection(reason); }
+  void solo_watch_read() override { arm_read(); }
+  void solo_watch_write() override { arm_write(); }
+  void solo_flush_pending(bool pending) noexcept override { flush_pending_ = pending; }
+  std::string solo_pq_error() const override { return pq_error(); }
+  const boost::asio::any_io_executor& solo_executor() const noexcept override { return ex_; }
+  bool solo_leave() override;
+  void solo_end(bool failed) override;
 
   void set_timer(time_point at);
   void on_timer();
@@ -334,12 +321,9 @@ class pipelined_connection : public std::enable_shared_from_this<pipelined_conne
 
   std::unique_ptr<notice_route> notices_;  ///< server NOTICE/WARNING -> owner's log (pq/notice_route.hpp)
 
-  std::shared_ptr<copy_state> copy_;  ///< the COPY running outside pipeline mode
-  std::vector<copy_action> copy_actions_spare_;  ///< reused by copy_apply()
-  std::shared_ptr<query_request> script_;  ///< the script running outside pipeline mode
-  bool script_in_copy_out_ = false;        ///< its COPY TO STDOUT's rows are being read and dropped
-  std::optional<script_results> script_results_;  ///< what its results left (pq/script_results.hpp)
-  bool script_rolling_back_ = false;       ///< ending the transaction it began and failed in
+  /// What holds the wire outside pipeline mode, or null (a COPY's also holds
+  /// this connection: teardown breaks the cycle).
+  std::shared_ptr<solo_operation> solo_;
 };
 
 }  // namespace pgpipe::detail

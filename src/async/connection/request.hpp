@@ -61,7 +61,7 @@ struct copy_sink {
 };
 /// async_lease::async_execute_script(): the text runs alone outside pipeline
 /// mode (simple protocol, several statements); the caller's handler gets the
-/// last statement's result or the first error (connection_script.cpp).
+/// last statement's result or the first error (script_operation.hpp).
 struct script_sink {
   std::unique_ptr<completion<result>> done;
 };

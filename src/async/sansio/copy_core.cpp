@@ -3,7 +3,7 @@
 // Why it decides what it does:
 //  - libpq 15 refuses COPY in pipeline mode and leaves pipeline mode only
 //    with nothing in flight, so a COPY runs alone between the shell's
-//    start_copy and wire_done; the server speaks to copy_in only after
+//    start_solo and wire_done; the server speaks to copy_in only after
 //    CopyDone/CopyFail, so there is nothing to read in in_data.
 //  - A chunk goes to libpq only once the previous one is on the socket, and
 //    write completes only then: a fast producer that awaits each write never

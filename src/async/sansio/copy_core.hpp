@@ -7,14 +7,14 @@
 // libpq call comes next, what each of libpq's answers means, what each caller
 // operation gets, and what an outcome (the server's verdict, a deadline, a
 // stop, a break) does to a COPY still on the wire. It never touches libpq, a
-// socket, a thread or a clock: the shell (pipelined_connection, in
-// connection_copy.cpp) reports events, carries out the queued actions in
+// socket, a thread or a clock: the shell (copy_state, the COPY's solo
+// operation on its connection) reports events, carries out the queued actions in
 // order and answers the libpq calls they ask for. Not thread-safe: called on
 // the connection's executor only.
 //
 // pipeline_core decides *when* the COPY runs (it holds it until the pipeline
-// is idle, then says start_copy) and completes its request: with the verdict
-// at on_copy_end, early on a deadline or a stop (the request is then
+// is idle, then says start_solo) and completes its request: with the verdict
+// at on_solo_end, early on a deadline or a stop (the request is then
 // detached), or with connection_lost on a break. The shell hands that
 // completion to on_outcome.
 //
@@ -64,7 +64,7 @@
 //    result are kept for the request (copy_keep); a session-fatal error
 //    ends the session (ends_session). COPY BOTH breaks the connection.
 //  - When the results are over (on_results_done) the shell goes back to
-//    pipeline mode and reports pipeline_core::on_copy_end with wire_done's
+//    pipeline mode and reports pipeline_core::on_solo_end with wire_done's
 //    `failed` (an error was kept, or the direction was wrong).
 //  - The outcome is final and delivered once (on_outcome): a COPY that is
 //    still on the wire when it is decided with an error is ended there too
@@ -126,9 +126,9 @@ struct copy_action {
     flush,             ///< PQflush; answer on_flush
     read,              ///< read what next_read() allows, then watch the socket unless paused()
     // The connection.
-    stop_request,      ///< pipeline_core::copy_stop for the COPY's request (if it reached the core)
+    stop_request,      ///< pipeline_core::solo_stop for the COPY's request (if it reached the core)
     break_connection,  ///< the connection is unusable: text is the reason
-    wire_done,         ///< back to pipeline mode, then pipeline_core::on_copy_end(failed)
+    wire_done,         ///< back to pipeline mode, then pipeline_core::on_solo_end(failed)
     // The caller's pending operations.
     complete_write,    ///< ec
     complete_finish,   ///< ec, res
@@ -176,7 +176,7 @@ class copy_core {
   void cancel();
 
   // ---- the wire (the shell) ----
-  /// pipeline_core said start_copy and the shell sent the statement.
+  /// pipeline_core said start_solo and the shell sent the statement.
   void on_started();
   /// Asked before each read; see copy_read.
   copy_read next_read();

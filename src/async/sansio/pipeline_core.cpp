@@ -1,8 +1,8 @@
 // pipeline_core: the FIFO, writes, results, breaks and time (contract in
 // pipeline_core.hpp). What a Sync decides is in pipeline_settle.cpp, the
 // statement cache's use in pipeline_statements.cpp, coalescing in
-// pipeline_batches.cpp, cancellation in pipeline_cancel.cpp, COPY in
-// pipeline_copy.cpp.
+// pipeline_batches.cpp, cancellation in pipeline_cancel.cpp, solo requests
+// (COPY, scripts) in pipeline_solo.cpp.
 //
 // Policy reasons:
 //  - One Sync per request: an error aborts only its own segment, so one
@@ -125,7 +125,7 @@ void pipeline_core::write_pass(time_point now) {
   std::size_t batch_run = 0;  // requests in the batch being written, this one excluded
   while (!waiting_.empty() && written() < p_.depth) {
     if (unit_blocks_queue() || waiting_.empty()) break;
-    if (copy_blocks_queue()) break;
+    if (solo_blocks_queue()) break;
     entry e = std::move(waiting_.front());
     waiting_.pop_front();
     if (e.req.param_count > max_params) {
@@ -234,7 +234,7 @@ void pipeline_core::break_all(const std::string& reason, std::optional<pipe_outc
   cancel_target_ = 0;
   cancel_fired_ = false;
   cancel_deadline_ = time_point::max();
-  copy_id_ = 0;
+  solo_id_ = 0;
   pipe_action c{pipe_action::kind::close};
   c.reason = reason;
   if (head_outcome && !written.empty()) complete(written.front(), *head_outcome);
@@ -255,7 +255,7 @@ void pipeline_core::abort() {
   cancel_running_ = false;
   cancel_target_ = 0;
   cancel_fired_ = false;
-  copy_id_ = 0;
+  solo_id_ = 0;
   for (auto& e : batch_) complete(e, pipe_outcome::closed);
   for (auto& e : written_) complete(e, pipe_outcome::closed);
   for (auto& e : waiting_) complete(e, pipe_outcome::closed);
@@ -268,7 +268,7 @@ void pipeline_core::abort() {
 
 void pipeline_core::on_tick(time_point now) {
   if (broken_) return;
-  if (p_.stall_timeout.count() > 0 && copy_id_ == 0 && written() > 0 && now - last_progress_ >= p_.stall_timeout) {
+  if (p_.stall_timeout.count() > 0 && solo_id_ == 0 && written() > 0 && now - last_progress_ >= p_.stall_timeout) {
     break_all("no progress for " + std::to_string(p_.stall_timeout.count()) + " ms (stall_timeout)", std::nullopt);
     return;
   }
@@ -313,7 +313,7 @@ std::optional<time_point> pipeline_core::next_timer() const {
       for (const auto& e : *q)
         if (e.awaited()) next = std::min(next, e.req.deadline);
   }
-  if (p_.stall_timeout.count() > 0 && copy_id_ == 0 && written() > 0)
+  if (p_.stall_timeout.count() > 0 && solo_id_ == 0 && written() > 0)
     next = std::min(next, last_progress_ + p_.stall_timeout);
   if (next == time_point::max()) return std::nullopt;
   return next;

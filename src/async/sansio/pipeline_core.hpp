@@ -64,17 +64,20 @@
 //    with `transaction_left_open` and the connection is closed (the server
 //    rolls the transaction back when the session ends); requests behind it
 //    fail as after a break.
-//  - Sync coalescing (opt-in, `sync_batch` > 1): consecutive requests marked
-//    `coalesce` are written in one batch closed by a single Sync, at most
+//  - Sync coalescing (opt-in, `sync_batch` > 1): consecutive requests that may
+//    coalesce (below) are written in one batch closed by a single Sync, at most
 //    `sync_batch` of them and never past the depth limit. A batch never waits
 //    to fill: each write_pass closes its last batch. The batch is one implicit
 //    transaction: an error in one request makes the server skip (abort) the
 //    requests behind it in the batch; those never ran and are written again
 //    (ahead of newer work, in submission order), while every request that ran
 //    completes with its own result or its own error and is never written
-//    again. Outcomes are decided at the batch's Sync. The shell marks `coalesce` only where a
-//    rollback of the batch cannot undo anything a caller was told succeeded
-//    (reads on a read-only session: see sync_coalescing.hpp).
+//    again. Outcomes are decided at the batch's Sync. A request coalesces
+//    only where a rollback of the batch cannot undo anything a caller was
+//    told succeeded: a shared read (marked `read_only`) on a read-only
+//    session whose statement cannot turn its batch read-write or act at
+//    commit (`session_read_only`, `may_share_sync`: facts the shell reports,
+//    see sync_coalescing.hpp).
 //  - Chains (lease only): a request marked `chained` is written without a
 //    Sync when the next waiting request is written in the same pass, so a
 //    transaction (BEGIN, its statements, COMMIT) travels as one segment
@@ -117,21 +120,23 @@
 //    closed and the written requests complete `connection_lost` (the only
 //    case where the caller cannot know what stayed). Waiting requests past
 //    their deadline complete `timeout_unsent` as usual.
-//  - COPY (lease only): a `copy` request waits at the head of the waiting
-//    queue until nothing is written (the pipeline is idle: libpq 15 allows
-//    no COPY in pipeline mode), then `start_copy` hands the connection to the
-//    shell, which leaves pipeline mode, runs the COPY and reports
-//    on_copy_end. Until then nothing else is written (requests submitted
-//    meanwhile wait behind it), the stall timeout does not apply (the caller
-//    paces a COPY), and a break completes the COPY with connection_lost like
-//    any written request. A deadline or a stop completes it early (detached);
-//    the shell then ends the COPY on the wire and still reports on_copy_end.
-//    A script (async_lease::async_execute_script: several statements in one
-//    simple query, which libpq sends only outside pipeline mode) is a `copy`
-//    request too: the core cannot tell them apart, and need not.
+//  - Solo requests (lease only): a request marked `solo` holds the wire
+//    alone, outside pipeline mode: a COPY (libpq 15 allows none in pipeline
+//    mode) or a script (async_lease::async_execute_script: several
+//    statements in one simple query, which libpq sends only outside
+//    pipeline mode); the core cannot tell them apart, and need not. It waits
+//    at the head of the waiting queue until nothing is written (the pipeline
+//    is idle), then `start_solo` hands the connection to the shell, which
+//    leaves pipeline mode, runs it and reports on_solo_end. Until then
+//    nothing else is written (requests submitted meanwhile wait behind it),
+//    the stall timeout does not apply (the caller paces a COPY), and a break
+//    completes it with connection_lost like any written request. A deadline
+//    or a stop completes it early (detached); the shell then ends it on the
+//    wire and still reports on_solo_end.
 #pragma once
 
 #include "async/sansio/block_cache.hpp"
+#include "async/sansio/pipeline_actions.hpp"
 #include "core/pool/pool_core.hpp"
 #include "core/statements/statement_cache.hpp"
 
@@ -147,15 +152,13 @@
 
 namespace pgpipe::detail {
 
-using pipe_id = std::uint64_t;
-
 struct pipeline_params {
   std::size_t depth = 128;  ///< requests written and not synced, at most
   bool prepared_statements = true;
   std::size_t max_prepared = 1000;
   std::chrono::milliseconds stall_timeout{0};  ///< 0: none
   std::chrono::milliseconds cancel_bound{1000};  ///< PQcancel must return within this
-  /// Requests marked `coalesce` sharing one Sync, at most (1: one Sync each).
+  /// Requests that may coalesce sharing one Sync, at most (1: one Sync each).
   std::size_t sync_batch = 1;
   /// The shell can send a protocol-level Close of a prepared statement
   /// (libpq 17's PQsendClosePrepared): statements are dropped with
@@ -208,9 +211,15 @@ struct pipe_request {
   bool internal = false;  ///< health check, rollback: never named
   bool on_lease = false;  ///< exclusive connection: PQcancel may be used
   bool pooled = false;    ///< holds a unit of pool capacity until synced
-  /// May share a Sync with its coalesce neighbours (ignored on leases, streams, internal).
-  bool coalesce = false;
-  bool copy = false;      ///< a COPY or a script: runs alone, outside pipeline mode (lease only)
+  /// Facts for Sync coalescing, which the core decides (see "Sync
+  /// coalescing"): the caller's read-only marker; the server says the
+  /// session's new transactions are read-only; the statement passes
+  /// sync_coalescing.hpp's may_share_sync. The shell may leave the last two
+  /// false where the core would not coalesce anyway (coalesces()).
+  bool read_only = false;
+  bool session_read_only = false;
+  bool may_share_sync = false;
+  bool solo = false;      ///< a COPY or a script: holds the wire alone, outside pipeline mode (lease only)
   /// Lease only: the next request shares this one's Sync (see "Chains").
   bool chained = false;
   /// Lease only: opens a unit (a transaction helper's BEGIN; see "Units").
@@ -222,66 +231,6 @@ struct pipe_request {
   bool cancel_at_deadline = false;
   time_point deadline = time_point::max();
 };
-
-enum class pipe_outcome : unsigned char {
-  ok,                     ///< the shell's stored result (no_result if none was stored)
-  sql_error,              ///< the shell's stored error result
-  cancelled_by_server,    ///< stored error (57014) after our PQcancel; none if the cancel skipped it (a chain)
-  no_result,              ///< Sync without any result: protocol error
-  cancelled_unsent,       ///< removed from the FIFO before it was written
-  cancelled_detached,     ///< written; caller answered, results discarded
-  cancel_unconfirmed,     ///< PQcancel sent, no answer before the deadline
-  timeout_unsent,
-  timeout_detached,
-  too_many_params,        ///< never written: more than 65535 parameters
-  not_sent,               ///< connection broke before it was written
-  connection_lost,        ///< connection broke after it was written
-  session_ended,          ///< the head's stored FATAL error ended the session
-  closed,                 ///< abort(): client teardown
-  transaction_left_open,  ///< safety net tripped on this request
-  pooler_suspected,       ///< stored error (26000/42P05) that only a transaction pooler explains
-  skipped,                ///< a chain's request the server skipped after an earlier one's error
-  unit_failed,            ///< never written: the request opening its unit (BEGIN) failed
-  timed_out_on_server,    ///< stored error (57014) after the cancel sent at its deadline: the server stopped it
-};
-
-struct pipe_action {
-  enum class kind : unsigned char {
-    send,         ///< write `id`: Parse of `name` first if `parse`; Bind/Execute of `name`
-                  ///< (unnamed with the request's SQL if empty); then Sync if `sync`
-    send_internal,///< write `sql` (no parameters, unnamed) + Sync; its results are the core's
-    close_statement,///< Close of prepared statement `name` + Sync; its results are the core's
-    flush,        ///< everything sent since the last flush
-    single_row,   ///< set single-row mode at once: `id` is the head at its Execute
-    complete,     ///< `id` completes with `outcome`
-    release,      ///< `units` shared units of pool capacity go back to the pool
-    start_cancel, ///< PQcancel for `id` (off the loop); answer on_cancel_returned / on_cancel_failed(_once_started)
-    close,        ///< the connection is unusable (`reason`): tear it down; completes follow
-    start_copy,   ///< nothing is written: leave pipeline mode and start COPY `id`; answer on_copy_end
-  };
-  explicit pipe_action(kind k, pipe_id i = 0) : what(k), id(i) {}
-  kind what;
-  pipe_id id = 0;
-  pipe_outcome outcome = pipe_outcome::ok;
-  bool parse = false;
-  bool sync = true;  ///< send: a Sync follows (false: more of the same batch follow)
-  std::string name;  ///< send, close_statement: statement name; send_internal: the SQL
-  std::string reason;
-  std::size_t units = 0;
-};
-
-/// The shell's reading of one PGresult of the head request.
-enum class pipe_result : unsigned char {
-  command_ok,  ///< COMMAND_OK, EMPTY_QUERY, TUPLES_OK without rows
-  rows,        ///< TUPLES_OK with rows, SINGLE_TUPLE
-  error,       ///< FATAL/NONFATAL/BAD_RESPONSE (not session-fatal: see on_session_ended)
-  aborted,     ///< PIPELINE_ABORTED: skipped after this segment's error
-};
-
-/// What the shell does with that PGresult.
-enum class pipe_keep : unsigned char { as_ok, as_error, stream_row, discard };
-
-enum class tx_state : unsigned char { idle, active, in_transaction, failed, unknown };
 
 class pipeline_core {
  public:
@@ -328,14 +277,14 @@ class pipeline_core {
   void on_cancel_failed_once_started(pipe_id id);
   /// Client teardown: everything completes with `closed`; nothing more is sent.
   void abort();
-  /// The COPY started by `start_copy` is over and the connection is back in
-  /// pipeline mode: it completes (ok, or sql_error when `failed`) unless it
-  /// was completed early, and writing resumes.
-  void on_copy_end(time_point now, bool failed);
-  /// The COPY `id` is not wanted any more: removed if not started; if
+  /// The solo request started by `start_solo` is over and the connection is
+  /// back in pipeline mode: it completes (ok, or sql_error when `failed`)
+  /// unless it was completed early, and writing resumes.
+  void on_solo_end(time_point now, bool failed);
+  /// The solo request `id` is not wanted any more: removed if not started; if
   /// running, a PQcancel is started (start_cancel) unless one already was.
   /// True when it was removed unstarted.
-  bool copy_stop(time_point now, pipe_id id);
+  bool solo_stop(time_point now, pipe_id id);
 
   // ---- outputs and state ----
   std::vector<pipe_action> take_actions();
@@ -348,9 +297,12 @@ class pipeline_core {
   std::optional<pipe_id> head() const;
   bool head_is_internal() const;
   bool is_broken() const noexcept { return broken_; }
-  bool writes_held() const noexcept { return cancel_running_ || cancel_target_ != 0 || copy_id_ != 0; }
-  /// The COPY that owns the connection (start_copy given, on_copy_end not yet), or 0.
-  pipe_id copy_running() const noexcept { return copy_id_; }
+  /// Sync coalescing is on (sync_batch > 1): the shell gathers a read's
+  /// coalescing facts only then.
+  bool coalesces() const noexcept { return p_.sync_batch > 1; }
+  bool writes_held() const noexcept { return cancel_running_ || cancel_target_ != 0 || solo_id_ != 0; }
+  /// The solo request that holds the wire (start_solo given, on_solo_end not yet), or 0.
+  pipe_id solo_running() const noexcept { return solo_id_; }
   /// Written and not yet synced (a coalesced batch's finished requests included).
   std::size_t written() const noexcept { return written_.size() + batch_.size(); }
   std::size_t waiting() const noexcept { return waiting_.size(); }
@@ -372,7 +324,7 @@ class pipeline_core {
   enum class stage : unsigned char {
     waiting,  ///< in waiting_: not written, or queued again
     parse,    ///< written with its Parse, whose results come first
-    execute,  ///< its Execute's (or its COPY's) results are current
+    execute,  ///< its Execute's (or its solo request's) results are current
     ended,    ///< its commands are over; its batch's Sync decides (in batch_)
   };
   /// What the server said about the request's current send. The first error
@@ -491,10 +443,10 @@ class pipeline_core {
   /// Request `id`, settled with `heard` and not to be written again: if it
   /// is the unit's opener, the unit is open or failed.
   void settle_unit(pipe_id id, answer heard);
-  // pipeline_copy.cpp
-  /// write_pass's turn for a COPY at the head of the waiting queue: true when
-  /// the queue must not move (the COPY waits for the pipeline to drain, or started).
-  bool copy_blocks_queue();
+  // pipeline_solo.cpp
+  /// write_pass's turn for a solo request at the head of the waiting queue:
+  /// true when the queue must not move (it waits for the pipeline to drain, or started).
+  bool solo_blocks_queue();
 
   pipeline_params p_;
   statement_cache cache_;
@@ -520,7 +472,7 @@ class pipeline_core {
   pipe_id next_internal_ = 0;  ///< counts down from the top of the id space
   std::uint64_t next_seq_ = 0;  ///< the next entry's submission order
   bool pooler_warned_ = false;
-  pipe_id copy_id_ = 0;  ///< the COPY running outside pipeline mode
+  pipe_id solo_id_ = 0;  ///< the solo request holding the wire outside pipeline mode
   enum class unit_state : unsigned char { none, pending, open, failed };
   unit_state unit_ = unit_state::none;  ///< of the unit opened last
   pipe_id unit_opener_ = 0;

@@ -1,5 +1,5 @@
 // pipeline_core unit tests (fake server: pipeline_core_harness.hpp).
-// Sync coalescing: reads marked `coalesce` share one Sync; the requests
+// Sync coalescing: reads the core may coalesce share one Sync; the requests
 // the server skipped after an error in their batch are written again.
 #include "pipeline_core_harness.hpp"
 
@@ -58,7 +58,7 @@ TEST(pipeline_core, unmarked_lease_and_stream_requests_keep_their_own_sync) {
   h.submit(2, shared_req());  // unmarked: closes the batch before it
   h.submit(3, read_req());
   auto l = lease_req();
-  l.coalesce = true;  // ignored on a lease
+  coalescible(l);  // ignored on a lease
   h.submit(4, l);
   h.submit(5, read_req());
   h.write();
@@ -68,6 +68,29 @@ TEST(pipeline_core, unmarked_lease_and_stream_requests_keep_their_own_sync) {
   off.submit(2, read_req());
   off.write();
   EXPECT_EQ(syncs_of(off), (std::vector<bool>{true, true}));
+}
+
+TEST(pipeline_core, a_read_coalesces_only_with_every_fact_for_it) {
+  // The core alone decides from the shell's facts: the caller's read-only
+  // marker, a read-only session, a statement that may share a Sync. Any one
+  // missing keeps the request's own Sync (and closes the batch before it).
+  harness h(coalescing_params(10));
+  h.submit(1, read_req());
+  auto unmarked = read_req();
+  unmarked.read_only = false;
+  h.submit(2, unmarked);
+  h.submit(3, read_req());
+  auto read_write_session = read_req();
+  read_write_session.session_read_only = false;
+  h.submit(4, read_write_session);
+  h.submit(5, read_req());
+  auto may_write = read_req("select set_config('a.b', 'x', true)");
+  may_write.may_share_sync = false;
+  h.submit(6, may_write);
+  h.submit(7, read_req());
+  h.submit(8, read_req());
+  h.write();
+  EXPECT_EQ(syncs_of(h), (std::vector<bool>{true, true, true, true, true, true, false, true}));
 }
 
 TEST(pipeline_core, error_mid_batch_fails_only_its_request_and_resends_the_skipped_ones) {

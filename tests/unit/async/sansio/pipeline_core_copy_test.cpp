@@ -26,15 +26,15 @@ TEST(pipeline_core, copy_waits_for_the_pipeline_to_drain_and_holds_what_follows)
   h.write();
   EXPECT_EQ(h.copies, (std::vector<pipe_id>{3}));
   EXPECT_FALSE(h.copy_over_pipeline);
-  EXPECT_EQ(h.core.copy_running(), 3u);
+  EXPECT_EQ(h.core.solo_running(), 3u);
   EXPECT_TRUE(h.core.writes_held());
   EXPECT_EQ(h.core.head(), 3u);
   h.write();
   EXPECT_TRUE(h.wire.empty()) << "nothing is written while the COPY owns the connection";
-  h.core.on_copy_end(h.now, false);
+  h.core.on_solo_end(h.now, false);
   h.pump();
   EXPECT_EQ(h.outcome(3), pipe_outcome::ok);
-  EXPECT_EQ(h.core.copy_running(), 0u);
+  EXPECT_EQ(h.core.solo_running(), 0u);
   h.write();
   ASSERT_EQ(h.wire.size(), 1u);
   EXPECT_EQ(h.wire.front().id, 4u);
@@ -51,7 +51,7 @@ TEST(pipeline_core, failed_copy_completes_with_the_servers_error_and_the_lease_g
   h.submit(2, lease_req("next"));
   h.write();
   EXPECT_TRUE(h.wire.empty());
-  h.core.on_copy_end(h.now, true);
+  h.core.on_solo_end(h.now, true);
   h.pump();
   EXPECT_EQ(h.outcome(1), pipe_outcome::sql_error);
   h.write();
@@ -70,7 +70,7 @@ TEST(pipeline_core, break_mid_copy_loses_it_once_and_sends_nothing_more) {
   h.pump();
   EXPECT_EQ(h.outcome(1), pipe_outcome::connection_lost) << "it may have been committed only at its end";
   EXPECT_EQ(h.outcome(2), pipe_outcome::not_sent);
-  h.core.on_copy_end(h.now, false);  // a late report changes nothing
+  h.core.on_solo_end(h.now, false);  // a late report changes nothing
   h.submit(3, copy_req());
   h.write();
   h.pump();
@@ -98,7 +98,7 @@ TEST(pipeline_core, copy_deadline_answers_once_and_the_end_is_still_awaited) {
   h.pump();
   EXPECT_EQ(h.outcome(1), pipe_outcome::timeout_detached);
   EXPECT_TRUE(h.core.writes_held()) << "the shell still has to end the COPY on the wire";
-  h.core.on_copy_end(h.now, true);
+  h.core.on_solo_end(h.now, true);
   h.pump();
   EXPECT_EQ(h.completions(1), 1u);
   EXPECT_FALSE(h.core.writes_held());
@@ -109,21 +109,21 @@ TEST(pipeline_core, stopping_a_copy_removes_it_unstarted_or_cancels_it_running) 
   h.submit(1, lease_req("a"));
   h.submit(2, copy_req("copy t to stdout"));
   h.write();
-  EXPECT_TRUE(h.core.copy_stop(h.now, 2));
+  EXPECT_TRUE(h.core.solo_stop(h.now, 2));
   h.pump();
   EXPECT_EQ(h.outcome(2), pipe_outcome::cancelled_unsent);
   h.reply();
   h.submit(3, copy_req("copy t to stdout"));
   h.write();
   ASSERT_EQ(h.copies, (std::vector<pipe_id>{3}));
-  EXPECT_FALSE(h.core.copy_stop(h.now, 3));
+  EXPECT_FALSE(h.core.solo_stop(h.now, 3));
   h.pump();
   EXPECT_EQ(h.cancels, (std::vector<pipe_id>{3})) << "alone on a lease: PQcancel cannot hit another query";
-  EXPECT_FALSE(h.core.copy_stop(h.now, 3));
+  EXPECT_FALSE(h.core.solo_stop(h.now, 3));
   h.pump();
   EXPECT_EQ(h.cancels.size(), 1u) << "one cancel";
   h.core.on_cancel_returned();
-  h.core.on_copy_end(h.now, true);
+  h.core.on_solo_end(h.now, true);
   h.pump();
   EXPECT_EQ(h.outcome(3), pipe_outcome::cancelled_by_server);
   EXPECT_FALSE(h.core.writes_held());

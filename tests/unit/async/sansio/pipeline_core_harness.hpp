@@ -95,7 +95,7 @@ struct harness {
   std::size_t released = 0;
   std::size_t flushes = 0;
   bool sent_after_close = false;
-  std::vector<pipe_id> copies;      ///< start_copy actions
+  std::vector<pipe_id> copies;      ///< start_solo actions
   bool copy_over_pipeline = false;  ///< a COPY started with requests still on the wire
   std::size_t max_outstanding = 0;
   // Coalesced batches, as the server sees them.
@@ -141,7 +141,7 @@ struct harness {
           wire.clear();
           batch_answered.clear();
           break;
-        case kind::start_copy:
+        case kind::start_solo:
           if (!closes.empty()) sent_after_close = true;
           if (!wire.empty()) copy_over_pipeline = true;
           copies.push_back(a.id);
@@ -226,10 +226,18 @@ inline pipeline_params coalescing_params(std::size_t batch) {
   return p;
 }
 
-/// A read marked for Sync coalescing.
+/// The shell's facts for a read it may coalesce: marked read-only, on a
+/// read-only session, a statement that may share a Sync.
+inline void coalescible(pipe_request& r) {
+  r.read_only = true;
+  r.session_read_only = true;
+  r.may_share_sync = true;
+}
+
+/// A read the core may coalesce.
 inline pipe_request read_req(std::string sql = "select 1") {
   auto r = shared_req(std::move(sql));
-  r.coalesce = true;
+  coalescible(r);
   return r;
 }
 
@@ -242,7 +250,7 @@ inline std::vector<bool> syncs_of(const harness& h) {
 
 inline pipe_request copy_req(std::string sql = "copy t from stdin") {
   pipe_request r = lease_req(std::move(sql));
-  r.copy = true;
+  r.solo = true;
   return r;
 }
 

@@ -134,7 +134,7 @@ TEST(pipeline_core, randomized_interleavings_keep_the_contract) {
           const int burst = !lease && pick(3) != 0 ? 1 + pick(6) : 1;
           for (int b = 0; b < burst; ++b) {
             if (burst > 1) {
-              r.coalesce = true;
+              coalescible(r);
               r.sql = "r" + std::to_string(pick(2));
             }
             reqs[next] = {false, lease};

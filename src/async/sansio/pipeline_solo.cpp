@@ -1,12 +1,13 @@
-// pipeline_core: COPY, which libpq 15 runs only outside pipeline mode
-// (contract in pipeline_core.hpp).
+// pipeline_core: solo requests, which hold the wire alone outside pipeline
+// mode: a COPY (libpq 15 runs none in pipeline mode) or a script (contract
+// in pipeline_core.hpp).
 //
 // Policy reasons:
-//  - libpq leaves pipeline mode only with nothing in flight: a COPY waits at
+//  - libpq leaves pipeline mode only with nothing in flight: a solo request waits at
 //    the head of the waiting queue until everything written before it was
 //    read (a coalesced batch's finished requests included: their Sync is
 //    still due), and nothing is written behind it until it ends.
-//  - The COPY runs alone on an exclusive connection: a PQcancel for it can
+//  - It runs alone on an exclusive connection: a PQcancel for it can
 //    hit nothing else.
 #include "async/sansio/pipeline_core.hpp"
 
@@ -14,27 +15,27 @@
 
 namespace pgpipe::detail {
 
-bool pipeline_core::copy_blocks_queue() {
-  if (copy_id_ != 0) return true;
+bool pipeline_core::solo_blocks_queue() {
+  if (solo_id_ != 0) return true;
   entry& w = waiting_.front();
-  if (!w.req.copy) return false;
+  if (!w.req.solo) return false;
   if (written() != 0) return true;
   entry e = std::move(w);
   waiting_.pop_front();
   e.at = stage::execute;
-  copy_id_ = e.id;
-  pipe_action a{pipe_action::kind::start_copy};
+  solo_id_ = e.id;
+  pipe_action a{pipe_action::kind::start_solo};
   a.id = e.id;
   actions_.push_back(std::move(a));
   written_.push_back(std::move(e));
   return true;
 }
 
-void pipeline_core::on_copy_end(time_point now, bool failed) {
-  if (broken_ || copy_id_ == 0 || written_.empty() || written_.front().id != copy_id_) return;
+void pipeline_core::on_solo_end(time_point now, bool failed) {
+  if (broken_ || solo_id_ == 0 || written_.empty() || written_.front().id != solo_id_) return;
   entry e = std::move(written_.front());
   written_.pop_front();
-  copy_id_ = 0;
+  solo_id_ = 0;
   last_progress_ = now;
   target_over(e.id);
   release_unit(e);
@@ -45,13 +46,13 @@ void pipeline_core::on_copy_end(time_point now, bool failed) {
   }
 }
 
-bool pipeline_core::copy_stop(time_point now, pipe_id id) {
+bool pipeline_core::solo_stop(time_point now, pipe_id id) {
   if (broken_) return false;
   if (drop_unsent(id)) return true;
-  if (id != copy_id_ || written_.empty() || written_.front().id != id) return false;
+  if (id != solo_id_ || written_.empty() || written_.front().id != id) return false;
   entry& e = written_.front();
   e.abandoned = true;
-  // Writes stay held until on_copy_end.
+  // Writes stay held until on_solo_end.
   if (e.req.on_lease && !e.cancel_sent && !cancel_running_) emit_cancel(now, e);
   return false;
 }
