@@ -123,6 +123,13 @@ constexpr type_oid multirange_range_oid(type_oid multirange) noexcept {
     default: return 0;
   }
 }
+/// The multirange type of a built-in range type (int4range -> int4multirange), or 0.
+constexpr type_oid multirange_oid_of(type_oid range) noexcept {
+  for (type_oid m : {oids::int4multirange, oids::int8multirange, oids::nummultirange, oids::tsmultirange,
+                     oids::tstzmultirange, oids::datemultirange})
+    if (range != 0 && multirange_range_oid(m) == range) return m;
+  return 0;
+}
 /// "int4", "timestamptz", "text[]"... or "oid 16390" for a type pgpipe does not know.
 std::string type_name_of(type_oid t);
 
