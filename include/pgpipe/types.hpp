@@ -65,6 +65,8 @@ inline constexpr type_oid numeric_array = 1231;  ///< numeric[]
 inline constexpr type_oid json_array = 199;  ///< json[]
 inline constexpr type_oid uuid_array = 2951;  ///< uuid[]
 inline constexpr type_oid jsonb_array = 3807;  ///< jsonb[]
+inline constexpr type_oid record = 2249;  ///< record: an anonymous row value, row(...)
+inline constexpr type_oid record_array = 2287;  ///< record[]: array(select row(...) ...)
 // Ranges of the numeric and time types, their arrays, and (PostgreSQL 14+)
 // their multiranges.
 inline constexpr type_oid int4range = 3904;  ///< int4range

@@ -174,7 +174,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
              round_trip<pgpipe::multirange<sys_time<microseconds>>>(v, oids::tstzmultirange, f);
              run<pgpipe::array<std::string>>(v, oids::text_array, f);
              composite_round_trip(v, f);
-             run<std::vector<std::optional<fuzz_types::inner>>>(v, oids::first_user_oid, f); break;
+             run<std::vector<std::optional<fuzz_types::inner>>>(v, oids::first_user_oid, f);
+             run<std::vector<std::optional<fuzz_types::inner>>>(v, oids::record_array, f); break;
   }
   return 0;
 }
