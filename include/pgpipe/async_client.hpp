@@ -295,6 +295,34 @@ class async_client {
                         std::make_index_sequence<sizeof...(ArgsAndToken) - 1>{});
   }
 
+  /// async_stream, with the rows read into T as they arrive (a described
+  /// struct, a std::tuple, an aggregate or one field type; see
+  /// <pgpipe/async_typed_stream.hpp>): token for
+  /// void(std::error_code, async_typed_stream<T>) (use_awaitable /
+  /// use_future: the stream, or pgpipe::error thrown). The stream holds its
+  /// lease until it is destroyed. The values arrive in binary when every
+  /// field type of T reads binary, else in text; opts.results overrides the
+  /// choice, opts.stream_chunk_rows as for async_stream.
+  ///   auto s = co_await c.async_stream_as<user>("select * from users", asio::use_awaitable);
+  ///   while (auto u = co_await s.async_next(asio::use_awaitable)) use(*u);
+  /// Errors here are the acquire's, as async_stream; the statement's, the
+  /// shape check's and each value's come through the stream's async_next.
+  /// Cancellation: as async_acquire, until the lease is granted.
+  /// Thread-safety and executor: as async_stream.
+  template <row_type T, class... ArgsAndToken>
+  auto async_stream_as(std::string_view sql, ArgsAndToken&&... args_and_token) {
+    return async_stream_as<T>(query_options{}, sql, std::forward<ArgsAndToken>(args_and_token)...);
+  }
+  /// As above, with per-call options (results, stream_chunk_rows).
+  template <row_type T, class... ArgsAndToken>
+  auto async_stream_as(const query_options& opts, std::string_view sql, ArgsAndToken&&... args_and_token) {
+    static_assert(sizeof...(ArgsAndToken) >= 1, "async_stream_as: the last argument must be a completion token");
+    query_options o = opts;
+    o.results = detail::wants_binary<T>(opts.results) ? result_format::binary : result_format::text;
+    return typed_stream_split<T>(o, sql, std::forward_as_tuple(std::forward<ArgsAndToken>(args_and_token)...),
+                                 std::make_index_sequence<sizeof...(ArgsAndToken) - 1>{});
+  }
+
   /// Starts a transaction on a lease of its own and hands it over as a
   /// async_transaction_lease (<pgpipe/async_transaction_lease.hpp>): drive it with its
   /// async_query, end it with async_commit or async_rollback; destroyed
@@ -381,6 +409,23 @@ class async_client {
   }
   static void submit_stream(const std::shared_ptr<detail::client_impl>& impl, detail::query_spec spec,
                             std::unique_ptr<detail::completion<async_row_stream>> done, boost::asio::cancellation_slot slot);
+  template <row_type T, class Tuple, std::size_t... I>
+  auto typed_stream_split(const query_options& opts, std::string_view sql, Tuple&& t, std::index_sequence<I...>) {
+    constexpr std::size_t n = sizeof...(I);
+    detail::query_spec spec{std::string(sql), detail::encode_params(std::get<I>(t)...), std::nullopt};
+    spec.stream_chunk_rows = opts.stream_chunk_rows;
+    spec.binary_results = opts.results == result_format::binary;
+    return detail::initiate_op<async_typed_stream<T>>(
+        [](auto handler, std::shared_ptr<detail::client_impl> impl, detail::query_spec s) {
+          using H = decltype(handler);
+          auto slot = boost::asio::get_associated_cancellation_slot(handler);
+          submit_stream(impl, std::move(s),
+                        std::make_unique<detail::typed_stream_start<T>>(
+                            std::make_unique<detail::completion_impl<async_typed_stream<T>, H>>(std::move(handler))),
+                        slot);
+        },
+        std::forward<std::tuple_element_t<n, std::remove_reference_t<Tuple>>>(std::get<n>(t)), impl_, std::move(spec));
+  }
 
   // The read router hands encoded queries to its clients' targets directly
   // (re-running a failed replica read on the primary needs the encoded query).

@@ -9,6 +9,7 @@
 #include <pgpipe/error.hpp>
 #include <pgpipe/result.hpp>
 #include <pgpipe/async_row_stream.hpp>
+#include <pgpipe/async_typed_stream.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -177,6 +178,25 @@ class async_lease {
     spec.stream_chunk_rows = opts.stream_chunk_rows;
     spec.binary_results = opts.results == result_format::binary;
     return start_stream(std::move(spec));
+  }
+
+  /// stream, with the rows read into T as they arrive (see
+  /// <pgpipe/async_typed_stream.hpp>): binary values when every field type
+  /// of T reads binary, else text (opts.results overrides it);
+  /// opts.stream_chunk_rows as for stream(). Never blocks; every error
+  /// (the statement's, the shape check's, a value's) arrives through the
+  /// stream's async_next.
+  template <row_type T, class... Args>
+  [[nodiscard]] async_typed_stream<T> stream_as(std::string_view sql, const Args&... args) {
+    return stream_as<T>(query_options{}, sql, args...);
+  }
+  /// As above, with per-call options.
+  template <row_type T, class... Args>
+  [[nodiscard]] async_typed_stream<T> stream_as(const query_options& opts, std::string_view sql, const Args&... args) {
+    detail::query_spec spec{std::string(sql), detail::encode_params(args...), std::nullopt};
+    spec.stream_chunk_rows = opts.stream_chunk_rows;
+    spec.binary_results = detail::wants_binary<T>(opts.results);
+    return async_typed_stream<T>(start_stream(std::move(spec)));
   }
 
   /// Starts `copy_sql` (a COPY ... FROM STDIN) and returns the handle that

@@ -6,6 +6,7 @@
 #include <pgpipe/error.hpp>
 #include <pgpipe/result.hpp>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
 
 #include <memory>
@@ -63,6 +64,11 @@ class async_row_stream {
         },
         std::forward<CompletionToken>(token), st_);
   }
+
+  /// The executor of the loop the stream's connection runs on (where
+  /// async_next completes for a handler with no executor of its own); the
+  /// system executor for an empty stream.
+  boost::asio::any_io_executor get_executor() const noexcept;
 
   /// Stops the stream (see the class comment). Idempotent; thread-safe with
   /// respect to the loop, but not to a concurrent move of this object.

@@ -35,6 +35,7 @@
 #pragma once
 
 #include <pgpipe/blocking_lease.hpp>
+#include <pgpipe/blocking_typed_stream.hpp>
 #include <pgpipe/blocking_types.hpp>
 #include <pgpipe/result.hpp>
 #include <pgpipe/type_traits.hpp>
@@ -194,6 +195,20 @@ class blocking_pool {
   template <row_type T, typename... Args>
   [[nodiscard]] std::optional<T> query_as_opt(std::string_view sql, const Args&... args) {
     return exec_encoded(sql, detail::encode_params(args...), detail::row_traits<T>::binary_results).template as_opt<T>();
+  }
+
+  /// The rows of `sql` read into T as they arrive, with bounded memory
+  /// (<pgpipe/blocking_typed_stream.hpp>), on a connection the stream
+  /// borrows and keeps until it is destroyed:
+  ///   for (const user& u : pool.stream_as<user>("select * from users")) ...
+  /// Throws what acquire() throws, then what blocking_typed_stream throws
+  /// (the statement's errors, columns_mismatch / type_mismatch before any
+  /// row, a value that does not read as its field). Leaving the loop early
+  /// cancels the statement; the connection goes back to the pool clean.
+  /// Thread-safe to call; the stream is used by one thread at a time.
+  template <row_type T, typename... Args>
+  [[nodiscard]] blocking_typed_stream<T> stream_as(std::string_view sql, const Args&... args) {
+    return blocking_typed_stream<T>(std::make_unique<blocking_lease>(acquire()), sql, args...);
   }
 
   /// Runs fn(pqxx::work&) in a transaction on a borrowed connection: commits

@@ -29,7 +29,8 @@
 // errc::null_value, a field's own failure that field's code; the message
 // names the field (position and name) and both types. A composite reads
 // from a column of a user-defined type or of the anonymous `record` type
-// (`select row(1, 'a')`).
+// (`select row(1, 'a')`); a std::vector of it reads an array of either
+// (`record[]`: `select array(select row(...) from ...)`).
 //
 // As a parameter a composite is sent in the text record form
 // `("a","b c",,"x""y")`, every non-NULL field quoted, with no type: the
@@ -74,7 +75,7 @@ template <class T>
 concept declared = is_composite<T>::value && boost::describe::has_describe_members<T>::value;
 
 /// The anonymous row type (`select row(1, 'a')`), which has no type of its own.
-inline constexpr type_oid record_oid = 2249;
+inline constexpr type_oid record_oid = oids::record;
 
 template <class M>
 using member_type = std::remove_cvref_t<M>;

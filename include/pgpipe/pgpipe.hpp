@@ -31,6 +31,7 @@
 #include <pgpipe/async_row_stream.hpp>
 #include <pgpipe/async_transaction_lease.hpp>
 #include <pgpipe/async_typed_copy.hpp>
+#include <pgpipe/async_typed_stream.hpp>
 #include <pgpipe/query_options.hpp>
 #include <pgpipe/transaction.hpp>
 #include <pgpipe/with_diagnostics.hpp>
@@ -42,8 +43,10 @@
 #include <pgpipe/blocking_listener.hpp>
 #include <pgpipe/blocking_pool.hpp>
 #include <pgpipe/blocking_read_router.hpp>
+#include <pgpipe/blocking_row_stream.hpp>
 #include <pgpipe/blocking_types.hpp>
 #include <pgpipe/blocking_typed_copy.hpp>
+#include <pgpipe/blocking_typed_stream.hpp>
 
 // The SCRAM toolkit: <pgpipe/scram/*.hpp>.
 #include <pgpipe/scram.hpp>

@@ -9,9 +9,12 @@
 //   std::chrono::sys_time<microseconds>      tstzrange             tstzrange
 //   std::chrono::sys_days                    daterange             daterange
 //
-// A multirange (PostgreSQL 14+) reads as std::vector<pgpipe::range<T>>; an
-// array of ranges too. (A std::vector<range<T>> parameter is an array of
-// ranges: cast it in SQL, `range_agg(r) from unnest($1) r`, for a multirange.)
+// A multirange (PostgreSQL 14+: int4multirange...) is pgpipe::multirange<T>,
+// both ways; it also reads as std::vector<pgpipe::range<T>>, as an array of
+// ranges does. (A std::vector<range<T>> parameter is an array of ranges.)
+// The server holds a multirange normalised: its ranges sorted, overlapping
+// and adjacent ones merged, empty ones dropped ('{[5,7),[1,3),[3,4)}' comes
+// back '{[1,4),[5,7)}').
 //
 // What the server does and pgpipe does not: discrete ranges (int4range,
 // int8range, daterange) come back canonical, '[)' - send [1,5] and read
@@ -35,6 +38,7 @@
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 namespace pgpipe {
 
@@ -190,6 +194,83 @@ struct field_traits<range<T>> {
   static std::string_view bounds_of(const detail::codec::range_parts& p) {
     static constexpr std::string_view all[] = {"()", "(]", "[)", "[]"};
     return all[(p.lower_inclusive ? 2 : 0) + (p.upper_inclusive ? 1 : 0)];
+  }
+};
+
+/// A multirange of T: its ranges, in any order (the server sorts and merges
+/// them; see the file comment). No ranges is the empty multirange '{}'.
+template <class T>
+struct multirange {
+  /// The ranges, as sent or as the server holds them.
+  std::vector<range<T>> ranges;
+  /// Range by range, as the values are (not normalised).
+  friend bool operator==(const multirange&, const multirange&) = default;
+};
+
+/// A multirange parameter: binary with its multirange type when its ranges
+/// go binary (T has a binary form and a built-in range type), else text
+/// (typed when the multirange type is known).
+template <class T>
+  requires detail::traits_detect::encodable<T>
+struct param_traits<multirange<T>> {
+  /// The traits that encode each range.
+  using inner = param_traits<range<T>>;
+  /// The built-in multirange type over T's range type (int4multirange for int...), or 0 (untyped).
+  static constexpr type_oid oid = multirange_oid_of(inner::oid);
+
+  /// The multirange's text form; throws pgpipe::error (invalid_argument) when a bound cannot be encoded.
+  static std::optional<std::string> encode(const multirange<T>& v) {
+    std::vector<std::string> texts;
+    texts.reserve(v.ranges.size());
+    for (const range<T>& r : v.ranges) texts.push_back(*inner::encode(r));
+    return detail::codec::encode_multirange_text(texts);
+  }
+  /// The multirange's binary form (multirange_send's layout) appended to
+  /// `out`; invalid_argument when a bound cannot be encoded or a size is
+  /// more than the format can say.
+  static std::error_code encode_binary(const multirange<T>& v, std::string& out)
+    requires(oid != 0 && requires(const range<T>& r, std::string& o) { inner::encode_binary(r, o); })
+  {
+    std::vector<std::string> forms(v.ranges.size());
+    for (std::size_t k = 0; k < v.ranges.size(); ++k)
+      if (auto ec = inner::encode_binary(v.ranges[k], forms[k])) return ec;
+    return detail::codec::encode_multirange_binary(forms, out);
+  }
+};
+
+/// A multirange read from a multirange column whose range's subtype T reads
+/// (multirange<int64_t> reads int4multirange and int8multirange), text or
+/// binary. Each range decodes as field_traits<range<T>>: its errors are the
+/// multirange's; a malformed multirange is conversion_error.
+template <class T>
+  requires detail::traits_detect::decodable<T>
+struct field_traits<multirange<T>> {
+  /// The traits that decode each range.
+  using inner = field_traits<range<T>>;
+  /// Binary results when the subtype reads them.
+  static constexpr bool binary_results = inner::binary_results;
+  /// A multirange type whose range type range<T> accepts.
+  static bool accepts(type_oid t) {
+    const type_oid r = multirange_range_oid(t);
+    return r != 0 && inner::accepts(r);
+  }
+  /// What a type-mismatch message calls the C++ type.
+  static std::string cpp_name() { return "pgpipe::multirange<" + detail::traits_detect::cpp_name<T>() + ">"; }
+  /// Text or binary.
+  static std::error_code decode(const field_value& v, multirange<T>& out) {
+    const type_oid r = multirange_range_oid(v.type);
+    detail::codec::array_items items;
+    auto ec = v.format == wire_format::text ? detail::codec::split_multirange_text(v.data, r, items)
+                                            : detail::codec::split_multirange_binary(v.data, r, items);
+    if (ec) return ec;
+    out.ranges.clear();
+    out.ranges.reserve(items.items.size());
+    for (const auto& item : items.items) {
+      // A multirange holds no NULL ranges: the splitters never make one.
+      if (!item) return make_error_code(errc::conversion_error);
+      if (auto e = inner::decode(field_value{*item, r, v.format}, out.ranges.emplace_back())) return e;
+    }
+    return {};
   }
 };
 

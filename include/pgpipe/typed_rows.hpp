@@ -105,13 +105,16 @@ std::error_code decode_row(const PGresult* res, int row, const row_plan<T>& plan
   return ec;
 }
 
-/// The message of a value that failed in decode_row with `ec`.
+/// The message of a value that failed in decode_row with `ec`. A stream,
+/// whose results hold a few rows each, names the row by its place in the
+/// whole stream (`shown_row`); by default it is `row`.
 template <class T>
 std::string describe_failed_value(const PGresult* res, int row, const row_plan<T>& plan, std::size_t failed,
-                                  std::error_code ec) {
+                                  std::error_code ec, long long shown_row = -1) {
   const member_column& mc = plan.columns[failed];
   const column_desc col{PQfname(res, mc.column), mc.type, mc.format};
-  std::string m = describe_member_value(row_traits<T>::members[failed], failed, col, mc.column, row);
+  std::string m = describe_member_value(row_traits<T>::members[failed], failed, col, mc.column,
+                                        shown_row >= 0 ? shown_row : row);
   // A short sample of text that is not a value (an enum label the C++ side
   // does not list, a malformed number) says what to fix; values are data.
   if (ec == errc::conversion_error && mc.format == wire_format::text) {

@@ -65,6 +65,8 @@ inline constexpr type_oid numeric_array = 1231;  ///< numeric[]
 inline constexpr type_oid json_array = 199;  ///< json[]
 inline constexpr type_oid uuid_array = 2951;  ///< uuid[]
 inline constexpr type_oid jsonb_array = 3807;  ///< jsonb[]
+inline constexpr type_oid record = 2249;  ///< record: an anonymous row value, row(...)
+inline constexpr type_oid record_array = 2287;  ///< record[]: array(select row(...) ...)
 // Ranges of the numeric and time types, their arrays, and (PostgreSQL 14+)
 // their multiranges.
 inline constexpr type_oid int4range = 3904;  ///< int4range
@@ -122,6 +124,13 @@ constexpr type_oid multirange_range_oid(type_oid multirange) noexcept {
     case oids::datemultirange: return oids::daterange;
     default: return 0;
   }
+}
+/// The multirange type of a built-in range type (int4range -> int4multirange), or 0.
+constexpr type_oid multirange_oid_of(type_oid range) noexcept {
+  for (type_oid m : {oids::int4multirange, oids::int8multirange, oids::nummultirange, oids::tsmultirange,
+                     oids::tstzmultirange, oids::datemultirange})
+    if (range != 0 && multirange_range_oid(m) == range) return m;
+  return 0;
 }
 /// "int4", "timestamptz", "text[]"... or "oid 16390" for a type pgpipe does not know.
 std::string type_name_of(type_oid t);

@@ -7,8 +7,8 @@
 //  - a numeric that decodes re-encodes to binary and decodes to the same text;
 //  - a timestamp/date that decodes (finite) re-encodes to text that decodes
 //    to the same value;
-//  - a range or an n-dimensional array that decodes re-encodes (text and
-//    binary) to a value that decodes equal;
+//  - a range, a multirange or an n-dimensional array that decodes
+//    re-encodes (text and binary) to a value that decodes equal;
 //  - a composite (nested, with an array field) that decodes re-encodes to
 //    record text that decodes equal.
 //
@@ -170,9 +170,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 21: round_trip<pgpipe::array<std::optional<std::int32_t>>>(v, oids::int4_array, f);
              run<std::vector<std::vector<std::optional<std::string>>>>(v, oids::text_array, f); break;
     case 22: run<std::vector<pgpipe::range<sys_days>>>(v, oids::datemultirange, f);
+             round_trip<pgpipe::multirange<std::int64_t>>(v, oids::int8multirange, f);
+             round_trip<pgpipe::multirange<sys_time<microseconds>>>(v, oids::tstzmultirange, f);
              run<pgpipe::array<std::string>>(v, oids::text_array, f);
              composite_round_trip(v, f);
-             run<std::vector<std::optional<fuzz_types::inner>>>(v, oids::first_user_oid, f); break;
+             run<std::vector<std::optional<fuzz_types::inner>>>(v, oids::first_user_oid, f);
+             run<std::vector<std::optional<fuzz_types::inner>>>(v, oids::record_array, f); break;
   }
   return 0;
 }

@@ -134,6 +134,16 @@ TYPED_TEST(composites, an_anonymous_record_and_nulls) {
   EXPECT_EQ(r[0][3].template get<address>(), (address{"", 3, ""}));
 }
 
+TYPED_TEST(composites, an_array_of_anonymous_records) {
+  auto r = this->d_.run(
+      "select array(select row('s' || i, i, case when i = 2 then null else 'n' end) from generate_series(1, 3) i), "
+      "array[row('a, \"b\"', 1, null), null]");
+  EXPECT_EQ(r[0][0].template get<std::vector<address>>(),
+            (std::vector<address>{{"s1", 1, "n"}, {"s2", 2, std::nullopt}, {"s3", 3, "n"}}));
+  EXPECT_EQ(r[0][1].template get<std::vector<std::optional<address>>>(),
+            (std::vector<std::optional<address>>{address{"a, \"b\"", 1, std::nullopt}, std::nullopt}));
+}
+
 TYPED_TEST(composites, a_null_field_or_another_shape_is_an_error_naming_the_field) {
   auto e = pgpipe::test::thrown(
       [&] { (void)this->d_.template one<std::tuple<address>>("select row(null, 1, 'x')::it_address"); });
@@ -197,6 +207,12 @@ TEST(composites_binary, the_servers_binary_records_read_into_structs) {
       << wrong.what();
   auto shape = pgpipe::test::thrown([&] { (void)r[0][3].get<address>(); });
   EXPECT_EQ(shape.code(), errc::type_mismatch);
+  // record[]: an array whose elements are anonymous records.
+  pgpipe::result records(PQexecParams(conn.get(), "select array[row('x', 7, null), null, row('', -2, 'y')]", 0,
+                                      nullptr, nullptr, nullptr, nullptr, 1));
+  ASSERT_EQ(PQresultStatus(records.native_handle()), PGRES_TUPLES_OK) << PQerrorMessage(conn.get());
+  EXPECT_EQ(records[0][0].get<std::vector<std::optional<address>>>(),
+            (std::vector<std::optional<address>>{address{"x", 7, std::nullopt}, std::nullopt, address{"", -2, "y"}}));
 }
 
 }  // namespace

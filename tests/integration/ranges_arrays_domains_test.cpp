@@ -92,6 +92,44 @@ TYPED_TEST(ranges_arrays_domains, ranges_sent_come_back_as_the_server_holds_them
   EXPECT_EQ(this->d_.template one<std::string>("select $1::text", days), "(,1999-12-31)");
 }
 
+TYPED_TEST(ranges_arrays_domains, multiranges_sent_come_back_as_the_server_holds_them) {
+  using pgpipe::multirange;
+  // Several ranges, out of order, two touching: the server sorts and merges
+  // them ((5,7) is [6,7) canonical; [1,3) and [3,4] become [1,5)).
+  const multirange<int> several{{range<int>(5, 7, "()"), range<int>(1, 3), range<int>(3, 4, "[]")}};
+  EXPECT_EQ(this->d_.template one<std::string>("select $1::text", several), "{[1,5),[6,7)}");
+  EXPECT_EQ(this->d_.template one<multirange<int>>("select $1", several),
+            (multirange<int>{{range<int>(1, 5), range<int>(6, 7)}}));
+  // The parameter is typed: no cast needed for a multirange operator.
+  EXPECT_TRUE(this->d_.template one<bool>("select $1 @> 4", several));
+
+  // Empty: no ranges, and empty ranges dropped.
+  EXPECT_TRUE(this->d_.template one<bool>("select $1 = '{}'::int4multirange", multirange<int>{}));
+  EXPECT_TRUE(this->d_.template one<multirange<int>>("select $1", multirange<int>{{range<int>()}}).ranges.empty());
+
+  // Unbounded sides, and an infinite bound (a bound, not unbounded).
+  const multirange<std::int64_t> open_ends{{range<std::int64_t>(std::nullopt, -5), range<std::int64_t>(10, std::nullopt)}};
+  EXPECT_EQ(this->d_.template one<std::string>("select $1::text", open_ends), "{(,-5),[10,)}");
+  EXPECT_EQ(this->d_.template one<multirange<std::int64_t>>("select $1", open_ends), open_ends);
+  const multirange<tstz> until_forever{{range<tstz>(tstz(sys_days(2024y / 5 / 6)), tstz::max(), "[]")}};
+  auto back = this->d_.run("select $1, upper($1) = 'infinity', upper_inf($1)", until_forever);
+  EXPECT_EQ(back[0].template get<multirange<tstz>>(0), until_forever);
+  EXPECT_TRUE(back[0].template get<bool>(1));
+  EXPECT_FALSE(back[0].template get<bool>(2));
+
+  // numeric goes as text (typed nummultirange), the rest above in binary.
+  const multirange<pgpipe::numeric> money{{range<pgpipe::numeric>(pgpipe::numeric("1.5"), pgpipe::numeric("2.5"), "(]"),
+                                           range<pgpipe::numeric>(pgpipe::numeric("-3"), pgpipe::numeric("-2"))}};
+  EXPECT_EQ(this->d_.template one<std::string>("select $1::text", money), "{[-3,-2),(1.5,2.5]}");
+  // Read back in both formats: text (run), binary (a typed read of numeric asks for it).
+  EXPECT_EQ(this->d_.run("select $1", money)[0].template get<multirange<pgpipe::numeric>>(0).ranges.size(), 2u);
+  EXPECT_EQ(this->d_.template one<multirange<pgpipe::numeric>>("select $1", money).ranges[1],
+            money.ranges[0]);
+  // A multirange read as another subtype's is a type mismatch.
+  EXPECT_EQ(pgpipe::test::thrown([&] { (void)this->d_.template one<multirange<sys_days>>("select $1", several); }).code(),
+            errc::type_mismatch);
+}
+
 TYPED_TEST(ranges_arrays_domains, arrays_of_ranges_read_as_vectors) {
   using V = std::vector<range<int>>;
   const V sent{range<int>(1, 2), range<int>(), range<int>(std::nullopt, 0)};

@@ -13,6 +13,10 @@
 //   std::vector<T> all<T>(sql, args...);       async_query_as / query_as
 //   T one<T>(sql, args...);                    ..._one
 //   std::optional<T> opt<T>(sql, args...);     ..._opt
+//   void stream<T>(out, limit, sql, args...);  async_stream_as / stream_as:
+//                                              up to `limit` rows appended to
+//                                              `out` as they arrive, then the
+//                                              stream dropped (throws as read)
 #pragma once
 
 #include "support/async_kit.hpp"
@@ -75,6 +79,15 @@ struct async_result_driver {
   std::optional<T> opt(std::string_view sql, const A&... args) {
     return client.async_query_as_opt<T>(sql, args..., boost::asio::use_future).get();
   }
+  template <class T, class... A>
+  void stream(std::vector<T>& out, std::size_t limit, std::string_view sql, const A&... args) {
+    auto s = client.async_stream_as<T>(sql, args..., boost::asio::use_future).get();
+    while (out.size() < limit) {
+      std::optional<T> x = s.async_next(boost::asio::use_future).get();
+      if (!x) return;
+      out.push_back(std::move(*x));
+    }
+  }
 };
 
 struct blocking_result_driver {
@@ -101,6 +114,14 @@ struct blocking_result_driver {
   template <class T, class... A>
   std::optional<T> opt(std::string_view sql, const A&... args) {
     return pool.query_as_opt<T>(sql, args...);
+  }
+  template <class T, class... A>
+  void stream(std::vector<T>& out, std::size_t limit, std::string_view sql, const A&... args) {
+    if (limit == 0) return;
+    for (const T& x : pool.stream_as<T>(sql, args...)) {
+      out.push_back(x);
+      if (out.size() >= limit) return;
+    }
   }
 };
 

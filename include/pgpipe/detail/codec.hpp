@@ -163,5 +163,13 @@ std::error_code encode_range_binary(const range_parts& in, std::string_view lowe
 /// Binary: a 4-byte count, then each range length-prefixed.
 std::error_code split_multirange_text(std::string_view in, type_oid range_type, array_items& out);
 std::error_code split_multirange_binary(std::string_view in, type_oid range_type, array_items& out);
+/// Text for a multirange parameter: "{" then each range's text (what
+/// encode_range_text made), comma-separated, then "}".
+std::string encode_multirange_text(std::span<const std::string> ranges);
+/// Binary for a multirange parameter (multirange_send's layout): a 4-byte
+/// count, then each range's binary form (encode_range_binary's) after its
+/// 4-byte length. invalid_argument when the count or a length is more than
+/// the format's signed 4 bytes can say.
+std::error_code encode_multirange_binary(std::span<const std::string> ranges, std::string& out);
 
 }  // namespace pgpipe::detail::codec

@@ -4,6 +4,7 @@
 #include "async/pool/client_impl.hpp"
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/system_executor.hpp>
 
 namespace pgpipe {
 
@@ -18,6 +19,11 @@ async_row_stream& async_row_stream::operator=(async_row_stream&& other) noexcept
 }
 
 async_row_stream::~async_row_stream() { cancel(); }
+
+boost::asio::any_io_executor async_row_stream::get_executor() const noexcept {
+  if (!st_) return boost::asio::system_executor();
+  return st_->conn->get_executor();
+}
 
 void async_row_stream::cancel() noexcept {
   if (!st_) return;

@@ -5,6 +5,7 @@
 // async driver's pgpipe::result, so both drivers read rows alike.
 #include <pgpipe/blocking_lease.hpp>
 
+#include "blocking/api/libpq_args.hpp"
 #include "blocking/connection/pooled_connection.hpp"
 #include "blocking/connection/translate_error.hpp"
 #include "blocking/pool/blocking_pool_impl.hpp"
@@ -27,38 +28,8 @@ namespace pgpipe {
 
 namespace {
 
+using detail::libpq_args;
 using pgresult_ptr = std::unique_ptr<PGresult, detail::pgresult_deleter>;
-
-// The Bind message counts parameters in 16 bits.
-constexpr std::size_t max_params = 65535;
-
-// libpq's view of the encoded parameters (pointers into `params`).
-struct libpq_args {
-  explicit libpq_args(const detail::encoded_params& params) : typed(!params.all_text_untyped()) {
-    static_assert(std::is_same_v<type_oid, Oid>, "parameter types are passed to libpq as they are");
-    values.reserve(params.values.size());
-    lengths.reserve(params.values.size());
-    for (const auto& v : params.values) {
-      values.push_back(v ? v->data() : nullptr);
-      // encode_params refused a value over max_param_bytes: the int holds it.
-      lengths.push_back(v ? static_cast<int>(v->size()) : 0);
-    }
-    count = static_cast<int>(values.size());  // at most max_params, checked by the caller
-    if (typed) {
-      types = params.types.data();
-      formats = params.formats.data();
-    }
-  }
-  const char* const* value_ptrs() const noexcept { return values.empty() ? nullptr : values.data(); }
-  const int* length_ptrs() const noexcept { return typed ? lengths.data() : nullptr; }
-
-  bool typed;
-  int count = 0;
-  std::vector<const char*> values;
-  std::vector<int> lengths;
-  const Oid* types = nullptr;
-  const int* formats = nullptr;
-};
 
 // A statement is prepared with its parameter types, so they are part of its
 // key: the same text with other types is another statement. The key borrows
@@ -112,13 +83,9 @@ result blocking_lease::exec_encoded(std::string_view sql, detail::encoded_params
 
 result blocking_lease::run_encoded(std::string_view sql, detail::encoded_params params, bool binary_results) {
   // Every statement of the driver comes this way (pool, lease, transaction,
-  // read router): a text libpq would cut is refused before anything is sent.
-  if (std::string why = detail::nul_byte_refusal(sql); !why.empty()) throw error(errc::invalid_argument, why);
-  if (params.ec) throw error(params.ec, std::move(params.error_message));
-  if (params.values.size() > max_params) {
-    throw error(errc::invalid_argument, "too many parameters (" + std::to_string(params.values.size()) +
-                                            "; the protocol allows 65535)");
-  }
+  // read router) or through a row stream: a text libpq would cut is refused
+  // before anything is sent.
+  detail::refuse_unsendable(sql, params);
   PGconn* c = conn_->raw();
   auto fail = [&](const PGresult* r) {
     diagnostics d;

@@ -30,7 +30,7 @@ constexpr type_row type_table[] = {
     {oids::timestamptz, oids::timestamptz_array, "timestamptz"},
     {oids::interval, oids::interval_array, "interval"},
     {oids::numeric, oids::numeric_array, "numeric"},  {oids::uuid, oids::uuid_array, "uuid"},
-    {oids::jsonb, oids::jsonb_array, "jsonb"},
+    {oids::jsonb, oids::jsonb_array, "jsonb"},        {oids::record, oids::record_array, "record"},
     {oids::int4range, oids::int4range_array, "int4range"},  {oids::int8range, oids::int8range_array, "int8range"},
     {oids::numrange, oids::numrange_array, "numrange"},     {oids::tsrange, oids::tsrange_array, "tsrange"},
     {oids::tstzrange, oids::tstzrange_array, "tstzrange"},  {oids::daterange, oids::daterange_array, "daterange"},

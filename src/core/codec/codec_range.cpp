@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <span>
 
 namespace pgpipe::detail::codec {
 namespace {
@@ -225,6 +226,28 @@ std::error_code split_multirange_binary(std::string_view in, type_oid range_type
     out.items.emplace_back(r);
   }
   if (pos != in.size()) return bad();
+  return {};
+}
+
+std::string encode_multirange_text(std::span<const std::string> ranges) {
+  std::string s(1, '{');
+  for (std::size_t k = 0; k < ranges.size(); ++k) {
+    if (k != 0) s.push_back(',');
+    s.append(ranges[k]);
+  }
+  s.push_back('}');
+  return s;
+}
+
+std::error_code encode_multirange_binary(std::span<const std::string> ranges, std::string& out) {
+  constexpr auto most = static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max());
+  if (ranges.size() > most) return make_error_code(errc::invalid_argument);
+  store_be(out, ranges.size(), 4);
+  for (const std::string& r : ranges) {
+    if (r.size() > most) return make_error_code(errc::invalid_argument);
+    store_be(out, r.size(), 4);
+    out.append(r);
+  }
   return {};
 }
 
