@@ -40,9 +40,10 @@ class coroutine_driver final : public driver {
     const std::size_t loops = p_.loops ? p_.loops : std::max(1u, std::thread::hardware_concurrency());
     client_ = std::make_unique<pgpipe::async_client>(async_pool_params(p_), pgpipe::async_client_options{.loops = loops});
     // Round-robin over the client's loops, as the callback driver's
-    // handlers end up spread by the connections that run them. A query
-    // served by a connection on another loop resumes its coroutine with one
-    // post back to the coroutine's loop.
+    // handlers end up spread by the connections that run them. Queries
+    // started on a loop prefer that loop's connections (loop affinity,
+    // async_client.hpp), so a coroutine is resumed in its connection's turn,
+    // with no post between threads.
     const std::size_t n = client_->loop_count();
     for (std::size_t i = 0; i < p_.concurrency; ++i) {
       asio::co_spawn(client_->get_executor(i % n), logical_client(), asio::detached);

@@ -22,6 +22,17 @@
 // fails before reaching a connection, any of the client's loops). Handlers are
 // never invoked from inside the initiating function.
 //
+// Loop affinity: a query or acquire started on one of the client's own loop
+// threads (a coroutine spawned on get_executor(i), a callback starting the
+// next query) goes to a connection on that same loop when one can take it at
+// once: a shared query to that loop's least-loaded connection while it
+// carries at most twice the least-loaded connection's load plus one, a lease
+// to an idle connection of that loop. The query then crosses no thread on its
+// way in or out (its completion resumes the caller by dispatch, in the same
+// turn). Otherwise, and from any other thread, it takes the least-loaded
+// connection; it never waits for its own loop's. Spread callers over the
+// loops (get_executor(i)) so that every connection gets work.
+//
 // Thread-safety: every member function of async_client may be called from any
 // thread at the same time. A lease is like a connection: use one lease from
 // one thread (or strand) at a time; its queries run in the order started.
@@ -380,8 +391,9 @@ class async_client {
   /// The executor of event loop `loop % loop_count()` (on a caller's
   /// io_context: the client's one strand of it). For spreading the caller's
   /// own work (e.g. one coroutine per logical client) over the client's
-  /// threads: a handler that runs on its connection's loop is resumed with
-  /// no hop, and no single loop carries every caller. Empty on a moved-from
+  /// threads: queries started there prefer that loop's connections (loop
+  /// affinity, above), so a coroutine is resumed with no hop between
+  /// threads, and no single loop carries every caller. Empty on a moved-from
   /// client. Thread-safe; the executor stays valid until the client is
   /// destroyed.
   executor_type get_executor(std::size_t loop) const noexcept;

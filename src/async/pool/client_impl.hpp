@@ -150,6 +150,9 @@ class client_impl final : public query_target,
   /// Points the pool timer at pool_core's next deadline when that is sooner.
   void rearm_tick_locked(todo& out);
   void run(todo& t);
+  /// The pool group of the loop the caller runs on (loop affinity,
+  /// async_client.hpp), no_slot_group off the loops or with one loop.
+  slot_group caller_loop_group() const noexcept;
   void complete_query_failure(const std::shared_ptr<query_request>& req, std::error_code ec, std::string message);
   void complete_query_failure(const std::shared_ptr<query_request>& req, std::error_code ec, diagnostics diag);
   void complete_acquire_failure(const std::shared_ptr<acquire_request>& req, std::error_code ec, std::string message);

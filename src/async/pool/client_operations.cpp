@@ -82,6 +82,13 @@ bool client_impl::refuse_unencodable(const std::shared_ptr<query_request>& req, 
   return true;
 }
 
+slot_group client_impl::caller_loop_group() const noexcept {
+  // One loop: every connection is on it, nothing to prefer.
+  if (loops_->size() < 2) return no_slot_group;
+  const auto loop = loops_->current_loop();
+  return loop ? *loop : no_slot_group;
+}
+
 void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<result>> done,
                                asio::cancellation_slot slot) {
   const auto now = pool_clock::now();
@@ -98,6 +105,7 @@ void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<resul
   req->owner = weak_from_this();
   if (slot.is_connected()) slot.template emplace<query_cancel_hook>(query_cancel_hook{req});
 
+  const slot_group home = caller_loop_group();
   todo t;
   // The common case (capacity at once) is carried out after the lock without
   // a todo entry: a std::function holding the request would cost an
@@ -106,7 +114,7 @@ void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<resul
   {
     std::lock_guard lk(mu_);
     const auto acquire_deadline = std::min(add_or_max(now, params_.acquire_timeout), req->deadline);
-    auto out = core_.request(now, request_kind::shared, acquire_deadline);
+    auto out = core_.request(now, request_kind::shared, acquire_deadline, home);
     bool timing = false;
     switch (out.what) {
       case request_outcome::kind::granted: {
@@ -141,10 +149,11 @@ void client_impl::submit_acquire(std::unique_ptr<completion<async_lease>> done, 
     slot.template emplace<acquire_cancel_hook>(acquire_cancel_hook{req, weak_from_this()});
   const auto now = pool_clock::now();
   req->submitted = now;
+  const slot_group home = caller_loop_group();
   todo t;
   {
     std::lock_guard lk(mu_);
-    auto out = core_.request(now, request_kind::exclusive, add_or_max(now, params_.acquire_timeout));
+    auto out = core_.request(now, request_kind::exclusive, add_or_max(now, params_.acquire_timeout), home);
     bool timing = false;
     switch (out.what) {
       case request_outcome::kind::granted: {

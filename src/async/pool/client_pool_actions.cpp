@@ -51,8 +51,12 @@ time_point client_impl::lazy_now::operator()() {
 }
 
 void client_impl::open_connection_locked(todo& out, slot_id slot) {
-  auto c = std::make_shared<pipelined_connection>(loops_->executor_for_new_connection(), slot, conn_cfg_,
+  auto home = loops_->home_for_new_connection();
+  auto c = std::make_shared<pipelined_connection>(std::move(home.ex), slot, conn_cfg_,
                                                   std::weak_ptr<connection_owner>(shared_from_this()));
+  // Requests started on this loop prefer this connection (loop affinity,
+  // async_client.hpp): no hop between threads on the way in or out.
+  if (home.loop) core_.set_group(slot, *home.loop);
   conns_[slot] = c;
   ++live_conns_;
   out.push_back([c, cex = loops_->connector_for(c->get_executor())] {

@@ -125,9 +125,17 @@ bool event_loops::on_own_thread() const noexcept {
                      [](auto& l) { return l->thread.get_id() == std::this_thread::get_id(); });
 }
 
-asio::any_io_executor event_loops::executor_for_new_connection() {
-  if (external_) return asio::make_strand(*external_);
-  return loops_[next_loop_.fetch_add(1, std::memory_order_relaxed) % loops_.size()]->ex;
+event_loops::connection_home event_loops::home_for_new_connection() {
+  if (external_) return {asio::make_strand(*external_), std::nullopt};
+  const std::size_t i = next_loop_.fetch_add(1, std::memory_order_relaxed) % loops_.size();
+  return {loops_[i]->ex, i};
+}
+
+std::optional<std::size_t> event_loops::current_loop() const noexcept {
+  if (external_) return std::nullopt;
+  for (std::size_t i = 0; i < loops_.size(); ++i)
+    if (loops_[i]->own->get_executor().running_in_this_thread()) return i;
+  return std::nullopt;
 }
 
 asio::any_io_executor event_loops::connector_for(const asio::any_io_executor& conn_ex) const {

@@ -62,8 +62,18 @@ class event_loops : public std::enable_shared_from_this<event_loops> {
   /// from a loop thread (see on_own_thread()); a no-op on an external io_context.
   void join();
 
+  /// Where a new connection runs: `ex`, and `loop`, that loop's index
+  /// (nullopt on an external io_context, where each connection has a strand
+  /// of its own).
+  struct connection_home {
+    boost::asio::any_io_executor ex;
+    std::optional<std::size_t> loop;
+  };
   /// Round-robin over the loops; a fresh strand on an external io_context.
-  boost::asio::any_io_executor executor_for_new_connection();
+  connection_home home_for_new_connection();
+  /// The index of the loop whose thread calls, nullopt off our loop threads
+  /// and on an external io_context. Any thread; a few instructions per loop.
+  std::optional<std::size_t> current_loop() const noexcept;
   /// Where a connection whose loop is `conn_ex` runs its connect handshake.
   boost::asio::any_io_executor connector_for(const boost::asio::any_io_executor& conn_ex) const;
   /// The first loop: pool timers and failures that reach no connection.

@@ -14,6 +14,13 @@
 //    exclusive one may use busy slots (which it cannot use anyway). The
 //    exclusive waiter at the head reserves the least-loaded slot: no new
 //    shared grants there, so it gets the slot when its load drains.
+//  - Group preference: a request granted at once may prefer the slots of a
+//    group (the async driver's loop the caller runs on): the group's
+//    least-loaded slot when it has room and, for shared work, at most twice
+//    the least-loaded slot's load plus one. Callers all on one loop then
+//    still spread over every connection, with a bounded skew, while evenly
+//    spread callers stay on their own loop's connections. Only at once:
+//    waiters are granted in FIFO order wherever capacity frees.
 //  - Growth: a request served on a busy slot, or not served, asks the growth
 //    policy for one more connect; every event lets the policy open what
 //    queued demand and min_size want. A closed pool opens nothing.
@@ -179,7 +186,11 @@ pool_core& pool_core::operator=(pool_core&&) noexcept = default;
 
 void pool_core::start(time_point now) { impl_->maybe_open(now); }
 
-request_outcome pool_core::request(time_point now, request_kind kind, time_point deadline) {
+void pool_core::set_group(slot_id slot, slot_group group) {
+  if (impl::slot* s = impl_->slots.find(slot)) impl_->slots.set_group(*s, group);
+}
+
+request_outcome pool_core::request(time_point now, request_kind kind, time_point deadline, slot_group prefer) {
   impl& p = *impl_;
   using k = request_outcome::kind;
   if (p.closed) return {k::rejected, 0, 0, make_error_code(errc::closed)};
@@ -189,7 +200,9 @@ request_outcome pool_core::request(time_point now, request_kind kind, time_point
   // while they are queued, so the busy slot it takes was never theirs.
   if (p.waiters.waiting(kind) == 0) {
     if (impl::slot* s = p.slots.pick(kind, now)) {
+      // Growth answers "no idle slot left", not where the preference led.
       const bool was_idle = s->load == 0;
+      s = p.slots.prefer_group(*s, kind, prefer, now);
       p.slots.grant(*s, kind, now);
       const slot_id id = s->id;
       if (!was_idle) p.grow_on_demand(now);

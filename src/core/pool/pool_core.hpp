@@ -62,7 +62,21 @@ class pool_core {
   /// unknown host) are queued, not rejected: the next attempt (after the back-off)
   /// may succeed; if it fails permanently too they fail with its error then.
   /// An exclusive grant counts as capacity_per_slot units in load_of().
-  request_outcome request(time_point now, request_kind kind, time_point deadline);
+  ///
+  /// `prefer`: a request granted at once goes to a slot of that group
+  /// (set_group) when one has room and, for a shared request, is not much
+  /// busier than the least-loaded slot (slot_table::prefer_group); else to
+  /// the least-loaded slot as without a preference. It never makes a
+  /// request wait, and a queued request is granted wherever capacity frees
+  /// first. Taking a busy slot of the group while another is idle does not
+  /// count as demand for growth.
+  request_outcome request(time_point now, request_kind kind, time_point deadline,
+                          slot_group prefer = no_slot_group);
+
+  /// Puts `slot` (any state) in `group` for requests that prefer it; the
+  /// driver names groups (the async driver: the connection's loop). Unknown
+  /// slot: no-op.
+  void set_group(slot_id slot, slot_group group);
 
   /// Give back capacity taken by `grants` grants of `kind` on `slot` (the
   /// async driver gives back a batch of completions at once). Waiters are

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <system_error>
 
@@ -14,6 +15,10 @@ using pool_clock = std::chrono::steady_clock;
 using time_point = pool_clock::time_point;
 using slot_id = std::uint64_t;    // never reused within one pool_core
 using waiter_id = std::uint64_t;  // never reused within one pool_core
+/// Where a slot's connection runs, as the driver names it (the async
+/// driver: its event loop's index). A request may prefer its own group.
+using slot_group = std::size_t;
+inline constexpr slot_group no_slot_group = SIZE_MAX;
 
 enum class request_kind { shared, exclusive };
 enum class slot_state { connecting, idle, busy, checking, draining };

@@ -18,6 +18,8 @@
 //  - by_load: ordered (load, id) index of the grantable slots (idle or busy,
 //    not draining, not checking, not reserved). The least-loaded slot is
 //    begin(); an idle one has load 0, so "idle first" falls out of the order.
+//  - by_group_load: the same index for the slots that have a group, ordered
+//    by (group, load, id), so a group's least-loaded slot is one lower_bound.
 //  - timer sets: (due time, slot id) for lifetime expiry, health checks and
 //    idle timeout, kept in step with each slot by refresh_timers(), so that
 //    next_due() is O(1) and the *_due() calls touch only what is due.
@@ -155,6 +157,19 @@ slot_table::slot* slot_table::pick(request_kind kind, time_point now) {
     return load < capacity_ ? &s : nullptr;
   }
   return nullptr;
+}
+
+slot_table::slot* slot_table::prefer_group(slot& least, request_kind kind, slot_group group, time_point now) {
+  if (group == no_slot_group || least.group == group) return &least;
+  auto it = by_group_load_.lower_bound({group, 0, 0});
+  if (it == by_group_load_.end() || std::get<0>(*it) != group) return &least;
+  const auto [g, load, id] = *it;
+  (void)g;
+  const bool room = kind == request_kind::exclusive ? load == 0 : load < capacity_ && load <= 2 * least.load + 1;
+  if (!room) return &least;
+  slot& s = slots_.at(id);
+  if (lifetime_due(s, now) || check_due(s, now)) return &least;
+  return &s;
 }
 
 bool slot_table::release(slot_id id, request_kind kind, time_point now, std::size_t n) {

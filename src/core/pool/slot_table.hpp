@@ -11,6 +11,11 @@
 // A slot is grantable while idle or busy, not reserved; connecting, checking
 // and draining slots take no work. Capacity per slot: a shared grant takes 1
 // unit, an exclusive grant takes all capacity units (so needs load 0).
+//
+// A slot may belong to a group (the driver's event loop); slots in a group
+// have a second least-loaded index per group, so that a request preferring
+// its own group finds that group's least-loaded slot in O(log n). Slots
+// without a group cost nothing more.
 #pragma once
 
 #include "core/pool/pool_types.hpp"
@@ -23,6 +28,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -39,6 +45,7 @@ class slot_table {
     bool reserved = false;   // held for the exclusive waiter at the head
     bool retire = false;     // close when the running health check answers
     bool probe = false;      // opened while connects were failing (counts for back-off growth)
+    slot_group group = no_slot_group;
     time_point expires_at = time_point::max();
     time_point idle_since{};     // load last reached 0 (idle_timeout)
     time_point last_activity{};  // last grant/release/check (health_check_interval)
@@ -115,6 +122,20 @@ class slot_table {
   /// or starts a check on the least-loaded slot first when it is due, so a
   /// driver that ticks late never hands out a stale connection.
   slot* pick(request_kind kind, time_point now);
+  /// Puts `s` in `group` (no_slot_group: none).
+  void set_group(slot& s, slot_group group) {
+    const bool was_indexed = s.indexed;
+    index_remove(s);
+    s.group = group;
+    if (was_indexed) index_add(s);
+  }
+  /// What a request preferring `group` gets instead of `least` (what pick()
+  /// returned for it): `group`'s least-loaded grantable slot when it has
+  /// room for `kind` and, for a shared request, carries at most twice
+  /// `least`'s load plus one, so that callers gathered on one group still
+  /// spread over the others' connections; else `least`. A slot whose
+  /// lifetime or health check is due is left to pick() (it is not preferred).
+  slot* prefer_group(slot& least, request_kind kind, slot_group group, time_point now);
   /// Puts a grant of `kind` on `s` (idle or busy). Inline: it runs on every
   /// grant.
   void grant(slot& s, request_kind kind, time_point now) {
@@ -208,21 +229,28 @@ class slot_table {
   void index_add(slot& s) {
     if (!s.indexed) {
       by_load_.emplace(s.load, s.id);
+      if (s.group != no_slot_group) by_group_load_.emplace(s.group, s.load, s.id);
       s.indexed = true;
     }
   }
   void index_remove(slot& s) {
     if (s.indexed) {
       by_load_.erase({s.load, s.id});
+      if (s.group != no_slot_group) by_group_load_.erase({s.group, s.load, s.id});
       s.indexed = false;
     }
   }
   void set_load(slot& s, std::size_t load) {
     if (s.indexed && load != s.load) {
-      // Reuse the node: this runs on every grant and release.
+      // Reuse the nodes: this runs on every grant and release.
       auto node = by_load_.extract({s.load, s.id});
       node.value().first = load;
       by_load_.insert(std::move(node));
+      if (s.group != no_slot_group) {
+        auto g = by_group_load_.extract({s.group, s.load, s.id});
+        std::get<1>(g.value()) = load;
+        by_group_load_.insert(std::move(g));
+      }
     }
     s.load = load;
   }
@@ -241,6 +269,8 @@ class slot_table {
 
   std::map<slot_id, slot> slots_;
   std::set<std::pair<std::size_t, slot_id>> by_load_;  // grantable slots, least-loaded first
+  // The grantable slots that have a group, by group, least-loaded first.
+  std::set<std::tuple<slot_group, std::size_t, slot_id>> by_group_load_;
   std::array<std::size_t, 5> counts_{};                // slots by state
   timer_set life_timers_;   // in service (idle/busy/checking), not retiring: expires_at
   timer_set check_timers_;  // idle, not reserved: last_activity + health_check_interval
