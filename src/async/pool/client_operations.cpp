@@ -105,8 +105,8 @@ void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<resul
   std::shared_ptr<pipelined_connection> granted;
   {
     std::lock_guard lk(mu_);
-    const auto acquire_deadline = std::min(add_or_max(now, params_.acquire_timeout), req->deadline);
-    auto out = core_.request(now, request_kind::shared, acquire_deadline);
+    auto out =
+        core_.request(now, request_kind::shared, query_wait_deadline(now, params_.acquire_timeout, req->deadline));
     bool timing = false;
     switch (out.what) {
       case request_outcome::kind::granted: {
