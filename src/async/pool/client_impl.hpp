@@ -9,7 +9,9 @@
 // client_operations.cpp (queries, acquires, their cancellation),
 // client_pool_actions.cpp (pool_core's actions carried out, the pool timer),
 // client_connection_events.cpp (what connections report). A lease is
-// lease_impl (lease_impl.hpp).
+// lease_impl (lease_impl.hpp). Two sans-IO parts, each with its unit test:
+// the waiters by id (waiter_map.hpp) and the pool timer's aim
+// (tick_schedule.hpp).
 #pragma once
 
 #include "async/pool/event_loops.hpp"
@@ -17,6 +19,8 @@
 #include "async/connection/pipelined_connection.hpp"
 #include "async/connection/request.hpp"
 #include "async/pool/lease_impl.hpp"
+#include "async/pool/tick_schedule.hpp"
+#include "async/pool/waiter_map.hpp"
 #include "core/metrics/query_metrics.hpp"
 #include "core/pool/pool_core.hpp"
 
@@ -144,9 +148,6 @@ class client_impl final : public query_target,
   /// an acquire gets a lease on it.
   void grant_locked(todo& out, const pool_action& a, lazy_now& now);
   void fail_locked(todo& out, const pool_action& a, lazy_now& now);
-  /// Removes the waiter from its map; null when it is not a waiter of that kind.
-  std::shared_ptr<query_request> take_query_waiter_locked(waiter_id w);
-  std::shared_ptr<acquire_request> take_acquire_waiter_locked(waiter_id w);
   /// Points the pool timer at pool_core's next deadline when that is sooner.
   void rearm_tick_locked(todo& out);
   void run(todo& t);
@@ -174,13 +175,11 @@ class client_impl final : public query_target,
   mutable std::mutex mu_;  // pool_core and the maps below
   pool_core core_;
   std::unordered_map<slot_id, std::shared_ptr<pipelined_connection>> conns_;
-  std::unordered_map<waiter_id, std::shared_ptr<query_request>> query_waiters_;
-  std::unordered_map<waiter_id, std::shared_ptr<acquire_request>> acquire_waiters_;
+  waiter_map<query_request> query_waiters_;
+  waiter_map<acquire_request> acquire_waiters_;
   std::unordered_set<slot_id> retire_on_return_;
   std::size_t live_conns_ = 0;
-  time_point tick_at_ = time_point::max();
-  std::uint64_t tick_gen_ = 0;
-  bool tick_stopped_ = false;
+  tick_schedule tick_;
   std::string last_connect_message_;
   diagnostics last_connect_diag_;
   std::vector<std::unique_ptr<completion<std::monostate>>> close_waiters_;

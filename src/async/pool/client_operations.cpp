@@ -113,8 +113,8 @@ void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<resul
   std::shared_ptr<pipelined_connection> granted;
   {
     std::lock_guard lk(mu_);
-    const auto acquire_deadline = std::min(add_or_max(now, params_.acquire_timeout), req->deadline);
-    auto out = core_.request(now, request_kind::shared, acquire_deadline, home);
+    auto out = core_.request(now, request_kind::shared,
+                             query_wait_deadline(now, params_.acquire_timeout, req->deadline), home);
     bool timing = false;
     switch (out.what) {
       case request_outcome::kind::granted: {
@@ -126,8 +126,7 @@ void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<resul
         break;
       }
       case request_outcome::kind::queued:
-        req->waiter = out.waiter;
-        query_waiters_.emplace(out.waiter, req);
+        query_waiters_.add(out.waiter, req);
         timing = true;
         break;
       case request_outcome::kind::rejected: {
@@ -163,8 +162,7 @@ void client_impl::submit_acquire(std::unique_ptr<completion<async_lease>> done, 
         break;
       }
       case request_outcome::kind::queued:
-        req->waiter = out.waiter;
-        acquire_waiters_.emplace(out.waiter, req);
+        acquire_waiters_.add(out.waiter, req);
         timing = true;
         break;
       case request_outcome::kind::rejected: {
@@ -182,15 +180,10 @@ void client_impl::cancel_query(const std::shared_ptr<query_request>& req, asio::
   std::shared_ptr<pipelined_connection> conn;
   {
     std::lock_guard lk(mu_);
-    if (req->waiter != 0) {
-      // Still waiting for capacity: nothing was sent, any type removes it.
-      if (core_.cancel(req->waiter)) {
-        query_waiters_.erase(req->waiter);
-        req->waiter = 0;
-      }
-    } else {
-      conn = req->conn.lock();
-    }
+    // Still waiting for capacity: nothing was sent, any type removes it.
+    // Otherwise it was granted (its connection cancels it) or failed: that
+    // failure and the one below race, and try_complete lets one answer.
+    if (!query_waiters_.withdraw(core_, *req)) conn = req->conn.lock();
   }
   if (conn) {
     asio::post(conn->get_executor(), [conn, req, type] { conn->cancel(req, type); });
@@ -202,9 +195,7 @@ void client_impl::cancel_query(const std::shared_ptr<query_request>& req, asio::
 void client_impl::cancel_acquire(const std::shared_ptr<acquire_request>& req) {
   {
     std::lock_guard lk(mu_);
-    if (req->waiter == 0 || !core_.cancel(req->waiter)) return;
-    acquire_waiters_.erase(req->waiter);
-    req->waiter = 0;
+    if (!acquire_waiters_.withdraw(core_, *req)) return;
   }
   complete_acquire_failure(req, make_error_code(errc::cancelled), "cancelled");
 }

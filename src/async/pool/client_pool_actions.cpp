@@ -41,7 +41,7 @@ void client_impl::collect_locked(todo& out, bool timing_may_change) {
     }
   }
   if (!actions.empty()) timing_may_change = true;
-  if (timing_may_change || tick_at_ == time_point::max()) rearm_tick_locked(out);
+  if (timing_may_change || tick_.unaimed()) rearm_tick_locked(out);
   maybe_closed_locked(out);
 }
 
@@ -79,27 +79,9 @@ void client_impl::check_connection_locked(todo& out, slot_id slot) {
   out.push_back([c] { asio::post(c->get_executor(), [c] { c->check(); }); });
 }
 
-std::shared_ptr<query_request> client_impl::take_query_waiter_locked(waiter_id w) {
-  auto it = query_waiters_.find(w);
-  if (it == query_waiters_.end()) return nullptr;
-  auto req = std::move(it->second);
-  query_waiters_.erase(it);
-  req->waiter = 0;
-  return req;
-}
-
-std::shared_ptr<acquire_request> client_impl::take_acquire_waiter_locked(waiter_id w) {
-  auto it = acquire_waiters_.find(w);
-  if (it == acquire_waiters_.end()) return nullptr;
-  auto req = std::move(it->second);
-  acquire_waiters_.erase(it);
-  req->waiter = 0;
-  return req;
-}
-
 void client_impl::grant_locked(todo& out, const pool_action& a, lazy_now& now) {
   auto cit = conns_.find(a.slot);
-  if (auto req = take_query_waiter_locked(a.waiter)) {
+  if (auto req = query_waiters_.take(a.waiter)) {
     if (cit == conns_.end()) {
       out.push_back([this, req] { complete_query_failure(req, make_error_code(errc::not_sent), "connection gone"); });
       return;
@@ -110,7 +92,7 @@ void client_impl::grant_locked(todo& out, const pool_action& a, lazy_now& now) {
     req->waited = now() - req->submitted;
     metrics_->record_wait(req->waited);
     out.push_back([this, c = cit->second, req] { post_enqueue(c, req); });
-  } else if (auto areq = take_acquire_waiter_locked(a.waiter)) {
+  } else if (auto areq = acquire_waiters_.take(a.waiter)) {
     metrics_->record_wait(now() - areq->submitted);
     if (cit == conns_.end()) {
       out.push_back([this, areq] { complete_acquire_failure(areq, make_error_code(errc::not_sent), "connection gone"); });
@@ -125,26 +107,23 @@ void client_impl::grant_locked(todo& out, const pool_action& a, lazy_now& now) {
 
 void client_impl::fail_locked(todo& out, const pool_action& a, lazy_now& now) {
   diagnostics msg = connect_error_diag_locked(a.ec);
-  if (auto req = take_query_waiter_locked(a.waiter)) {
+  if (auto req = query_waiters_.take(a.waiter)) {
     req->waited = now() - req->submitted;
     metrics_->record_wait(req->waited);
     const auto ec = waiter_failure_code(a.ec, req->deadline, pool_clock::now());
     out.push_back([this, req, ec, msg] { complete_query_failure(req, ec, msg); });
-  } else if (auto areq = take_acquire_waiter_locked(a.waiter)) {
+  } else if (auto areq = acquire_waiters_.take(a.waiter)) {
     metrics_->record_wait(now() - areq->submitted);
     out.push_back([this, areq, ec = a.ec, msg] { complete_acquire_failure(areq, ec, msg); });
   }
 }
 
 void client_impl::rearm_tick_locked(todo& out) {
-  auto nt = core_.next_timer();
-  if (!nt || *nt >= tick_at_) return;
-  tick_at_ = *nt;
-  auto gen = ++tick_gen_;
-  auto at = *nt;
+  auto order = tick_.aim(core_.next_timer());
+  if (!order) return;
   // Weak: a handler left in a stopped loop's queue must not keep the
   // client (which owns that loop) alive.
-  out.push_back([weak = weak_from_this(), ex = pool_ex_, at, gen] {
+  out.push_back([weak = weak_from_this(), ex = pool_ex_, at = order->at, gen = order->gen] {
     asio::post(ex, [weak, at, gen] {
       if (auto self = weak.lock()) self->arm_tick(at, gen);
     });
@@ -166,7 +145,7 @@ void client_impl::run(todo& t) {
 void client_impl::arm_tick(time_point at, std::uint64_t gen) {
   {
     std::lock_guard lk(mu_);
-    if (gen != tick_gen_) return;
+    if (!tick_.current(gen)) return;
   }
   tick_timer_->expires_at(at);
   tick_timer_->async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
@@ -179,7 +158,7 @@ void client_impl::on_tick() {
   todo t;
   {
     std::lock_guard lk(mu_);
-    tick_at_ = time_point::max();
+    tick_.fired();
     core_.on_tick(pool_clock::now());
     collect_locked(t, true);
   }
@@ -189,12 +168,9 @@ void client_impl::on_tick() {
 void client_impl::maybe_closed_locked(todo& out) {
   if (!core_.is_closed() || !core_.is_drained() || live_conns_ != 0) return;
   drained_cv_.notify_all();
-  if (tick_at_ != time_point::max() || !tick_stopped_) {
+  if (tick_.stop()) {
     // Nothing is left to time: a pending pool timer must not keep a caller's
     // io_context running after close.
-    tick_stopped_ = true;
-    tick_at_ = time_point::max();
-    ++tick_gen_;
     out.push_back([weak = weak_from_this(), ex = pool_ex_] {
       asio::post(ex, [weak] {
         if (auto self = weak.lock()) self->tick_timer_->cancel();

@@ -4,21 +4,14 @@
 #pragma once
 
 #include "async/connection/request.hpp"
+#include "async/pool/waiter_failure.hpp"
 #include "core/pool/pool_core.hpp"
 
 #include <boost/asio/cancellation_type.hpp>
 
-#include <chrono>
 #include <memory>
 
 namespace pgpipe::detail {
-
-/// `now + d`, or no deadline at all for a zero or negative duration (the
-/// pool_params convention for "no timeout").
-inline time_point add_or_max(time_point now, std::chrono::milliseconds d) {
-  if (d.count() <= 0) return time_point::max();
-  return now + d;
-}
 
 /// Lives in the handler's cancellation slot. Holds a weak reference: a hook
 /// that fires after completion finds nothing to do.

@@ -13,31 +13,17 @@ void blocking_pool_impl::apply_actions() {
     if (actions.empty()) break;
     for (auto& a : actions) {
       switch (a.what) {
-        case pool_action::kind::open: {
-          auto& e = slots[a.slot];
-          e.close_pending = false;
+        case pool_action::kind::open:
+          slots.open(a.slot);
           io_queue.push_back({io_kind::open, a.slot});
           break;
-        }
-        case pool_action::kind::check: {
-          auto it = slots.find(a.slot);
-          if (it == slots.end() || !it->second.conn) break;
-          it->second.checking = true;
-          io_queue.push_back({io_kind::check, a.slot});
+        case pool_action::kind::check:
+          if (slots.check(a.slot)) io_queue.push_back({io_kind::check, a.slot});
           break;
-        }
-        case pool_action::kind::close: {
-          auto it = slots.find(a.slot);
-          if (it == slots.end()) break;
-          auto& e = it->second;
-          if (e.leased || e.checking || !e.conn) {
-            e.close_pending = true;  // whoever holds it closes it when done
-          } else {
-            retire(a.slot, e);
-            slots.erase(it);
-          }
+        case pool_action::kind::close:
+          // A held slot is closed by its holder when done (slot_book rule 1).
+          if (auto r = slots.close(a.slot)) retire(std::move(*r));
           break;
-        }
         case pool_action::kind::grant: {
           auto w = waiters.find(a.waiter);
           if (w == waiters.end()) {
@@ -47,7 +33,7 @@ void blocking_pool_impl::apply_actions() {
             core.release(pool_clock::now(), a.slot, request_kind::exclusive);
             break;
           }
-          slots[a.slot].leased = true;
+          slots.lease(a.slot);
           w->second->slot = a.slot;
           w->second->done = true;
           w->second->cv.notify_one();

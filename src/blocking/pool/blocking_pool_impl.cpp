@@ -11,20 +11,6 @@
 namespace pgpipe::detail {
 
 namespace {
-// A connection given back less than this long ago is handed out again without
-// the liveness probe (looks_alive: a poll() system call, about 3 us of client
-// CPU per query in this VM, a sixth of the blocking driver's syscalls). The
-// probe is there for connections that *sat* in the pool while their backend
-// died (terminated, server restarted). A backend that dies within this window
-// after the release is the race every hand-out already has (it could die a
-// microsecond after the probe): the statement fails with connection_lost and
-// the connection is replaced. Killing a backend and seeing it gone takes two
-// server round trips and a process exit, far longer than this; a busy pool
-// re-leases a connection within tens of microseconds. HikariCP skips its
-// validation the same way (aliveBypassWindowMs, 500 ms); ours is kept tiny so
-// that a connection idle for any human-visible time is still probed.
-constexpr std::chrono::microseconds liveness_bypass{250};
-
 connect_settings with_pool_settings(connect_settings s, const pool_params& params) {
   s.on_connect = session_statements(params);
   s.hooks = connect_hooks_of(params);
@@ -86,7 +72,7 @@ blocking_lease blocking_pool_impl::acquire(std::chrono::milliseconds timeout, st
     slot_id slot = 0;
     if (outcome.what == request_outcome::kind::granted) {
       slot = outcome.slot;
-      slots[slot].leased = true;
+      slots.lease(slot);
       apply_actions();
     } else if (outcome.what == request_outcome::kind::rejected) {
       apply_actions();
@@ -108,13 +94,11 @@ blocking_lease blocking_pool_impl::acquire(std::chrono::milliseconds timeout, st
       }
       slot = w.slot;
     }
-    auto& entry = slots[slot];
-    pooled_connection* conn = entry.conn.get();
-    const bool just_returned = pool_clock::now() - entry.returned_at < liveness_bypass;
+    const auto out = slots.hand_out(slot, pool_clock::now());
     bury(lk);
-    if (conn != nullptr && (just_returned || conn->looks_alive())) {
+    if (out.conn != nullptr && (!out.probe || out.conn->looks_alive())) {
       waited_until_now();
-      return blocking_lease(std::move(self), slot, conn);
+      return blocking_lease(std::move(self), slot, out.conn);
     }
     // The server side of this idle connection went away while it sat in
     // the pool (terminated backend, server restart). Nothing ran on it, so
@@ -128,26 +112,14 @@ blocking_lease blocking_pool_impl::acquire(std::chrono::milliseconds timeout, st
 
 void blocking_pool_impl::give_back_locked(slot_id slot, bool reuse) {
   const auto now = pool_clock::now();
-  auto it = slots.find(slot);
-  if (it == slots.end()) return;
-  it->second.leased = false;
-  if (!close_if_pending(it, reuse ? nullptr : "broken, or returned in a state that could not be cleaned")) {
+  end_hold(slots.lease_ended(slot, reuse, "broken, or returned in a state that could not be cleaned", now), [&] {
     if (reuse) {
-      it->second.returned_at = now;
       core.release(now, slot, request_kind::exclusive);
     } else {
       core.on_broken(now, slot);
     }
-  }
+  });
   apply_actions();
-}
-
-bool blocking_pool_impl::close_if_pending(std::unordered_map<slot_id, slot_entry>::iterator it, const char* why) {
-  if (why != nullptr) it->second.why_closing = why;
-  if (!it->second.close_pending) return false;
-  retire(it->first, it->second);
-  slots.erase(it);
-  return true;
 }
 
 void blocking_pool_impl::give_back(slot_id slot, pooled_connection* conn, bool broken) noexcept {
@@ -187,14 +159,7 @@ void blocking_pool_impl::shutdown() {
   // Idle connections left (pool_core closed them, but a connect that
   // completed during shutdown may have parked one): close all but the
   // leased ones, which close when their lease ends.
-  for (auto it = slots.begin(); it != slots.end();) {
-    if (!it->second.leased && it->second.conn) {
-      dead.add(std::move(it->second.conn));
-      it = slots.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  for (auto& conn : slots.take_idle()) dead.add(std::move(conn));
   bury(lk);
 }
 

@@ -14,6 +14,7 @@
 //   connector_threads.cpp   the threads that open and health-check connections
 //   housekeeper.cpp         the thread that drives pool_core's deadlines
 //   graveyard.*             connections and log lines dealt with after the lock
+//   slot_book.hpp           which connection each slot holds, and who holds it
 #pragma once
 
 #include <pgpipe/blocking_lease.hpp>
@@ -23,6 +24,7 @@
 
 #include "blocking/connection/pooled_connection.hpp"
 #include "blocking/pool/graveyard.hpp"
+#include "blocking/pool/slot_book.hpp"
 #include "core/metrics/query_metrics.hpp"
 #include "core/pool/pool_core.hpp"
 #include "pq/libpq_version.hpp"
@@ -41,18 +43,7 @@
 namespace pgpipe::detail {
 
 struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
-  struct slot_entry {
-    std::unique_ptr<pooled_connection> conn;  // null while connecting
-    bool leased = false;
-    bool checking = false;
-    bool close_pending = false;  // pool_core closed it while a lease/check/connect had it
-    // When a lease last gave it back for reuse; the epoch (never) until then,
-    // so a newly opened connection is always probed at hand-out.
-    time_point returned_at{};
-    // Why the pool is about to close it, for the log line (the async
-    // driver's wording): set where the reason is known, read at the close.
-    const char* why_closing = graveyard::closed_by_pool;
-  };
+  using slot_book_type = slot_book<pooled_connection>;
 
   struct waiter {
     std::condition_variable cv;
@@ -77,7 +68,7 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
 
   mutable std::mutex mu;
   pool_core core;
-  std::unordered_map<slot_id, slot_entry> slots;
+  slot_book_type slots;
   std::unordered_map<waiter_id, waiter*> waiters;
   graveyard dead;
 
@@ -116,15 +107,20 @@ struct blocking_pool_impl : std::enable_shared_from_this<blocking_pool_impl> {
   // Releases mu, then closes and logs what the graveyard gathered.
   void bury(std::unique_lock<std::mutex>& lk) { dead.bury(lk, metrics); }
   // Moves a slot's connection to the graveyard, logging why (under mu).
-  void retire(slot_id slot, slot_entry& e) { dead.retire(slot, std::move(e.conn), e.why_closing); }
+  void retire(slot_book_type::retired r) {
+    dead.retire(r.slot, std::move(r.conn), r.why != nullptr ? r.why : graveyard::closed_by_pool);
+  }
 
  private:
   void give_back_locked(slot_id slot, bool reuse);
-  // The holder of a slot (a lease, a health check) is done with it. `why`,
-  // when given, is why it would close (it failed). When pool_core closed the
-  // slot meanwhile (close_pending) the holder closes it now: true, and
-  // pool_core must not hear of that slot again.
-  bool close_if_pending(std::unordered_map<slot_id, slot_entry>::iterator it, const char* why);
+  // The holder of a slot is done with it: tells pool_core, or closes the
+  // connection when pool_core closed the slot meanwhile (slot_book rule 1).
+  // Reports to pool_core through `tell`.
+  template <class Tell>
+  void end_hold(slot_book_type::hold_end end, Tell tell) {
+    if (end.closed) retire(std::move(*end.closed));
+    if (end.tell_pool) tell();
+  }
   error make_error(const std::error_code& ec, std::chrono::milliseconds timeout) const;
 
   // connector_threads.cpp

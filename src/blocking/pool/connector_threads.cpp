@@ -109,25 +109,24 @@ void blocking_pool_impl::run_open(std::unique_lock<std::mutex>& lk, slot_id slot
   }
   lk.lock();
   const auto now = pool_clock::now();
-  auto it = slots.find(slot);
-  if (it == slots.end() || it->second.close_pending) {
-    // pool_core closed the slot while it was connecting.
-    if (it != slots.end()) slots.erase(it);
-    if (conn) dead.add(std::move(conn));
-    bury(lk);
-    lk.lock();
-    return;
-  }
-  if (conn) {
-    it->second.conn = std::move(conn);
-    core.on_open_succeeded(now, slot);
-  } else {
-    last_connect_ec = ec;
-    last_connect_diag = std::move(diag);
-    slots.erase(it);  // pool_core forgets a failed slot (no close action follows)
-    // diag.client_message holds libpq's words, which say what the code
-    // cannot (an unknown host shares server_unreachable with a refused port).
-    core.on_open_failed(now, slot, ec, kind_of_connect_failure(ec, last_connect_diag.client_message));
+  switch (slots.open_ended(slot, conn)) {
+    case slot_book_type::open_verdict::closed_meanwhile:
+      // pool_core closed the slot while it was connecting.
+      if (conn) dead.add(std::move(conn));
+      bury(lk);
+      lk.lock();
+      return;
+    case slot_book_type::open_verdict::connected:
+      core.on_open_succeeded(now, slot);
+      break;
+    case slot_book_type::open_verdict::failed:
+      // pool_core forgets a failed slot (no close action follows).
+      last_connect_ec = ec;
+      last_connect_diag = std::move(diag);
+      // diag.client_message holds libpq's words, which say what the code
+      // cannot (an unknown host shares server_unreachable with a refused port).
+      core.on_open_failed(now, slot, ec, kind_of_connect_failure(ec, last_connect_diag.client_message));
+      break;
   }
   apply_actions();
   bury(lk);
@@ -135,16 +134,13 @@ void blocking_pool_impl::run_open(std::unique_lock<std::mutex>& lk, slot_id slot
 }
 
 void blocking_pool_impl::run_check(std::unique_lock<std::mutex>& lk, slot_id slot) {
-  auto it = slots.find(slot);
-  if (it == slots.end() || !it->second.conn) return;
-  pooled_connection* conn = it->second.conn.get();
+  pooled_connection* conn = slots.connection(slot);
+  if (conn == nullptr) return;
   lk.unlock();
   const bool healthy = conn->health_check();
   lk.lock();
-  it = slots.find(slot);
-  if (it == slots.end()) return;
-  it->second.checking = false;
-  if (!close_if_pending(it, healthy ? nullptr : "health check failed")) core.on_check_done(pool_clock::now(), slot, healthy);
+  end_hold(slots.check_ended(slot, healthy ? nullptr : "health check failed"),
+           [&] { core.on_check_done(pool_clock::now(), slot, healthy); });
   apply_actions();
   bury(lk);
   lk.lock();
