@@ -15,6 +15,7 @@
 
 #include "blocking/connection/lease_access.hpp"
 #include "core/sql/copy_statement.hpp"
+#include "pq/blocking_cancel.hpp"
 #include "pq/copy_pieces.hpp"
 #include "pq/libpq_failure.hpp"
 
@@ -110,17 +111,6 @@ void require_copy(std::string_view sql) {
   }
 }
 
-// Asks the server to stop the statement in progress (blocking: fine on the
-// caller's own thread). False when no signal could be sent.
-bool send_cancel(PGconn* c) noexcept {
-  PGcancel* cancel = PQgetCancel(c);
-  if (cancel == nullptr) return false;
-  char err[256];
-  const bool ok = PQcancel(cancel, err, sizeof err) == 1;
-  PQfreeCancel(cancel);
-  return ok;
-}
-
 // Sends the statement and checks it entered the expected COPY direction.
 void start_copy(blocking_lease& lease, std::string_view sql, ExecStatusType expected) {
   require_copy(sql);
@@ -133,7 +123,7 @@ void start_copy(blocking_lease& lease, std::string_view sql, ExecStatusType expe
   if (st == PGRES_COPY_IN) {
     PQputCopyEnd(c, "wrong COPY direction");
   } else if (st == PGRES_COPY_OUT) {
-    send_cancel(c);
+    detail::send_blocking_cancel(c);
   }
   copy_verdict v = drain_results(c, detail::lease_access::secrets(lease));
   if (v.lost || PQstatus(c) == CONNECTION_BAD) throw_lost(lease, "COPY");
@@ -259,7 +249,7 @@ void blocking_copy_out::cancel() noexcept {
   detail::lease_access::note_outcome(*lease_, make_error_code(errc::cancelled));
   PGconn* c = detail::lease_access::raw(*lease_);
   if (c == nullptr) return;
-  if (!send_cancel(c)) {
+  if (!detail::send_blocking_cancel(c)) {
     lease_->mark_broken();
     return;
   }

@@ -14,6 +14,7 @@
 #include "blocking/api/libpq_args.hpp"
 #include "blocking/connection/lease_access.hpp"
 #include "blocking/connection/translate_error.hpp"
+#include "pq/blocking_cancel.hpp"
 
 #include <libpq-fe.h>
 
@@ -32,15 +33,6 @@ bool drain(PGconn* c) noexcept {
     if (st == PGRES_COPY_IN || st == PGRES_COPY_OUT || st == PGRES_COPY_BOTH) return false;
   }
   return PQstatus(c) == CONNECTION_OK;
-}
-
-bool send_cancel(PGconn* c) noexcept {
-  PGcancel* cancel = PQgetCancel(c);
-  if (cancel == nullptr) return false;
-  char err[256];
-  const bool ok = PQcancel(cancel, err, sizeof err) == 1;
-  PQfreeCancel(cancel);
-  return ok;
 }
 
 }  // namespace
@@ -145,7 +137,7 @@ void blocking_row_stream::cancel() noexcept {
   if (c == nullptr) return;
   // The server may have sent every row already (it is then idle when the
   // signal arrives, and ignores it); either way the rest is read here.
-  if (!send_cancel(c) || !drain(c)) lease_->mark_broken();
+  if (!detail::send_blocking_cancel(c) || !drain(c)) lease_->mark_broken();
 }
 
 }  // namespace pgpipe
