@@ -130,7 +130,7 @@ struct cancel_call {
   std::weak_ptr<pipelined_connection> conn;
 };
 
-class pipelined_connection : public std::enable_shared_from_this<pipelined_connection>, public solo_host {
+class pipelined_connection final : public std::enable_shared_from_this<pipelined_connection>, public solo_host {
  public:
   pipelined_connection(boost::asio::any_io_executor ex, slot_id slot, std::shared_ptr<const connection_config> cfg,
                        std::weak_ptr<connection_owner> owner);
