@@ -11,6 +11,7 @@
 #include "support/driver_adapter.hpp"
 #include "support/kit.hpp"
 #include "support/pgbouncer.hpp"
+#include "support/wait.hpp"
 
 #include <pgpipe/transaction.hpp>
 
@@ -87,6 +88,10 @@ TYPED_TEST(pgbouncer_prepared, named_statements_share_one_server_connection_with
   p.min_size = 2;
   p.pipeline_depth = 4;
   TypeParam d(p);
+  // Both client connections open before the load: min_size opens them in the
+  // background, and the 256 queries can all finish on the first one.
+  ASSERT_TRUE(pgpipe::test::wait_until([&] { return d.stats().connects >= 2; }))
+      << "min_size = 2 did not open two connections in 10 s";
   std::atomic<int> failed{0};
   std::atomic<int> wrong{0};
   std::mutex mu;
