@@ -177,15 +177,20 @@ void event_loops::start_probe(std::size_t i) {
   if (options_.loop_probe_interval.count() <= 0) return;
   l->probe = std::make_unique<asio::steady_timer>(l->ex);
   l->last_probe_ns = steady_ns();
+  // Weak: on a caller's io_context a wait that completed is still queued
+  // when the client (and we) go away; the handler must not touch us then.
+  // Holding us while it runs is safe: our destructor detaches, never joins.
   struct prober {
-    event_loops* self;
+    std::weak_ptr<event_loops> w;
     loop* l;
-    void arm() const {
-      l->probe->expires_after(self->options_.loop_probe_interval);
+    void arm(const event_loops& self) const {
+      l->probe->expires_after(self.options_.loop_probe_interval);
       l->probe->async_wait(*this);
     }
     void operator()(const boost::system::error_code& ec) const {
-      if (ec || self->probes_stopped_.load(std::memory_order_relaxed)) return;
+      if (ec) return;
+      const auto self = w.lock();
+      if (!self || self->probes_stopped_.load(std::memory_order_relaxed)) return;
       // How late the loop ran a timer that was due: a handler blocking the
       // loop shows up here.
       const auto now = std::chrono::steady_clock::now();
@@ -193,12 +198,12 @@ void event_loops::start_probe(std::size_t i) {
       l->lag_last_us.store(lag, std::memory_order_relaxed);
       if (lag > l->lag_max_us.load(std::memory_order_relaxed)) l->lag_max_us.store(lag, std::memory_order_relaxed);
       l->last_probe_ns.store(steady_ns(), std::memory_order_relaxed);
-      arm();
+      arm(*self);
     }
   };
-  // The timer's destruction ends a pending wait with an error, before `self`
-  // can go away.
-  asio::post(l->ex, [p = prober{this, l}] { p.arm(); });
+  asio::post(l->ex, [p = prober{weak_from_this(), l}] {
+    if (const auto self = p.w.lock()) p.arm(*self);
+  });
 }
 
 void event_loops::watchdog_main() {
