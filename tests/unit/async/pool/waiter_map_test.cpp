@@ -6,6 +6,7 @@
 // its grant, failure and cancellation arrive.
 #include "async/pool/waiter_map.hpp"
 #include "core/pool/connect_error.hpp"
+#include "unit/core/pool/pool_core_harness.hpp"
 
 #include <pgpipe/error.hpp>
 
@@ -45,14 +46,8 @@ struct fake_request {
 };
 
 pool_params params(std::size_t max_size) {
-  pool_params p;
+  pool_params p = pgpipe::test::pool_harness::base_params();
   p.max_size = max_size;
-  p.min_size = 0;
-  p.max_queued = 100;
-  p.acquire_timeout = 1000ms;
-  p.max_lifetime = 0ms;
-  p.idle_timeout = 0ms;
-  p.health_check_interval = 0ms;
   return p;
 }
 
