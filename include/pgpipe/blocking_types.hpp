@@ -1,11 +1,12 @@
-// The issue-12 types on the blocking driver: the same C++ types as the async
+// pgpipe's value types on the blocking driver: the same C++ types as the async
 // driver, through pgpipe's own traits rather than libpqxx string_traits.
 //
 // Reading: pgpipe::get<T>(field) converts a pqxx::field (libpqxx 8: also
 // the pqxx::field_ref that row[i] returns) with the same
 // field_traits, the same type check (errc::type_mismatch naming the column,
 // the PostgreSQL type and the C++ type) and the same errors as
-// pgpipe::field::get<T>(). libpqxx 6.4 results are text format.
+// pgpipe::field::get<T>(). A pqxx::field is read as text: libpqxx asks for
+// text results in every version.
 //
 //   pool.transaction([&](pqxx::work& tx) {
 //     pqxx::result r = tx.exec_params("select id, created from t where id = $1", pgpipe::pqxx_arg(id));

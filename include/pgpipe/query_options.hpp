@@ -53,7 +53,7 @@ struct query_options {
   /// that many rows (PQsetChunkedRowsMode), each reaching the reader as one
   /// async_next: fewer instructions per row (about 2,700 fewer at 256 rows
   /// on libpq 18; at 64 the extra completions eat most of it:
-  /// docs/benchmarks.md), but a chunk's rows are all in memory at once, so
+  /// docs/benchmarks-log.md, 2026-12-05), but a chunk's rows are all in memory at once, so
   /// mind the rows' width. With an older
   /// libpq the stream runs in single-row mode
   /// (pool_stats::runtime.fast_paths.chunked_rows says which). 0, or more
