@@ -93,6 +93,7 @@ bool pipeline_core::outlive_deadline(time_point now, entry& e) {
   }
   e.past_deadline = true;
   e.req.deadline = now + p_.cancel_bound;
+  deadlines_sorted_ = false;
   if (entry* running = running_in_segment(e)) try_start_cancel(now, *running);
   return true;
 }
@@ -114,6 +115,7 @@ void pipeline_core::bound_by_cancel(entry& e, time_point t) {
   if (t < e.req.deadline) {
     e.req.deadline = t;
     any_deadline_ = true;
+    deadlines_sorted_ = false;
   }
 }
 

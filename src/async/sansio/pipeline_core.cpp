@@ -89,6 +89,8 @@ void pipeline_core::submit(time_point now, pipe_id id, pipe_request r) {
     unit_ = unit_state::pending;
     unit_opener_ = id;
   }
+  if (waiting_.empty() && written_.empty() && batch_.empty()) deadlines_sorted_ = true;
+  note_push(waiting_, e);
   waiting_.push_back(std::move(e));
   peak_waiting_ = std::max(peak_waiting_, waiting_.size());
 }
@@ -137,8 +139,10 @@ void pipeline_core::write_pass(time_point now) {
     // A chained request is answered at the Sync this one shares (or carries):
     // it cannot be over before this one, so it takes this one's deadline
     // (BEGIN's is its first statement's).
-    if (!written_.empty() && !written_.back().batch_last && written_.back().req.chained)
+    if (!written_.empty() && !written_.back().batch_last && written_.back().req.chained) {
+      if (e.req.deadline < written_.back().req.deadline) deadlines_sorted_ = false;
       written_.back().req.deadline = e.req.deadline;
+    }
     // sync_batch 1 (coalescing off): every request has its own Sync, chains apart.
     if ((p_.sync_batch > 1 || e.req.chained) && batch_stays_open(e, batch_run)) {
       actions_.back().sync = false;  // send() pushed e's action last
@@ -148,6 +152,7 @@ void pipeline_core::write_pass(time_point now) {
       ++syncs_sent_;
       batch_run = 0;
     }
+    note_push(written_, e);
     written_.push_back(std::move(e));
     sent = true;
   }
@@ -212,6 +217,7 @@ void pipeline_core::on_command_end() {
   if (h.batch_last) return;
   // A coalesced request's results are over; the batch's Sync decides its outcome.
   h.at = stage::ended;
+  note_push(batch_, h);
   batch_.push_back(std::move(h));
   written_.pop_front();
 }
@@ -307,11 +313,18 @@ std::optional<time_point> pipeline_core::next_timer() const {
   // Asked after every batch of work: skip the scan (every request in the
   // queues, up to the depth) when no request ever had a deadline.
   if (any_deadline_) {
+    // Sorted: a queue's first counted entry holds its earliest deadline.
     for (const auto& e : waiting_)
-      if (e.to != recipient::core) next = std::min(next, e.req.deadline);
+      if (e.to != recipient::core) {
+        next = std::min(next, e.req.deadline);
+        if (deadlines_sorted_) break;
+      }
     for (const auto* q : {&batch_, &written_})
       for (const auto& e : *q)
-        if (e.awaited()) next = std::min(next, e.req.deadline);
+        if (e.awaited()) {
+          next = std::min(next, e.req.deadline);
+          if (deadlines_sorted_) break;
+        }
   }
   if (p_.stall_timeout.count() > 0 && solo_id_ == 0 && written() > 0)
     next = std::min(next, last_progress_ + p_.stall_timeout);

@@ -478,6 +478,16 @@ class pipeline_core {
   pipe_id unit_opener_ = 0;
   /// Some request had a deadline (sticky): next_timer() must scan the queues.
   bool any_deadline_ = false;
+  /// Each queue's deadlines rise from front to back, so next_timer() reads
+  /// only the first counted entry of each instead of every request up to the
+  /// depth, after every batch of work. True from the moment the queues are
+  /// empty; a push behind a later deadline, a re-queued request or a
+  /// deadline moved in place clears it until they are empty again.
+  bool deadlines_sorted_ = true;
+  /// Clears deadlines_sorted_ when `e` would sit behind a later deadline in `q`.
+  void note_push(const std::pmr::deque<entry>& q, const entry& e) noexcept {
+    if (!q.empty() && e.req.deadline < q.back().req.deadline) deadlines_sorted_ = false;
+  }
   /// The most requests waiting at once since the queues were last trimmed.
   std::size_t peak_waiting_ = 0;
 };

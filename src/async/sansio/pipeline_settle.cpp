@@ -149,6 +149,7 @@ void pipeline_core::requeue(entry& e) {
   e.at = stage::waiting;
   auto at = std::upper_bound(waiting_.begin(), waiting_.end(), e.seq,
                              [](std::uint64_t seq, const entry& w) { return seq < w.seq; });
+  deadlines_sorted_ = false;  // its deadline is older than the ones around it may be
   waiting_.insert(at, std::move(e));
 }
 

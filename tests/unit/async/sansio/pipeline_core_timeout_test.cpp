@@ -47,3 +47,65 @@ TEST(pipeline_core, stall_timeout_breaks_only_with_work_outstanding) {
 }
 
 }  // namespace
+
+namespace {
+using namespace pgpipe::test::pipeline_harness;
+
+// One statement text for all: no cache eviction puts a DEALLOCATE on the wire.
+pipe_request due(time_point at) {
+  auto r = shared_req();
+  r.deadline = at;
+  return r;
+}
+
+TEST(pipeline_core_timer, the_next_timer_follows_deadlines_in_submission_order_as_they_end) {
+  harness h;
+  const auto t0 = h.now;
+  h.submit(1, due(t0 + 100ms));
+  h.submit(2, due(t0 + 200ms));
+  h.submit(3, due(t0 + 300ms));
+  EXPECT_EQ(h.core.next_timer(), t0 + 100ms);
+  h.write();
+  EXPECT_EQ(h.core.next_timer(), t0 + 100ms);
+  h.submit(4, due(t0 + 400ms));
+  h.reply();
+  EXPECT_EQ(h.core.next_timer(), t0 + 200ms);
+  h.reply();
+  EXPECT_EQ(h.core.next_timer(), t0 + 300ms);
+  h.reply();
+  h.write();
+  EXPECT_EQ(h.core.next_timer(), t0 + 400ms);
+  h.reply();
+  EXPECT_FALSE(h.core.next_timer());
+}
+
+// A request with a timeout of its own can end sooner than ones submitted
+// before it: the timer must find it wherever it sits, waiting or written,
+// and find the sorted order again once the queues have emptied.
+TEST(pipeline_core_timer, an_earlier_deadline_behind_later_ones_still_sets_the_next_timer) {
+  harness h;
+  const auto t0 = h.now;
+  h.submit(1, due(t0 + 500ms));
+  h.submit(2, due(t0 + 100ms));
+  h.submit(3, due(t0 + 300ms));
+  EXPECT_EQ(h.core.next_timer(), t0 + 100ms) << "waiting";
+  h.write();
+  EXPECT_EQ(h.core.next_timer(), t0 + 100ms) << "written";
+  h.reply();
+  EXPECT_EQ(h.core.next_timer(), t0 + 100ms);
+  h.reply();
+  EXPECT_EQ(h.core.next_timer(), t0 + 300ms);
+  h.reply();
+  EXPECT_FALSE(h.core.next_timer());
+  h.submit(4, due(t0 + 700ms));
+  h.submit(5, due(t0 + 600ms));
+  EXPECT_EQ(h.core.next_timer(), t0 + 600ms) << "a new unsorted run after the queues emptied";
+  h.write();
+  h.reply();
+  h.reply();
+  h.submit(6, due(t0 + 900ms));
+  h.submit(7, due(t0 + 800ms));
+  EXPECT_EQ(h.core.next_timer(), t0 + 800ms);
+}
+
+}  // namespace
