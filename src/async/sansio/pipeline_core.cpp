@@ -89,10 +89,38 @@ void pipeline_core::submit(time_point now, pipe_id id, pipe_request r) {
     unit_ = unit_state::pending;
     unit_opener_ = id;
   }
-  if (waiting_.empty() && written_.empty() && batch_.empty()) deadlines_sorted_ = true;
+  // Requests granted on two loops reach this connection microseconds out of
+  // the order of their deadlines (each is set on the caller's thread). A
+  // deadline at most deadline_slack sooner than the one submitted before it
+  // takes that one, so the queues keep the order next_timer() reads one
+  // entry of; a timeout fires that much later at most, within the loop's
+  // own timer resolution.
+  if (e.to != recipient::core && e.req.deadline != time_point::max()) {
+    if (e.req.deadline < last_submitted_deadline_ && last_submitted_deadline_ - e.req.deadline <= deadline_slack)
+      e.req.deadline = last_submitted_deadline_;
+    last_submitted_deadline_ = e.req.deadline;
+  }
   note_push(waiting_, e);
   waiting_.push_back(std::move(e));
   peak_waiting_ = std::max(peak_waiting_, waiting_.size());
+}
+
+void pipeline_core::note_push(const std::pmr::deque<entry>& q, const entry& e) noexcept {
+  if (!deadlines_sorted_ || !counted(q, e)) return;
+  // The back is nearly always counted; a run of detached entries there
+  // (callers answered before their Sync) is not walked past.
+  constexpr int max_walk = 8;
+  int walked = 0;
+  for (auto it = q.rbegin(); it != q.rend(); ++it) {
+    if (counted(q, *it)) {
+      if (e.req.deadline < it->req.deadline) deadlines_sorted_ = false;
+      return;
+    }
+    if (++walked == max_walk) {
+      deadlines_sorted_ = false;
+      return;
+    }
+  }
 }
 
 bool pipeline_core::send(entry& e) {
@@ -314,17 +342,20 @@ std::optional<time_point> pipeline_core::next_timer() const {
   // queues, up to the depth) when no request ever had a deadline.
   if (any_deadline_) {
     // Sorted: a queue's first counted entry holds its earliest deadline.
-    for (const auto& e : waiting_)
-      if (e.to != recipient::core) {
+    // Else every entry, checking whether the order holds again.
+    const bool sorted = deadlines_sorted_;
+    bool in_order = true;
+    for (const auto* q : {&waiting_, &batch_, &written_}) {
+      time_point prev = time_point::min();
+      for (const auto& e : *q) {
+        if (!counted(*q, e)) continue;
         next = std::min(next, e.req.deadline);
-        if (deadlines_sorted_) break;
+        if (sorted) break;
+        if (e.req.deadline < prev) in_order = false;
+        prev = e.req.deadline;
       }
-    for (const auto* q : {&batch_, &written_})
-      for (const auto& e : *q)
-        if (e.awaited()) {
-          next = std::min(next, e.req.deadline);
-          if (deadlines_sorted_) break;
-        }
+    }
+    if (!sorted && in_order) deadlines_sorted_ = true;
   }
   if (p_.stall_timeout.count() > 0 && solo_id_ == 0 && written() > 0)
     next = std::min(next, last_progress_ + p_.stall_timeout);

@@ -478,16 +478,25 @@ class pipeline_core {
   pipe_id unit_opener_ = 0;
   /// Some request had a deadline (sticky): next_timer() must scan the queues.
   bool any_deadline_ = false;
-  /// Each queue's deadlines rise from front to back, so next_timer() reads
-  /// only the first counted entry of each instead of every request up to the
-  /// depth, after every batch of work. True from the moment the queues are
-  /// empty; a push behind a later deadline, a re-queued request or a
-  /// deadline moved in place clears it until they are empty again.
-  bool deadlines_sorted_ = true;
-  /// Clears deadlines_sorted_ when `e` would sit behind a later deadline in `q`.
-  void note_push(const std::pmr::deque<entry>& q, const entry& e) noexcept {
-    if (!q.empty() && e.req.deadline < q.back().req.deadline) deadlines_sorted_ = false;
+  /// The deadlines next_timer() counts rise from front to back in each
+  /// queue, so it reads only the first counted entry of each instead of
+  /// every request up to the depth, after every batch of work. A push behind
+  /// a later deadline, a re-queued request or a deadline moved in place
+  /// clears it; a full scan that finds the order again sets it (mutable: a
+  /// cache of what the queues hold).
+  mutable bool deadlines_sorted_ = true;
+  /// How much sooner than the one submitted before it a deadline may be and
+  /// still be taken as that one (submit()).
+  static constexpr std::chrono::milliseconds deadline_slack{5};
+  /// The deadline of the last caller's request submitted: see submit().
+  time_point last_submitted_deadline_ = time_point::min();
+  /// Whether next_timer() counts `e`, an entry of `q`.
+  bool counted(const std::pmr::deque<entry>& q, const entry& e) const noexcept {
+    return &q == &waiting_ ? e.to != recipient::core : e.awaited();
   }
+  /// Clears deadlines_sorted_ when `e` would sit behind a later counted
+  /// deadline in `q` (or when none is found within a few entries of the back).
+  void note_push(const std::pmr::deque<entry>& q, const entry& e) noexcept;
   /// The most requests waiting at once since the queues were last trimmed.
   std::size_t peak_waiting_ = 0;
 };

@@ -109,3 +109,34 @@ TEST(pipeline_core_timer, an_earlier_deadline_behind_later_ones_still_sets_the_n
 }
 
 }  // namespace
+
+namespace {
+using namespace pgpipe::test::pipeline_harness;
+
+// Requests from two loops arrive a few microseconds out of deadline order:
+// within the slack the later arrival takes the earlier one's deadline (the
+// order holds), beyond it each keeps its own and the timer still finds the
+// sooner one.
+TEST(pipeline_core_timer, a_deadline_within_the_slack_of_the_one_before_takes_it) {
+  harness h;
+  const auto t0 = h.now;
+  auto a = shared_req();
+  a.deadline = t0 + 1000ms;
+  auto b = shared_req();
+  b.deadline = t0 + 999ms;
+  h.submit(1, a);
+  h.submit(2, b);
+  h.write();
+  h.reply();
+  EXPECT_EQ(h.core.next_timer(), t0 + 1000ms) << "b took a's deadline";
+  auto c = shared_req();
+  c.deadline = t0 + 500ms;
+  h.submit(3, c);
+  EXPECT_EQ(h.core.next_timer(), t0 + 500ms) << "c is far sooner: its own";
+  h.now = t0 + 500ms;
+  h.core.on_tick(h.now);
+  h.pump();
+  EXPECT_EQ(h.outcome(3), pipe_outcome::timeout_unsent);
+}
+
+}  // namespace
