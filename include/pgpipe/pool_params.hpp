@@ -51,7 +51,9 @@ struct pool_params {
 
   /// Default per-query timeout, from submission to result; 0 disables it.
   /// On a shared pipelined connection a query that times out is detached (its
-  /// result discarded), never cancelled with PQcancel.
+  /// result discarded), never cancelled with PQcancel. The async driver may
+  /// answer a timeout up to 5 ms late: a deadline that close to the one of the
+  /// request queued before it on the same connection takes that one.
   std::chrono::milliseconds query_timeout{60'000};
 
   /// Longest a connection attempt may take (TCP + TLS + authentication).
