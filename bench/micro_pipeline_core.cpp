@@ -66,7 +66,7 @@ void one_query_cycle(benchmark::State& state, key_mode mode) {
     }
     r.param_count = 1;
     r.pooled = true;
-    core.submit(now, next++, std::move(r));
+    core.submit(next++, std::move(r));
   };
   // The server's answer to the head: Execute's rows, its command end, the Sync.
   auto answer_head = [&] {

@@ -137,6 +137,9 @@ tx_state pipelined_connection::transaction_state(const query_request* head) cons
 }
 
 void pipelined_connection::drain_results_batch() {
+  // One clock read for every Sync of the batch: the core's progress clock
+  // and cancel bound need no finer grain than one read of the socket.
+  const auto now = pool_clock::now();
   bool last_null = false;
   // The head changes once per Sync, results arrive several per request:
   // look the request up only when the head changes.
@@ -170,7 +173,7 @@ void pipelined_connection::drain_results_batch() {
     std::unique_ptr<PGresult, pgresult_deleter> res(raw);
     switch (PQresultStatus(raw)) {
       case PGRES_PIPELINE_SYNC:
-        core_.on_sync(pool_clock::now(), transaction_state(req.get()));
+        core_.on_sync(now, transaction_state(req.get()));
         apply();
         break;
       case PGRES_FATAL_ERROR:

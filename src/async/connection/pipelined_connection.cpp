@@ -129,7 +129,7 @@ void pipelined_connection::enqueue(std::shared_ptr<query_request> req) {
   // A COPY and a script hold the wire alone, outside pipeline mode.
   r.solo = std::holds_alternative<copy_sink>(req->sink) || std::holds_alternative<script_sink>(req->sink);
   reqs_.insert(req);
-  core_.submit(pool_clock::now(), req->id, std::move(r));
+  core_.submit(req->id, std::move(r));
   if (req->deadline < timer_at_) set_timer(req->deadline);
   apply();
   schedule_write();

@@ -73,8 +73,7 @@ void pipeline_core::release_unit(const entry& e) {
 
 // ---- submit and write ---------------------------------------------------------
 
-void pipeline_core::submit(time_point now, pipe_id id, pipe_request r) {
-  (void)now;
+void pipeline_core::submit(pipe_id id, pipe_request r) {
   entry e;
   e.id = id;
   e.seq = next_seq_++;
@@ -105,10 +104,9 @@ void pipeline_core::submit(time_point now, pipe_id id, pipe_request r) {
   peak_waiting_ = std::max(peak_waiting_, waiting_.size());
 }
 
-void pipeline_core::note_push(const std::pmr::deque<entry>& q, const entry& e) noexcept {
-  if (!deadlines_sorted_ || !counted(q, e)) return;
-  // The back is nearly always counted; a run of detached entries there
-  // (callers answered before their Sync) is not walked past.
+void pipeline_core::note_push_behind_uncounted(const std::pmr::deque<entry>& q, const entry& e) noexcept {
+  // A run of detached entries at the back (callers answered before their
+  // Sync) is not walked past.
   constexpr int max_walk = 8;
   int walked = 0;
   for (auto it = q.rbegin(); it != q.rend(); ++it) {

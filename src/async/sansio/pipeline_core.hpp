@@ -238,7 +238,7 @@ class pipeline_core {
 
   // ---- inputs ----
   /// A request for the FIFO; written on the next write_pass().
-  void submit(time_point now, pipe_id id, pipe_request r);
+  void submit(pipe_id id, pipe_request r);
   /// The shell's write turn (the connection is ready): sends waiting requests
   /// up to the depth limit unless held back, then one flush.
   void write_pass(time_point now);
@@ -496,7 +496,15 @@ class pipeline_core {
   }
   /// Clears deadlines_sorted_ when `e` would sit behind a later counted
   /// deadline in `q` (or when none is found within a few entries of the back).
-  void note_push(const std::pmr::deque<entry>& q, const entry& e) noexcept;
+  void note_push(const std::pmr::deque<entry>& q, const entry& e) noexcept {
+    if (!deadlines_sorted_ || !counted(q, e) || q.empty()) return;
+    if (counted(q, q.back())) {
+      if (e.req.deadline < q.back().req.deadline) deadlines_sorted_ = false;
+      return;
+    }
+    note_push_behind_uncounted(q, e);
+  }
+  void note_push_behind_uncounted(const std::pmr::deque<entry>& q, const entry& e) noexcept;
   /// The most requests waiting at once since the queues were last trimmed.
   std::size_t peak_waiting_ = 0;
 };

@@ -151,7 +151,7 @@ struct harness {
   }
 
   void submit(pipe_id id, pipe_request r) {
-    core.submit(now, id, std::move(r));
+    core.submit(id, std::move(r));
     pump();
   }
   void write() {

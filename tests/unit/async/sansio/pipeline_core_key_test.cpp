@@ -59,7 +59,7 @@ TEST(pipeline_core_key, detached_request_keeps_its_text_until_its_sync) {
   pipeline_core core(pipeline_params{});
   auto owner = std::make_shared<fake_request>(fake_request{"select ten from san_pham where ma = $1"});
   std::weak_ptr<fake_request> watch = owner;
-  core.submit(now, 1, borrowed(owner));
+  core.submit(1, borrowed(owner));
   core.write_pass(now);
   auto sent = take(core);
   const pipe_action* s = find(sent, pipe_action::kind::send, 1);
@@ -84,7 +84,7 @@ TEST(pipeline_core_key, detached_request_keeps_its_text_until_its_sync) {
   EXPECT_TRUE(core.statements().contains("select ten from san_pham where ma = $1"));
 
   auto next = std::make_shared<fake_request>(fake_request{"select ten from san_pham where ma = $1"});
-  core.submit(now, 2, borrowed(next));
+  core.submit(2, borrowed(next));
   core.write_pass(now);
   auto again = take(core);
   const pipe_action* s2 = find(again, pipe_action::kind::send, 2);
@@ -100,7 +100,7 @@ TEST(pipeline_core_key, break_releases_every_borrowed_text) {
   for (pipe_id id = 1; id <= 3; ++id) {
     auto owner = std::make_shared<fake_request>(fake_request{"select " + std::to_string(id)});
     watch.push_back(owner);
-    core.submit(now, id, borrowed(owner));
+    core.submit(id, borrowed(owner));
     if (id == 2) core.write_pass(now);
   }
   (void)take(core);
@@ -127,7 +127,7 @@ TEST(pipeline_core_key, typed_keys_name_text_and_types_together) {
                                  owner->types.size() * sizeof(unsigned));
     r.sql = sql_key(owner->sql, owner, bytes);
     r.param_count = owner->types.size();
-    core.submit(now, id, std::move(r));
+    core.submit(id, std::move(r));
     core.write_pass(now);
     auto sent = take(core);
     const pipe_action* s = find(sent, pipe_action::kind::send, id);

@@ -39,7 +39,7 @@ TEST(pipeline_core_memory, a_drained_queue_gives_its_peak_memory_back) {
     harness h(p);
     const std::size_t idle = upstream.outstanding;
     constexpr pipe_id n = 20000;
-    for (pipe_id id = 1; id <= n; ++id) h.core.submit(h.now, id, lease_req("insert into t values (1)"));
+    for (pipe_id id = 1; id <= n; ++id) h.core.submit(id, lease_req("insert into t values (1)"));
     h.pump();
     const std::size_t peak = upstream.outstanding;
     // The counter sees the queue, or the check below could not fail.
