@@ -41,6 +41,26 @@ bool icontains(std::string_view hay, std::string_view needle) {
   return false;
 }
 
+// `needle` (lower case) holds an underscore at `underscore`: true when `hay`
+// holds it, any case. Equivalent to icontains, found faster: matches can only
+// sit around an underscore, which memchr (string_view::find) finds a vector at
+// a time and most statements hold few of, where icontains tests every byte.
+bool icontains_around_underscore(std::string_view hay, std::string_view needle, std::size_t underscore) {
+  for (std::size_t at = hay.find('_', underscore); at != std::string_view::npos; at = hay.find('_', at + 1)) {
+    const std::size_t from = at - underscore;
+    if (hay.size() - from < needle.size()) return false;  // later underscores start later still
+    std::size_t k = 0;
+    while (k < needle.size() && lower(hay[from + k]) == needle[k]) ++k;
+    if (k == needle.size()) return true;
+  }
+  return false;
+}
+
+// set_config( or a session advisory lock may be called somewhere in `sql`.
+bool mentions_session_function(std::string_view sql) {
+  return icontains_around_underscore(sql, "set_config", 3) || icontains_around_underscore(sql, "advisory_lock", 8);
+}
+
 std::string upper(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;
@@ -202,7 +222,7 @@ std::optional<shared_refusal> check_shared_statement(std::string_view sql) {
     return r;
   }
   const bool select_like = is_word(lead[0], "select") || is_word(lead[0], "with");
-  if (icontains(sql, "set_config") || icontains(sql, "advisory_lock") || (select_like && icontains(sql, "temp")))
+  if (mentions_session_function(sql) || (select_like && icontains(sql, "temp")))
     return check_body(sql, select_like);
   return std::nullopt;
 }
