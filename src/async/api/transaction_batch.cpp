@@ -58,9 +58,16 @@ struct batch_call {
 // A batch's last attempt sends its statements' specs without copying them
 // (a copy is four allocations per statement: its SQL and three vectors of
 // parameters); earlier attempts copy, for the retry.
+// Appended in place, not returned: a spec's move is about 180 instructions
+// (its parameters sit in small_vectors, moved one by one).
 struct statement_access {
-  static query_spec spec_for(std::vector<statement>& statements, std::size_t i, bool last_attempt) {
-    return last_attempt ? std::move(statements[i].spec_) : statements[i].spec_;
+  static void add_spec(std::vector<query_spec>& specs, std::vector<statement>& statements, std::size_t i,
+                       bool last_attempt) {
+    if (last_attempt) {
+      specs.push_back(std::move(statements[i].spec_));
+    } else {
+      specs.push_back(statements[i].spec_);
+    }
   }
 };
 
@@ -78,9 +85,9 @@ asio::awaitable<std::error_code> run_once(async_lease& l, const std::string& beg
   const std::size_t n = statements.size();
   std::vector<query_spec> specs;
   specs.reserve(n + 2);
-  specs.push_back(query_spec{begin, {}, std::nullopt});
-  for (std::size_t i = 0; i < n; ++i) specs.push_back(statement_access::spec_for(statements, i, last_attempt));
-  specs.push_back(query_spec{"COMMIT", {}, std::nullopt});
+  specs.emplace_back().sql = begin;
+  for (std::size_t i = 0; i < n; ++i) statement_access::add_spec(specs, statements, i, last_attempt);
+  specs.emplace_back().sql = "COMMIT";
   auto chain = start_chain(*impl, std::move(specs), false);
   co_await wait_chain(chain);
   auto& out = chain->out;
