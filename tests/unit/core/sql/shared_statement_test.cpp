@@ -187,5 +187,21 @@ TEST(shared_statement, session_calls_are_found_among_other_underscores_in_any_ca
   EXPECT_FALSE(check_shared_statement("select set_confi, advisory_loc"));
 }
 
+TEST(shared_statement, classify_decides_as_check_without_a_message) {
+  for (const char* sql : {"begin", "set search_path = x", "copy t to stdout", "listen c",
+                          "create temp table t (a int) on commit drop", "select pg_advisory_lock(1)", "select 1"}) {
+    SCOPED_TRACE(sql);
+    const auto checked = check_shared_statement(sql);
+    const auto classified = classify_shared_statement(sql);
+    ASSERT_EQ(checked.has_value(), classified.has_value());
+    if (!checked) continue;
+    EXPECT_EQ(classified->code, checked->code);
+    EXPECT_EQ(classified->statement, checked->statement);
+    EXPECT_EQ(classified->outlives_transaction, checked->outlives_transaction);
+    EXPECT_TRUE(classified->message.empty());
+    EXPECT_FALSE(checked->message.empty());
+  }
+}
+
 }  // namespace
 }  // namespace pgpipe::detail
