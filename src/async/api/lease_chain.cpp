@@ -15,18 +15,33 @@ class chain_step final : public completion<result> {
  public:
   chain_step(std::shared_ptr<chain_state> st, std::size_t index) : st_(std::move(st)), index_(index) {}
   void complete(const asio::any_io_executor&, bool, std::error_code ec, result r) override {
-    std::function<void()> wake;
+    std::unique_ptr<chain_waiter> wake;
     {
       std::lock_guard lock(st_->m);
       st_->out[index_] = {ec, std::move(r)};
       if (--st_->left == 0) wake = std::move(st_->waiter);
     }
-    if (wake) wake();
+    if (wake) wake->resume();
   }
 
  private:
   std::shared_ptr<chain_state> st_;
   std::size_t index_;
+};
+
+// The coroutine's own handler, held in one allocation (a copyable
+// std::function would need it shared: two) and posted as it is.
+template <class Handler>
+class waiter_of final : public chain_waiter {
+ public:
+  explicit waiter_of(Handler h) : h_(std::move(h)) {}
+  void resume() override {
+    auto ex = asio::get_associated_executor(h_);
+    asio::post(ex, std::move(h_));
+  }
+
+ private:
+  Handler h_;
 };
 
 }  // namespace
@@ -53,8 +68,7 @@ asio::awaitable<void> wait_chain(std::shared_ptr<chain_state> st) {
           asio::post(ex, std::move(handler));
           return;
         }
-        auto h = std::make_shared<decltype(handler)>(std::move(handler));
-        st->waiter = [h, ex] { asio::post(ex, [h] { std::move(*h)(); }); };
+        st->waiter = std::make_unique<waiter_of<decltype(handler)>>(std::move(handler));
       },
       asio::use_awaitable);
 }

@@ -11,7 +11,6 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <cstddef>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,13 +20,21 @@
 
 namespace pgpipe::detail {
 
+/// The coroutine awaiting a chain (wait_chain), type-erased in one allocation.
+class chain_waiter {
+ public:
+  virtual ~chain_waiter() = default;
+  /// Resumes it on its own executor, never inline.
+  virtual void resume() = 0;
+};
+
 /// The outcomes of one chain, filled in by the connection (any thread) and
 /// read by the coroutine once wait_chain has returned.
 struct chain_state {
   std::mutex m;
   std::vector<std::pair<std::error_code, result>> out;  ///< one per statement, in order
   std::size_t left = 0;
-  std::function<void()> waiter;  ///< set when awaited before the last outcome came
+  std::unique_ptr<chain_waiter> waiter;  ///< set when awaited before the last outcome came
 };
 
 /// Submits `specs` as one chain on `l` (see lease_impl::submit_chain).

@@ -7,7 +7,7 @@
 namespace pgpipe::detail {
 
 bool leaves_session_changed(std::string_view statement) {
-  const auto r = check_shared_statement(statement);
+  const auto r = classify_shared_statement(statement);
   return r && r->code == errc::session_state_needs_lease && r->outlives_transaction;
 }
 

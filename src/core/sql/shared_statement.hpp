@@ -48,5 +48,9 @@ struct shared_refusal {
 
 /// std::nullopt when `sql` may run on a shared connection.
 std::optional<shared_refusal> check_shared_statement(std::string_view sql);
+/// The same decision with `message` left empty, for callers that read only
+/// `code` and `outlives_transaction` (a lease checks every statement it
+/// sends): a refusal's message is a few hundred bytes built for nothing.
+std::optional<shared_refusal> classify_shared_statement(std::string_view sql);
 
 }  // namespace pgpipe::detail

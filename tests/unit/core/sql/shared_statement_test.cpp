@@ -171,5 +171,37 @@ TEST(shared_statement, quoting_is_not_confused_by_escapes) {
   EXPECT_FALSE(check_shared_statement("select '/*', 1 -- pg_advisory_lock(1)"));
 }
 
+TEST(shared_statement, session_calls_are_found_among_other_underscores_in_any_case) {
+  // The search for set_config and advisory locks starts at underscores:
+  // others before, between and after must not hide a call, nor a case.
+  auto r = check_shared_statement("update a_b set c_d = set_config('x_y', 'z', false) where e_f = 1");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->statement, "set_config(..., is_local => false)");
+  r = check_shared_statement("select x_y, Pg_Advisory_Lock(1) from t_z");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->statement, "pg_advisory_lock()");
+  r = check_shared_statement("select _, __, pg_try_advisory_lock(1)");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->statement, "pg_try_advisory_lock()");
+  EXPECT_FALSE(check_shared_statement("select a_set_config_b, advisory_locks_x from t_u"));
+  EXPECT_FALSE(check_shared_statement("select set_confi, advisory_loc"));
+}
+
+TEST(shared_statement, classify_decides_as_check_without_a_message) {
+  for (const char* sql : {"begin", "set search_path = x", "copy t to stdout", "listen c",
+                          "create temp table t (a int) on commit drop", "select pg_advisory_lock(1)", "select 1"}) {
+    SCOPED_TRACE(sql);
+    const auto checked = check_shared_statement(sql);
+    const auto classified = classify_shared_statement(sql);
+    ASSERT_EQ(checked.has_value(), classified.has_value());
+    if (!checked) continue;
+    EXPECT_EQ(classified->code, checked->code);
+    EXPECT_EQ(classified->statement, checked->statement);
+    EXPECT_EQ(classified->outlives_transaction, checked->outlives_transaction);
+    EXPECT_TRUE(classified->message.empty());
+    EXPECT_FALSE(checked->message.empty());
+  }
+}
+
 }  // namespace
 }  // namespace pgpipe::detail
