@@ -23,8 +23,7 @@ bool end_query(query_metrics& m, const query_request& req, const std::error_code
   const bool rerun = req.reruns(ec);
   if (!rerun) m.record_query(now - req.called());
   if (query_observer* obs = m.observer()) {
-    const observed_start s{req.slot, req.backend_pid, req.started, req.observer_user};
-    observe_end(*obs, observed_of(req, rerun), req.observed_start ? &s : nullptr, ec, r.diag().sqlstate,
+    observe_end(*obs, observed_of(req, rerun), req.start_seen ? &*req.start_seen : nullptr, ec, r.diag().sqlstate,
                 ec ? 0 : rows_of(r), now);
   }
   return !rerun;
