@@ -19,13 +19,6 @@ namespace asio = boost::asio;
 
 namespace {
 
-// The observer runs on the hot path: nothing it throws may reach a
-// connection's read loop (query_metrics drops it).
-void observe_request_start(query_observer& obs, query_request& req, const pipelined_connection& c) {
-  if (req.completed.load(std::memory_order_acquire)) return;  // cancelled on its way: enqueue drops it
-  req.start_seen = observe_start(obs, observed_of(req), c.slot(), c.backend_pid(), pool_clock::now());
-}
-
 class null_target final : public query_target {
  public:
   void submit_query(query_spec, std::unique_ptr<completion<result>> done, asio::cancellation_slot) override {
@@ -98,28 +91,14 @@ void client_impl::post_enqueue(const std::shared_ptr<pipelined_connection>& conn
   // holds, and which holds it): on a caller's io_context the handler may run
   // after the client is gone, and no reference count is touched per query.
   asio::post(conn->get_executor(), [c = conn, req = std::move(req)] {
-    if (query_observer* obs = c->observer()) observe_request_start(*obs, *req, *c);
+    if (query_observer* obs = c->observer()) observe_request_start(*obs, *req, c->slot(), c->backend_pid());
     c->enqueue(req);
   });
 }
 
 void client_impl::post_handoff(const std::shared_ptr<pipelined_connection>& conn,
                                const std::shared_ptr<lease_handoff>& handoff, lease_handoff::entry e) const {
-  handoff->push(std::move(e));
-  asio::post(conn->get_executor(), [c = conn, h = handoff] {
-    lease_handoff::entry next = h->take();
-    if (next.returns) {
-      c->lease_returned();
-      return;
-    }
-    if (query_observer* obs = c->observer(); obs && next.observed)
-      for (const auto& req : next.reqs) observe_request_start(*obs, *req, *c);
-    if (next.reqs.size() == 1) {
-      c->enqueue(next.reqs.front());
-    } else {
-      c->enqueue_chain(next.reqs);
-    }
-  });
+  hand_off(conn, handoff, std::move(e));
 }
 
 void client_impl::complete_acquire_failure(const std::shared_ptr<acquire_request>& req, std::error_code ec,
