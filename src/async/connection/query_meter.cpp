@@ -18,13 +18,19 @@ observed_query observed_of(const query_request& req, bool rerun) noexcept {
   return {req.spec.sql, req.on_lease, req.submitted, req.waited, req.called(), req.spec.attempt, rerun};
 }
 
+void observe_request_start(query_observer& obs, query_request& req, std::uint64_t slot, int backend_pid) noexcept {
+  if (req.completed.load(std::memory_order_acquire)) return;
+  // observe_start drops what the observer throws: nothing of it may reach a
+  // connection's read loop.
+  req.start_seen = observe_start(obs, observed_of(req), slot, backend_pid, pool_clock::now());
+}
+
 bool end_query(query_metrics& m, const query_request& req, const std::error_code& ec, const result& r,
                time_point now) {
   const bool rerun = req.reruns(ec);
   if (!rerun) m.record_query(now - req.called());
   if (query_observer* obs = m.observer()) {
-    const observed_start s{req.slot, req.backend_pid, req.started, req.observer_user};
-    observe_end(*obs, observed_of(req, rerun), req.observed_start ? &s : nullptr, ec, r.diag().sqlstate,
+    observe_end(*obs, observed_of(req, rerun), req.start_seen ? &*req.start_seen : nullptr, ec, r.diag().sqlstate,
                 ec ? 0 : rows_of(r), now);
   }
   return !rerun;

@@ -14,6 +14,12 @@ namespace pgpipe::detail {
 /// What the observer hooks see of `req`; `rerun`: a read router runs it again.
 observed_query observed_of(const query_request& req, bool rerun = false) noexcept;
 
+/// `req` reached its connection (`slot`, `backend_pid`): tells `obs`
+/// (on_start) and keeps what it returned in req.start_seen. Nothing for a
+/// request completed on its way (cancelled: the connection drops it). On
+/// the connection's executor.
+void observe_request_start(query_observer& obs, query_request& req, std::uint64_t slot, int backend_pid) noexcept;
+
 /// A query ended with (ec, r) at `now`: its duration, then the observer (rows
 /// are read only for one). False for a failed attempt that a read router runs
 /// again: the caller never sees it, so it is not timed and the caller counts

@@ -1,8 +1,11 @@
-// One query on its way through the async driver: from the pool's waiter
-// queue to a connection's FIFO (waiting -> written -> done), and the sink its
-// outcome goes to: a caller's handler, a row stream or a COPY's handle.
+// One query as a connection carries it: its FIFO entry (waiting -> written
+// -> done) and the sink its outcome goes to: a caller's handler, a row
+// stream or a COPY's handle. Whoever builds it fills it, then hands it to
+// the connection; whatever the layers above keep about a query before that
+// (where it waits, how to withdraw it) they keep apart.
 #pragma once
 
+#include "core/metrics/query_metrics.hpp"
 #include "core/pool/pool_types.hpp"
 
 #include <pgpipe/detail/async_glue.hpp>
@@ -15,6 +18,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -22,8 +26,6 @@
 namespace pgpipe::detail {
 
 class pipelined_connection;
-class client_impl;
-class query_metrics;
 struct query_request;
 struct copy_state;
 
@@ -70,16 +72,28 @@ struct script_sink {
 /// results, how it completes) by the sink's type.
 using request_sink = std::variant<result_sink, stream_sink, copy_sink, script_sink>;
 
+/// Each field has one owner at a time. The builder (a caller's path, or the
+/// connection for its own statements) fills the first group and hands
+/// the request to the connection's executor; from then on that group is
+/// read-only and the connection alone touches the second. `completed` is the
+/// one field threads race for (a result, a cancel, a timeout): its winner
+/// takes the sink's handler.
 struct query_request {
-  query_spec spec;
-  request_sink sink;
   /// Set by whoever completes the request first (result, error, cancel,
   /// timeout); the loser of a race does nothing. This is what makes every
   /// request complete exactly once.
   std::atomic<bool> completed{false};
+
+  // Fixed by the builder before the request is handed to a connection.
+  query_spec spec;
+  request_sink sink;
   time_point deadline = time_point::max();
-  /// Holds one shared unit of pool capacity on `slot`, released when the
-  /// connection is done with it (even if the caller was answered earlier).
+  time_point submitted{};  ///< the caller's call (stats histograms, the observer)
+  /// Spent waiting for pool capacity (set at grant; stats, the observer).
+  std::chrono::nanoseconds waited{0};
+  /// Holds one shared unit of capacity on the connection it is handed to,
+  /// given back (connection_owner::conn_release) when the connection is done
+  /// with it, even if the caller was answered earlier.
   bool pooled = false;
   /// Runs on an exclusive lease: PQcancel may be used to cancel it.
   bool on_lease = false;
@@ -101,16 +115,6 @@ struct query_request {
   /// outcome (pipeline_core "Written chains past their deadline").
   bool cancel_at_deadline = false;
 
-  // Guarded by the client's mutex while the request is in the pool.
-  waiter_id waiter = 0;                         ///< nonzero while queued
-  /// Once granted. Weak: the connection holds its requests (and its core
-  /// their SQL), so a strong link back would make a cycle that only the
-  /// connection's teardown breaks; on a caller's io_context that is never
-  /// run again, nothing would free either (PGconn, socket, handler).
-  std::weak_ptr<pipelined_connection> conn;
-  slot_id slot = 0;
-  std::weak_ptr<client_impl> owner;             ///< pool requests, for cancellation
-
   // Touched only on the connection's executor.
   /// pipeline_core's id once enqueued (0: still on its way to the connection).
   std::uint64_t id = 0;
@@ -121,14 +125,10 @@ struct query_request {
   std::unique_ptr<PGresult, pgresult_deleter> ok;
   std::unique_ptr<PGresult, pgresult_deleter> err;
 
-  // Timing and tracing (stats histograms, pool_params::observer).
-  time_point submitted{};       ///< the caller's call; set before the request is shared
-  std::chrono::nanoseconds waited{0};  ///< for pool capacity (set at grant, before the connection sees it)
-  // Set on the connection's executor, and only with an observer installed.
-  bool observed_start = false;  ///< query_observer::on_start was called
-  int backend_pid = 0;
-  time_point started{};
-  void* observer_user = nullptr;  ///< what on_start returned
+  /// What query_observer::on_start was told and returned (the connection's
+  /// slot and backend, when, its user pointer); empty when it was not called
+  /// (no observer installed, or the request never reached a connection).
+  std::optional<observed_start> start_seen;
 
   /// A plain query answering `done`.
   void set_handler(std::unique_ptr<completion<result>> done) { sink.emplace<result_sink>(result_sink{std::move(done)}); }

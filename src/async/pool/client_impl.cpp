@@ -19,17 +19,6 @@ namespace asio = boost::asio;
 
 namespace {
 
-// The observer runs on the hot path: nothing it throws may reach a
-// connection's read loop (query_metrics drops it).
-void observe_request_start(query_observer& obs, query_request& req, const pipelined_connection& c) {
-  if (req.completed.load(std::memory_order_acquire)) return;  // cancelled on its way: enqueue drops it
-  const observed_start s = observe_start(obs, observed_of(req), c.slot(), c.backend_pid(), pool_clock::now());
-  req.started = s.at;
-  req.backend_pid = s.backend_pid;
-  req.observer_user = s.user;
-  req.observed_start = true;
-}
-
 class null_target final : public query_target {
  public:
   void submit_query(query_spec, std::unique_ptr<completion<result>> done, asio::cancellation_slot) override {
@@ -77,16 +66,16 @@ client_impl::client_impl(pool_params params, async_client_options options, asio:
   tick_timer_ = std::make_unique<asio::steady_timer>(pool_ex_);
 }
 
-void client_impl::complete_query_failure(const std::shared_ptr<query_request>& req, std::error_code ec,
+void client_impl::complete_query_failure(const std::shared_ptr<pool_ticket>& t, std::error_code ec,
                                          std::string message) {
   diagnostics d;
   d.client_message = std::move(message);
-  complete_query_failure(req, ec, std::move(d));
+  complete_query_failure(t, ec, std::move(d));
 }
 
-void client_impl::complete_query_failure(const std::shared_ptr<query_request>& req, std::error_code ec,
+void client_impl::complete_query_failure(const std::shared_ptr<pool_ticket>& t, std::error_code ec,
                                          diagnostics diag) {
-  finish_unstarted(req, loops_->first(), ec, result(std::move(diag)));
+  finish_unstarted(wire_of(t), loops_->first(), ec, result(std::move(diag)));
 }
 
 void client_impl::finish_unstarted(const std::shared_ptr<query_request>& req, const asio::any_io_executor& ex,
@@ -97,33 +86,19 @@ void client_impl::finish_unstarted(const std::shared_ptr<query_request>& req, co
 }
 
 void client_impl::post_enqueue(const std::shared_ptr<pipelined_connection>& conn,
-                               const std::shared_ptr<query_request>& req) const {
+                               std::shared_ptr<query_request> req) const {
   // The observer is reached through the connection (which the handler
   // holds, and which holds it): on a caller's io_context the handler may run
   // after the client is gone, and no reference count is touched per query.
-  asio::post(conn->get_executor(), [c = conn, req] {
-    if (query_observer* obs = c->observer()) observe_request_start(*obs, *req, *c);
+  asio::post(conn->get_executor(), [c = conn, req = std::move(req)] {
+    if (query_observer* obs = c->observer()) observe_request_start(*obs, *req, c->slot(), c->backend_pid());
     c->enqueue(req);
   });
 }
 
 void client_impl::post_handoff(const std::shared_ptr<pipelined_connection>& conn,
                                const std::shared_ptr<lease_handoff>& handoff, lease_handoff::entry e) const {
-  handoff->push(std::move(e));
-  asio::post(conn->get_executor(), [c = conn, h = handoff] {
-    lease_handoff::entry next = h->take();
-    if (next.returns) {
-      c->lease_returned();
-      return;
-    }
-    if (query_observer* obs = c->observer(); obs && next.observed)
-      for (const auto& req : next.reqs) observe_request_start(*obs, *req, *c);
-    if (next.reqs.size() == 1) {
-      c->enqueue(next.reqs.front());
-    } else {
-      c->enqueue_chain(next.reqs);
-    }
-  });
+  hand_off(conn, handoff, std::move(e));
 }
 
 void client_impl::complete_acquire_failure(const std::shared_ptr<acquire_request>& req, std::error_code ec,

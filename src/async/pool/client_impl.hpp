@@ -9,7 +9,8 @@
 // client_operations.cpp (queries, acquires, their cancellation),
 // client_pool_actions.cpp (pool_core's actions carried out, the pool timer),
 // client_connection_events.cpp (what connections report). A lease is
-// lease_impl (lease_impl.hpp). Two sans-IO parts, each with its unit test:
+// lease_impl (lease_impl.hpp). A query on the shared path is a pool_ticket
+// (pool_ticket.hpp) while the pool holds it. Two sans-IO parts, each with its unit test:
 // the waiters by id (waiter_map.hpp) and the pool timer's aim
 // (tick_schedule.hpp).
 #pragma once
@@ -19,6 +20,7 @@
 #include "async/connection/pipelined_connection.hpp"
 #include "async/connection/request.hpp"
 #include "async/pool/lease_impl.hpp"
+#include "async/pool/pool_ticket.hpp"
 #include "async/pool/tick_schedule.hpp"
 #include "async/pool/waiter_map.hpp"
 #include "core/metrics/query_metrics.hpp"
@@ -77,7 +79,10 @@ class client_impl final : public query_target,
   /// io_context, the first loop's strand). For a listener's connect_job.
   boost::asio::any_io_executor connector_executor() const { return loops_->connector_for(loops_->first()); }
 
-  void cancel_query(const std::shared_ptr<query_request>& req, boost::asio::cancellation_type_t type);
+  /// A caller cancelled the shared-path query `t`: withdrawn if still
+  /// queued (it fails with errc::cancelled), else passed to the connection
+  /// it was granted. Thread-safe.
+  void cancel_query(const std::shared_ptr<pool_ticket>& t, boost::asio::cancellation_type_t type);
   void cancel_acquire(const std::shared_ptr<acquire_request>& req);
 
   // connection_owner
@@ -91,9 +96,12 @@ class client_impl final : public query_target,
   /// it comes back instead of sharing it.
   void retire_after_lease(slot_id slot);
   void conn_finished(slot_id slot) override;
-  /// The one builder of a caller's query request, for the shared path, a
-  /// lease and a lease's chain: its handler, submission time, deadline
-  /// (spec.timeout, else pool_params::query_timeout) and spec.
+  /// The one builder of a caller's query request, for the shared path (in
+  /// its ticket), a lease and a lease's chain: its handler, submission time,
+  /// deadline (spec.timeout, else pool_params::query_timeout) and spec.
+  void build_query_request(query_request& req, query_spec spec, std::unique_ptr<completion<result>> done,
+                           time_point now, bool on_lease) const;
+  /// build_query_request into a request of its own (a lease's).
   std::shared_ptr<query_request> new_query_request(query_spec spec, std::unique_ptr<completion<result>> done,
                                                    time_point now, bool on_lease) const;
   /// Ends `req` at once when its parameters could not be encoded (nothing
@@ -107,7 +115,7 @@ class client_impl final : public query_target,
                         std::error_code ec, result r);
   /// Hands `req` to `conn` on the connection's executor, telling the query
   /// observer first when one is installed.
-  void post_enqueue(const std::shared_ptr<pipelined_connection>& conn, const std::shared_ptr<query_request>& req) const;
+  void post_enqueue(const std::shared_ptr<pipelined_connection>& conn, std::shared_ptr<query_request> req) const;
   /// A lease's start, `e`, queued on `handoff` and handed to `conn` on the
   /// connection's executor in the order of the lease's starts
   /// (lease_handoff.hpp): a chain's requests are enqueued in one turn of the
@@ -154,8 +162,8 @@ class client_impl final : public query_target,
   /// The pool group of the loop the caller runs on (loop affinity,
   /// async_client.hpp), no_slot_group off the loops or with one loop.
   slot_group caller_loop_group() const noexcept;
-  void complete_query_failure(const std::shared_ptr<query_request>& req, std::error_code ec, std::string message);
-  void complete_query_failure(const std::shared_ptr<query_request>& req, std::error_code ec, diagnostics diag);
+  void complete_query_failure(const std::shared_ptr<pool_ticket>& t, std::error_code ec, std::string message);
+  void complete_query_failure(const std::shared_ptr<pool_ticket>& t, std::error_code ec, diagnostics diag);
   void complete_acquire_failure(const std::shared_ptr<acquire_request>& req, std::error_code ec, std::string message);
   void complete_acquire_failure(const std::shared_ptr<acquire_request>& req, std::error_code ec, diagnostics diag);
   void maybe_closed_locked(todo& out);
@@ -175,7 +183,7 @@ class client_impl final : public query_target,
   mutable std::mutex mu_;  // pool_core and the maps below
   pool_core core_;
   std::unordered_map<slot_id, std::shared_ptr<pipelined_connection>> conns_;
-  waiter_map<query_request> query_waiters_;
+  waiter_map<pool_ticket> query_waiters_;
   waiter_map<acquire_request> acquire_waiters_;
   std::unordered_set<slot_id> retire_on_return_;
   std::size_t live_conns_ = 0;

@@ -5,6 +5,7 @@
 #include "async/pool/client_impl.hpp"
 
 #include "async/pool/request_hooks.hpp"
+#include "async/pool/waiter_failure.hpp"
 #include "core/sql/shared_statement.hpp"
 
 #include <boost/asio/post.hpp>
@@ -43,16 +44,22 @@ std::optional<shared_refusal> check_shared_sql(const std::string& sql) {
 
 }  // namespace
 
-void query_cancel_hook::operator()(asio::cancellation_type_t type) const {
-  auto r = req.lock();
-  if (!r || r->completed.load(std::memory_order_acquire)) return;
-  if (auto owner = r->owner.lock()) {
-    owner->cancel_query(r, type);
+void pool_cancel_hook::operator()(asio::cancellation_type_t type) const {
+  auto t = ticket.lock();
+  if (!t || t->wire.completed.load(std::memory_order_acquire)) return;
+  if (auto owner = t->owner.lock()) {
+    owner->cancel_query(t, type);
     return;
   }
-  if (auto c = r->conn.lock()) {  // lease request: the connection is fixed from the start
-    asio::post(c->get_executor(), [c, r, type] { c->cancel(r, type); });
-  }
+  // The client is gone, so nothing grants or writes `conn` any more; a
+  // connection that outlived it (a caller's io_context) still cancels.
+  if (auto c = t->conn.lock()) asio::post(c->get_executor(), [c, r = wire_of(t), type] { c->cancel(r, type); });
+}
+
+void lease_cancel_hook::operator()(asio::cancellation_type_t type) const {
+  auto r = req.lock();
+  if (!r || r->completed.load(std::memory_order_acquire)) return;
+  if (auto c = conn.lock()) asio::post(c->get_executor(), [c, r, type] { c->cancel(r, type); });
 }
 
 bool acquire_request::try_complete(const asio::any_io_executor& ex, std::error_code ec, async_lease l) {
@@ -62,16 +69,21 @@ bool acquire_request::try_complete(const asio::any_io_executor& ex, std::error_c
   return true;
 }
 
+void client_impl::build_query_request(query_request& req, query_spec spec, std::unique_ptr<completion<result>> done,
+                                      time_point now, bool on_lease) const {
+  req.on_lease = on_lease;
+  req.metrics = metrics_.get();
+  req.set_handler(std::move(done));
+  req.submitted = now;
+  req.deadline = add_or_max(now, spec.timeout.value_or(params_.query_timeout));
+  req.spec = std::move(spec);
+}
+
 std::shared_ptr<query_request> client_impl::new_query_request(query_spec spec,
                                                               std::unique_ptr<completion<result>> done,
                                                               time_point now, bool on_lease) const {
   auto req = std::make_shared<query_request>();
-  req->on_lease = on_lease;
-  req->metrics = metrics_.get();
-  req->set_handler(std::move(done));
-  req->submitted = now;
-  req->deadline = add_or_max(now, spec.timeout.value_or(params_.query_timeout));
-  req->spec = std::move(spec);
+  build_query_request(*req, std::move(spec), std::move(done), now, on_lease);
   return req;
 }
 
@@ -93,20 +105,24 @@ void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<resul
                                asio::cancellation_slot slot) {
   const auto now = pool_clock::now();
   if (params_.read_only_queries) spec.read_only = true;
-  auto req = new_query_request(std::move(spec), std::move(done), now, false);
-  if (refuse_unencodable(req, loops_->first())) return;
+  // The ticket and its wire request: one allocation (pool_ticket.hpp).
+  auto t = std::make_shared<pool_ticket>();
+  query_request& req = t->wire;
+  build_query_request(req, std::move(spec), std::move(done), now, false);
+  if (req.spec.params.ec && refuse_unencodable(wire_of(t), loops_->first())) return;
   // Sharing rules (core/sql/shared_statement.hpp): a shared connection refuses
   // BEGIN and session-changing statements before anything is sent. Leases
   // (lease_impl::submit_query) are not checked.
-  if (auto refused = check_shared_sql(req->spec.sql)) {
-    finish_unstarted(req, loops_->first(), make_error_code(refused->code), client_error_result(refused->message));
+  if (auto refused = check_shared_sql(req.spec.sql)) {
+    finish_unstarted(wire_of(std::move(t)), loops_->first(), make_error_code(refused->code),
+                     client_error_result(refused->message));
     return;
   }
-  req->owner = weak_from_this();
-  if (slot.is_connected()) slot.template emplace<query_cancel_hook>(query_cancel_hook{req});
+  t->owner = weak_from_this();
+  if (slot.is_connected()) slot.template emplace<pool_cancel_hook>(pool_cancel_hook{t});
 
   const slot_group home = caller_loop_group();
-  todo t;
+  todo later;
   // The common case (capacity at once) is carried out after the lock without
   // a todo entry: a std::function holding the request would cost an
   // allocation per query.
@@ -114,31 +130,30 @@ void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<resul
   {
     std::lock_guard lk(mu_);
     auto out = core_.request(now, request_kind::shared,
-                             query_wait_deadline(now, params_.acquire_timeout, req->deadline), home);
+                             query_wait_deadline(now, params_.acquire_timeout, req.deadline), home);
     bool timing = false;
     switch (out.what) {
       case request_outcome::kind::granted: {
         granted = conns_.at(out.slot);
-        req->conn = granted;
-        req->slot = out.slot;
-        req->pooled = true;
+        t->conn = granted;
+        req.pooled = true;
         metrics_->record_wait(std::chrono::nanoseconds(0));
         break;
       }
       case request_outcome::kind::queued:
-        query_waiters_.add(out.waiter, req);
+        query_waiters_.add(out.waiter, t);
         timing = true;
         break;
       case request_outcome::kind::rejected: {
         diagnostics msg = connect_error_diag_locked(out.ec);
-        t.push_back([this, req, ec = out.ec, msg] { complete_query_failure(req, ec, msg); });
+        later.push_back([this, t, ec = out.ec, msg] { complete_query_failure(t, ec, msg); });
         break;
       }
     }
-    collect_locked(t, timing);
+    collect_locked(later, timing);
   }
-  if (granted) post_enqueue(granted, req);
-  run(t);
+  if (granted) post_enqueue(granted, wire_of(std::move(t)));
+  run(later);
 }
 
 void client_impl::submit_acquire(std::unique_ptr<completion<async_lease>> done, asio::cancellation_slot slot) {
@@ -176,20 +191,20 @@ void client_impl::submit_acquire(std::unique_ptr<completion<async_lease>> done, 
   run(t);
 }
 
-void client_impl::cancel_query(const std::shared_ptr<query_request>& req, asio::cancellation_type_t type) {
+void client_impl::cancel_query(const std::shared_ptr<pool_ticket>& t, asio::cancellation_type_t type) {
   std::shared_ptr<pipelined_connection> conn;
   {
     std::lock_guard lk(mu_);
     // Still waiting for capacity: nothing was sent, any type removes it.
     // Otherwise it was granted (its connection cancels it) or failed: that
     // failure and the one below race, and try_complete lets one answer.
-    if (!query_waiters_.withdraw(core_, *req)) conn = req->conn.lock();
+    if (!query_waiters_.withdraw(core_, *t)) conn = t->conn.lock();
   }
   if (conn) {
-    asio::post(conn->get_executor(), [conn, req, type] { conn->cancel(req, type); });
+    asio::post(conn->get_executor(), [conn, req = wire_of(t), type] { conn->cancel(req, type); });
     return;
   }
-  complete_query_failure(req, make_error_code(errc::cancelled), "cancelled while waiting for a connection");
+  complete_query_failure(t, make_error_code(errc::cancelled), "cancelled while waiting for a connection");
 }
 
 void client_impl::cancel_acquire(const std::shared_ptr<acquire_request>& req) {

@@ -81,17 +81,17 @@ void client_impl::check_connection_locked(todo& out, slot_id slot) {
 
 void client_impl::grant_locked(todo& out, const pool_action& a, lazy_now& now) {
   auto cit = conns_.find(a.slot);
-  if (auto req = query_waiters_.take(a.waiter)) {
+  if (auto t = query_waiters_.take(a.waiter)) {
     if (cit == conns_.end()) {
-      out.push_back([this, req] { complete_query_failure(req, make_error_code(errc::not_sent), "connection gone"); });
+      out.push_back([this, t] { complete_query_failure(t, make_error_code(errc::not_sent), "connection gone"); });
       return;
     }
-    req->conn = cit->second;
-    req->slot = a.slot;
-    req->pooled = true;
-    req->waited = now() - req->submitted;
-    metrics_->record_wait(req->waited);
-    out.push_back([this, c = cit->second, req] { post_enqueue(c, req); });
+    t->conn = cit->second;
+    query_request& req = t->wire;
+    req.pooled = true;
+    req.waited = now() - req.submitted;
+    metrics_->record_wait(req.waited);
+    out.push_back([this, c = cit->second, w = wire_of(std::move(t))] { post_enqueue(c, w); });
   } else if (auto areq = acquire_waiters_.take(a.waiter)) {
     metrics_->record_wait(now() - areq->submitted);
     if (cit == conns_.end()) {
@@ -107,11 +107,12 @@ void client_impl::grant_locked(todo& out, const pool_action& a, lazy_now& now) {
 
 void client_impl::fail_locked(todo& out, const pool_action& a, lazy_now& now) {
   diagnostics msg = connect_error_diag_locked(a.ec);
-  if (auto req = query_waiters_.take(a.waiter)) {
-    req->waited = now() - req->submitted;
-    metrics_->record_wait(req->waited);
-    const auto ec = waiter_failure_code(a.ec, req->deadline, pool_clock::now());
-    out.push_back([this, req, ec, msg] { complete_query_failure(req, ec, msg); });
+  if (auto t = query_waiters_.take(a.waiter)) {
+    query_request& req = t->wire;
+    req.waited = now() - req.submitted;
+    metrics_->record_wait(req.waited);
+    const auto ec = waiter_failure_code(a.ec, req.deadline, pool_clock::now());
+    out.push_back([this, t, ec, msg] { complete_query_failure(t, ec, msg); });
   } else if (auto areq = acquire_waiters_.take(a.waiter)) {
     metrics_->record_wait(now() - areq->submitted);
     out.push_back([this, areq, ec = a.ec, msg] { complete_acquire_failure(areq, ec, msg); });

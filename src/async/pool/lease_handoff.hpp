@@ -11,9 +11,18 @@
 // would run outside the transaction. Every start therefore appends to this
 // queue and posts one turn that takes the queue's OLDEST entry, whichever
 // turn runs first: posts may overtake each other, the entries cannot.
+//
+// The connection is a template parameter (pipelined_connection in the
+// driver, a recording fake in tests/unit/async/pool/lease_handoff_test.cpp):
+// a seam for the test that costs the driver no virtual call.
 #pragma once
 
+#include "async/connection/query_meter.hpp"
 #include "async/connection/request.hpp"
+
+#include <pgpipe/query_observer.hpp>
+
+#include <boost/asio/post.hpp>
 
 #include <deque>
 #include <memory>
@@ -46,9 +55,38 @@ class lease_handoff {
     return e;
   }
 
+  /// On `c`'s executor, once per push: carries out the oldest entry. Its
+  /// requests are told to the query observer (unless the entry says not)
+  /// and enqueued in one call, a chain together; a `returns` entry gives
+  /// the connection back (lease_returned).
+  template <class Connection>
+  void hand_over_next(Connection& c) {
+    entry next = take();
+    if (next.returns) {
+      c.lease_returned();
+      return;
+    }
+    if (query_observer* obs = c.observer(); obs && next.observed)
+      for (const auto& req : next.reqs) observe_request_start(*obs, *req, c.slot(), c.backend_pid());
+    if (next.reqs.size() == 1) {
+      c.enqueue(next.reqs.front());
+    } else {
+      c.enqueue_chain(next.reqs);
+    }
+  }
+
  private:
   std::mutex m_;
   std::deque<entry> q_;
 };
+
+/// A lease's start, `e`, queued on `handoff` and carried out on `conn`'s
+/// executor in the order of the lease's starts. Throws std::bad_alloc.
+template <class Connection>
+void hand_off(const std::shared_ptr<Connection>& conn, const std::shared_ptr<lease_handoff>& handoff,
+              lease_handoff::entry e) {
+  handoff->push(std::move(e));
+  boost::asio::post(conn->get_executor(), [c = conn, h = handoff] { h->hand_over_next(*c); });
+}
 
 }  // namespace pgpipe::detail

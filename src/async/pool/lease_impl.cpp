@@ -6,6 +6,7 @@
 #include "async/connection/pipelined_connection.hpp"
 #include "async/pool/client_impl.hpp"
 #include "async/pool/request_hooks.hpp"
+#include "async/pool/waiter_failure.hpp"
 #include "core/sql/copy_statement.hpp"
 #include "core/sql/script_statement.hpp"
 
@@ -41,9 +42,7 @@ void lease_impl::submit_query(query_spec spec, std::unique_ptr<completion<result
   if (owner_->refuse_unencodable(req, conn_->get_executor())) return;
   note_session_change(leaves_session_changed(req->spec.sql));
   req->in_unit = in_unit_.load(std::memory_order_acquire);
-  req->conn = conn_;
-  req->slot = slot_;
-  if (slot.is_connected()) slot.template emplace<query_cancel_hook>(query_cancel_hook{req});
+  if (slot.is_connected()) slot.template emplace<lease_cancel_hook>(lease_cancel_hook{req, conn_});
   owner_->post_handoff(conn_, handoff_, lease_handoff::entry{{req}});
 }
 
@@ -94,11 +93,7 @@ void lease_impl::submit_chain(std::vector<query_spec> specs, std::vector<std::un
     }
     return;
   }
-  for (auto& req : reqs) {
-    note_session_change(leaves_session_changed(req->spec.sql));
-    req->conn = conn_;
-    req->slot = slot_;
-  }
+  for (auto& req : reqs) note_session_change(leaves_session_changed(req->spec.sql));
   if (open_end) in_unit_.store(true, std::memory_order_release);
   if (!reqs.empty()) owner_->post_handoff(conn_, handoff_, lease_handoff::entry{std::move(reqs)});
 }
@@ -109,8 +104,6 @@ std::shared_ptr<query_request> lease_impl::make_handle_request(request_sink sink
   req->on_lease = true;
   req->metrics = owner_->metrics();
   req->in_unit = in_unit_.load(std::memory_order_acquire);
-  req->conn = conn_;
-  req->slot = slot_;
   return req;
 }
 
@@ -221,7 +214,7 @@ void lease_impl::submit_script(std::string sql, std::optional<std::chrono::milli
   }
   req->deadline = add_or_max(now, timeout.value_or(owner_->params().query_timeout));
   req->spec.sql = std::move(sql);
-  if (slot.is_connected()) slot.template emplace<query_cancel_hook>(query_cancel_hook{req});
+  if (slot.is_connected()) slot.template emplace<lease_cancel_hook>(lease_cancel_hook{req, conn_});
   owner_->post_handoff(conn_, handoff_, lease_handoff::entry{{req}});
 }
 
