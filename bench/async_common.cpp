@@ -29,6 +29,14 @@ bench::rng& thread_rng() {
   return r;
 }
 
+const std::vector<std::string>& draw_args(const workload& w) {
+  thread_local std::vector<std::string> args;
+  args.resize(w.params.size());
+  auto& random = thread_rng();
+  for (std::size_t k = 0; k < args.size(); ++k) args[k] = draw(w.params[k], random);
+  return args;
+}
+
 std::string consume(const pgpipe::result& r, bool builtin) {
   try {
     if (builtin) {

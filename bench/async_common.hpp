@@ -9,6 +9,7 @@
 #include <pgpipe/result.hpp>
 
 #include <string>
+#include <vector>
 
 namespace pgpipe::bench {
 
@@ -25,6 +26,15 @@ pool_params async_pool_params(const driver_params& p);
 /// keys. Seeds differ per thread (a counter), so runs are not reproducible
 /// key by key, which no measurement here relies on.
 bench::rng& thread_rng();
+
+/// Draws one query's parameters for `w` into the calling thread's buffer and
+/// returns it. Both async drivers take their arguments from here, so they
+/// store them the same way: a query's parameters are encoded (copied) when
+/// the query starts, before any other client on the thread draws again, so
+/// one buffer per loop thread serves all of that thread's logical clients
+/// and stays in cache. Storage per client would measure where each style
+/// keeps it (a coroutine's frame, a callback's record), not the driver.
+const std::vector<std::string>& draw_args(const workload& w);
 
 /// Reads a result as an application would, the same way in every driver so
 /// the client-side work is comparable: the built-in lookup reads its one row

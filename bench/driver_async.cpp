@@ -28,7 +28,6 @@ class async_driver final : public driver {
     const std::size_t loops = p_.loops ? p_.loops : std::max(1u, std::thread::hardware_concurrency());
     client_ = std::make_unique<pgpipe::async_client>(async_pool_params(p_), pgpipe::async_client_options{.loops = loops});
     clients_.resize(p_.concurrency);
-    for (auto& c : clients_) c.args.resize(p_.work.params.size());
     for (std::size_t i = 0; i < clients_.size(); ++i) issue(i);
   }
 
@@ -45,9 +44,9 @@ class async_driver final : public driver {
   }
 
  private:
-  // Small on purpose (10,000 of them): the generator is per thread (thread_rng).
+  // Small on purpose (10,000 of them): the generator and the arguments are
+  // per thread (draw_args).
   struct client_state {
-    std::vector<std::string> args;
     bench_clock::time_point started;
   };
 
@@ -55,12 +54,11 @@ class async_driver final : public driver {
     if (!m_->begin_query()) return;
     auto& c = clients_[i];
     // issue() runs on the loop that completed this client's last query.
-    auto& random = thread_rng();
-    for (std::size_t k = 0; k < c.args.size(); ++k) c.args[k] = draw(p_.work.params[k], random);
+    const auto& args = draw_args(p_.work);
     c.started = bench_clock::now();
     pgpipe::query_options opts;
     opts.read_only = p_.read_only;  // async-coalesced
-    async_query_n(*client_, opts, p_.work.sql, c.args, [this, i](std::error_code ec, pgpipe::result r) {
+    async_query_n(*client_, opts, p_.work.sql, args, [this, i](std::error_code ec, pgpipe::result r) {
       auto& c = clients_[i];
       if (!ec) {
         if (auto bad = consume(r, p_.work.builtin); !bad.empty()) {

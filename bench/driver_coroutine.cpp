@@ -63,26 +63,21 @@ class coroutine_driver final : public driver {
 
  private:
   // The frame lives as long as the client (10,000 of them at --concurrency
-  // 10000): the generator is per thread (thread_rng), not in the frame. Each
+  // 10000): the generator and the arguments are per thread (draw_args), not
+  // in the frame, as the callback driver keeps them out of its records. Each
   // coroutine stays on the loop it was spawned on.
   asio::awaitable<void> logical_client() {
-    std::vector<std::string> args(p_.work.params.size());
+    pgpipe::query_options opts;
+    opts.read_only = p_.read_only;
     while (m_->begin_query()) {
-      auto& random = thread_rng();
-      for (std::size_t k = 0; k < args.size(); ++k) args[k] = draw(p_.work.params[k], random);
+      const auto& args = draw_args(p_.work);
       const auto started = bench_clock::now();
       // co_await of the deferred operation: the (error_code, result) pair,
       // so that a failed query is counted rather than thrown (use_awaitable
       // alone throws), and no coroutine frame per query (as_tuple(use_awaitable)
-      // makes one; docs/benchmarks.md). (Not a ?: of two co_awaits: g++ 12
-      // destroys that temporary twice.)
-      std::tuple<std::error_code, pgpipe::result> done;
-      if (args.size() == 1) {
-        done = co_await client_->async_query(p_.work.sql, args[0], asio::deferred);
-      } else {
-        done = co_await async_query_n(*client_, p_.work.sql, args, asio::deferred);
-      }
-      auto& [ec, res] = done;
+      // makes one; docs/benchmarks.md). One await site, the callback
+      // driver's call: every temporary of an await is a slot of the frame.
+      auto [ec, res] = co_await async_query_n(*client_, opts, p_.work.sql, args, asio::deferred);
       if (!ec) {
         if (auto bad = consume(res, p_.work.builtin); !bad.empty()) {
           m_->end_query_failed(started, bad);
