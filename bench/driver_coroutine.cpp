@@ -1,5 +1,5 @@
-// coroutine: one C++20 coroutine per logical client (co_spawn +
-// use_awaitable), the style most new Asio code is written in. The client
+// coroutine: one C++20 coroutine per logical client (co_spawn, each query
+// awaited through asio::deferred), the style most new Asio code is written in. The client
 // owns its loops exactly as in the callback driver (one io_context per loop
 // thread, `loops` of them) and the coroutines are spread over those loops
 // (async_client::get_executor(i)), so coroutines and connections share the
@@ -9,7 +9,7 @@
 // the callback driver's loops do not have, and coroutines all on the first
 // loop leave it all the callers' work while the other loops only read
 // results (both about 0.65x the callback driver at pool 4; see
-// docs/benchmarks.md).
+// docs/benchmarks-log.md, 2026-12-01).
 #include "async_common.hpp"
 #include "driver.hpp"
 #include "query_args.hpp"
