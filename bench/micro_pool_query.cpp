@@ -17,6 +17,7 @@
 // (libpq's included) while the iterations ran, divided by the queries: the
 // executable's own malloc is what libpq and operator new call.
 #include "devcluster/devcluster.hpp"
+#include "malloc_count.hpp"
 
 #include <pgpipe/async_client.hpp>
 
@@ -30,35 +31,6 @@
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
-
-extern "C" {
-void* __libc_malloc(std::size_t n);
-void* __libc_calloc(std::size_t n, std::size_t size);
-void* __libc_realloc(void* p, std::size_t n);
-}
-
-namespace {
-std::atomic<bool> counting{false};
-std::atomic<std::uint64_t> allocations{0};
-void count_one() noexcept {
-  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
-}
-}  // namespace
-
-extern "C" {
-void* malloc(std::size_t n) {
-  count_one();
-  return __libc_malloc(n);
-}
-void* calloc(std::size_t n, std::size_t size) {
-  count_one();
-  return __libc_calloc(n, size);
-}
-void* realloc(void* p, std::size_t n) {
-  count_one();
-  return __libc_realloc(p, n);
-}
-}
 
 namespace {
 
@@ -107,12 +79,11 @@ void pool_query(benchmark::State& state) {
   server& s = shared_server();
   const int batch = static_cast<int>(state.range(0));
   run_batch(s, batch);  // connected, the statement prepared, buffers grown
-  allocations.store(0);
-  counting.store(true);
+  pgpipe::bench::malloc_count::start();
   measured_batches(state, s, batch);
-  counting.store(false);
+  const auto allocations = pgpipe::bench::malloc_count::stop();
   const auto queries = static_cast<double>(state.iterations() * batch);
-  state.counters["mallocs_per_query"] = static_cast<double>(allocations.load()) / queries;
+  state.counters["mallocs_per_query"] = static_cast<double>(allocations) / queries;
   state.SetItemsProcessed(state.iterations() * batch);
 }
 BENCHMARK(pool_query)->Arg(1)->Arg(64)->MeasureProcessCPUTime()->UseRealTime();

@@ -18,6 +18,7 @@
 // else the program fails: a cheaper path that lost a result would not count.
 #include "devcluster/devcluster.hpp"
 #include "tpcb.hpp"
+#include "malloc_count.hpp"
 
 #include <pgpipe/async_client.hpp>
 #include <pgpipe/transaction.hpp>
@@ -37,35 +38,6 @@
 #include <string>
 #include <tuple>
 #include <vector>
-
-extern "C" {
-void* __libc_malloc(std::size_t n);
-void* __libc_calloc(std::size_t n, std::size_t size);
-void* __libc_realloc(void* p, std::size_t n);
-}
-
-namespace {
-std::atomic<bool> counting{false};
-std::atomic<std::uint64_t> allocations{0};
-void count_one() noexcept {
-  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
-}
-}  // namespace
-
-extern "C" {
-void* malloc(std::size_t n) {
-  count_one();
-  return __libc_malloc(n);
-}
-void* calloc(std::size_t n, std::size_t size) {
-  count_one();
-  return __libc_calloc(n, size);
-}
-void* realloc(void* p, std::size_t n) {
-  count_one();
-  return __libc_realloc(p, n);
-}
-}
 
 namespace {
 
@@ -165,12 +137,11 @@ int main(int argc, char** argv) {
     }
     bench::rng r(42);
     run(io, client, held, 50, r);  // statements prepared, buffers grown
-    allocations.store(0);
-    counting.store(true);
+    pgpipe::bench::malloc_count::start();
     measured_transactions(io, client, held, count, r);
-    counting.store(false);
+    const auto allocations = pgpipe::bench::malloc_count::stop();
     std::printf("%s transactions %d mallocs_per_transaction %.2f\n", shape.c_str(), count,
-                static_cast<double>(allocations.load()) / count);
+                static_cast<double>(allocations) / count);
     lease.release();
     return 0;
   } catch (const std::exception& e) {
