@@ -17,6 +17,7 @@
 
 #include <pgpipe/async_client.hpp>
 #include <pgpipe/async_read_router.hpp>
+#include <pgpipe/read_routing.hpp>
 #include <pgpipe/transaction.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -81,7 +82,26 @@ struct read_event {
   bool read_only_txn = false;  // transaction_read_only was on where it ran
   bool standby = false;        // pg_is_in_recovery() where it ran
   std::string port;            // inet_server_port() where it ran
+  std::string router;          // when ec: what the router saw as it failed
 };
+
+// The router's view of its servers, for a read that failed: which replicas
+// it counted healthy and in recovery, and the state of each pool.
+std::string describe_router(const pgpipe::read_routing_stats& s) {
+  auto pool = [](const pgpipe::pool_stats& p) {
+    return "open " + std::to_string(p.idle + p.busy) + ", connecting " + std::to_string(p.connecting) +
+           ", queued " + std::to_string(p.queued) + ", connects " + std::to_string(p.connects) +
+           ", disconnects " + std::to_string(p.disconnects);
+  };
+  std::string out = "primary probes " + std::to_string(s.primary_probes_ok) + " ok / " +
+                    std::to_string(s.primary_probes_failed) + " failed; primary read-only pool: " +
+                    pool(s.primary_read_only);
+  for (const auto& r : s.replicas)
+    out += "; " + r.name + (r.healthy ? " healthy" : " unhealthy") +
+           (r.in_recovery ? " in recovery" : " not in recovery") + " probes " + std::to_string(r.probes_ok) +
+           "/" + std::to_string(r.probes_failed) + " pool: " + pool(r.pool);
+  return out;
+}
 
 constexpr int read_keys = 1000;
 // The value stored for key k, checked against every answer.
@@ -174,7 +194,15 @@ TEST(patroni_failover, writers_follow_the_leader_through_switchover_crash_and_ha
     replicas.emplace_back(r, pgpipe::async_client_options{.loops = 1});
     rp.replica_names.push_back(m.name);
   }
-  const auto read_p = read_params(rw);
+  // The router's read-only pool on the primary takes these: its conninfo
+  // lists every node, and its first connect after the leader hangs walks
+  // past the frozen node (one connect_timeout) before it reaches the new
+  // leader, so its wait must outlast a connect_timeout, as the writers' does
+  // (query_timeout, 2 s, bounds it as well). With acquire_timeout =
+  // connect_timeout a read that needed that connect failed with pool_timeout
+  // (once in CI, 1,005 ms after its call).
+  auto read_p = read_params(rw);
+  read_p.acquire_timeout = 2s;
   const auto read_bound = read_p.connect_timeout + read_p.acquire_timeout;
   // For a re-run on a second server and for a 2-core machine shared with
   // three PostgreSQL nodes, Patroni and etcd.
@@ -251,6 +279,7 @@ TEST(patroni_failover, writers_follow_the_leader_through_switchover_crash_and_ha
         ev.ec = ec;
         if (ec) {
           ev.error = ec.message() + " | " + r.diag().to_string();
+          ev.router = describe_router(router.stats());
         } else {
           ev.right = r.size() == 1 && r.columns() == 4 && r[0][0].text() == read_value(k);
           ev.read_only_txn = r.size() == 1 && r[0][1].text() == "on";
@@ -407,9 +436,12 @@ TEST(patroni_failover, writers_follow_the_leader_through_switchover_crash_and_ha
   for (std::size_t i = 0; i < marks.size(); ++i) {
     const auto from = marks[i].at;
     const auto to = i + 1 < marks.size() ? marks[i + 1].at : stopped_at;
-    std::printf("[figure] %s (%s): write gap %lld ms, read gap %lld ms\n", marks[i].what.c_str(),
-                marks[i].node.c_str(), static_cast<long long>(longest_gap(ends, from, to).count()),
-                static_cast<long long>(longest_gap(read_ends, from, to).count()));
+    // Reads the primary answered: those the router found no replica for.
+    int on_primary = 0;
+    for (const auto& e : reads) on_primary += !e.ec && !e.standby && e.start >= from && e.start < to;
+    std::printf("[figure] %s (%s): write gap %lld ms, read gap %lld ms, %d reads answered by the primary\n",
+                marks[i].what.c_str(), marks[i].node.c_str(), static_cast<long long>(longest_gap(ends, from, to).count()),
+                static_cast<long long>(longest_gap(read_ends, from, to).count()), on_primary);
   }
   std::printf("[figure] writes: %d committed (%d missing), %d failed with nothing executed (%d present), %d unknown; "
               "longest write %lld ms (bound %lld ms)\n",
@@ -462,6 +494,15 @@ TEST(patroni_failover, writers_follow_the_leader_through_switchover_crash_and_ha
     if (e.ec) {
       ++read_failed;
       ++read_errors[e.error];
+      // When, against the events, and what the router saw then.
+      std::string when = "before the first event";
+      for (const auto& m : marks)
+        if (m.at <= e.start)
+          when = std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(e.start - m.at).count()) +
+                 " ms after the " + m.what + " (" + m.node + ")";
+      std::printf("[figure] read failed %s, after %lld ms: %s\n  router then: %s\n", when.c_str(),
+                  static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(e.end - e.start).count()),
+                  e.error.c_str(), e.router.c_str());
       continue;
     }
     read_on_standby += e.standby;
