@@ -126,6 +126,22 @@ TEST(pipeline_core_timer, a_deadline_within_the_slack_of_the_one_before_takes_it
   EXPECT_EQ(h.outcome(3), pipe_outcome::timeout_unsent);
 }
 
+// A caller answered before its Sync (cancelled, detached) no longer counts:
+// a push looks past it to the last request that does.
+TEST(pipeline_core_timer, a_push_behind_a_detached_request_compares_with_the_one_before_it) {
+  harness h;
+  const auto t0 = h.now;
+  submit_due(h, 1, t0, {500ms, 600ms});
+  h.write();
+  h.core.cancel(h.now, 2, true);
+  h.pump();
+  ASSERT_EQ(h.outcome(2), pipe_outcome::cancelled_detached);
+  h.submit(3, due(t0 + 300ms));
+  h.write();
+  EXPECT_EQ(h.core.written(), 3u);
+  EXPECT_EQ(h.core.next_timer(), t0 + 300ms);
+}
+
 // Entries placed or moved without a push: a skipped request written again
 // goes ahead of newer work by submission order, whatever its deadline.
 TEST(pipeline_core_timer, a_skipped_request_queued_again_ahead_of_a_sooner_deadline_leaves_it_next) {
