@@ -116,20 +116,27 @@ class alloc_counter {
   std::uint64_t begin_ = 0;
 };
 
-// Runs `n` awaits of one form in one coroutine, `batch` per iteration.
+// Per iteration: `coroutines` coroutines of one form spawned at once, each
+// awaiting `awaits` operations, after one warm-up round (Asio's per-thread
+// recycling caches fill once). Items = awaits.
+template <class Loop>
+void run_coroutines(benchmark::State& st, Loop loop, std::size_t coroutines, std::size_t awaits) {
+  fixture f;
+  auto round = [&] {
+    for (std::size_t i = 0; i < coroutines; ++i) asio::co_spawn(f.io, loop(f, awaits), asio::detached);
+    f.run();
+  };
+  round();
+  alloc_counter allocs(st, coroutines * awaits);
+  allocs.start();
+  for (auto _ : st) round();
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * coroutines * awaits));
+}
+
+// Runs `batch` awaits of one form in one coroutine per iteration.
 template <class Loop>
 void run_awaits(benchmark::State& st, Loop loop) {
-  fixture f;
-  // One warm-up batch: Asio's per-thread recycling caches fill once.
-  asio::co_spawn(f.io, loop(f, batch), asio::detached);
-  f.run();
-  alloc_counter allocs(st);
-  allocs.start();
-  for (auto _ : st) {
-    asio::co_spawn(f.io, loop(f, batch), asio::detached);
-    f.run();
-  }
-  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * batch));
+  run_coroutines(st, loop, 1, batch);
 }
 
 // --- one operation ---------------------------------------------------------
@@ -247,18 +254,7 @@ BENCHMARK(many_callback);
 
 // One coroutine per client, spawned per iteration (one co_spawn per `rounds`
 // awaits).
-void many_deferred_awaited(benchmark::State& st) {
-  fixture f;
-  for (std::size_t i = 0; i < clients; ++i) asio::co_spawn(f.io, deferred_loop(f, rounds), asio::detached);
-  f.run();
-  alloc_counter allocs(st, clients * rounds);
-  allocs.start();
-  for (auto _ : st) {
-    for (std::size_t i = 0; i < clients; ++i) asio::co_spawn(f.io, deferred_loop(f, rounds), asio::detached);
-    f.run();
-  }
-  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * clients * rounds));
-}
+void many_deferred_awaited(benchmark::State& st) { run_coroutines(st, deferred_loop, clients, rounds); }
 BENCHMARK(many_deferred_awaited);
 
 // The same clients awaiting an operation that carries only a pointer until
@@ -286,18 +282,7 @@ asio::awaitable<void> light_loop(fixture& f, std::size_t n) {
   }
 }
 
-void many_deferred_light(benchmark::State& st) {
-  fixture f;
-  for (std::size_t i = 0; i < clients; ++i) asio::co_spawn(f.io, light_loop(f, rounds), asio::detached);
-  f.run();
-  alloc_counter allocs(st, clients * rounds);
-  allocs.start();
-  for (auto _ : st) {
-    for (std::size_t i = 0; i < clients; ++i) asio::co_spawn(f.io, light_loop(f, rounds), asio::detached);
-    f.run();
-  }
-  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * clients * rounds));
-}
+void many_deferred_light(benchmark::State& st) { run_coroutines(st, light_loop, clients, rounds); }
 BENCHMARK(many_deferred_light);
 
 void one_use_future(benchmark::State& st) {

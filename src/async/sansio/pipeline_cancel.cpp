@@ -84,7 +84,7 @@ pipeline_core::entry* pipeline_core::running_in_segment(const entry& e) {
   return nullptr;
 }
 
-bool pipeline_core::outlive_deadline(time_point now, entry& e) {
+bool pipeline_core::outlive_deadline(time_point now, written_queue& q, entry& e) {
   if (e.past_deadline) {
     break_all("the server answered nothing within " + std::to_string(p_.cancel_bound.count()) +
                   " ms of the cancel sent at a written transaction's deadline (it may have committed)",
@@ -92,8 +92,7 @@ bool pipeline_core::outlive_deadline(time_point now, entry& e) {
     return false;
   }
   e.past_deadline = true;
-  e.req.deadline = now + p_.cancel_bound;
-  deadlines_sorted_ = false;
+  q.set_deadline(e, now + p_.cancel_bound);
   if (entry* running = running_in_segment(e)) try_start_cancel(now, *running);
   return true;
 }
@@ -113,9 +112,8 @@ void pipeline_core::target_over(pipe_id id) {
 
 void pipeline_core::bound_by_cancel(entry& e, time_point t) {
   if (t < e.req.deadline) {
-    e.req.deadline = t;
+    written_.set_deadline(e, t);
     any_deadline_ = true;
-    deadlines_sorted_ = false;
   }
 }
 

@@ -99,26 +99,8 @@ void pipeline_core::submit(pipe_id id, pipe_request r) {
       e.req.deadline = last_submitted_deadline_;
     last_submitted_deadline_ = e.req.deadline;
   }
-  note_push(waiting_, e);
   waiting_.push_back(std::move(e));
   peak_waiting_ = std::max(peak_waiting_, waiting_.size());
-}
-
-void pipeline_core::note_push_behind_uncounted(const std::pmr::deque<entry>& q, const entry& e) noexcept {
-  // A run of detached entries at the back (callers answered before their
-  // Sync) is not walked past.
-  constexpr int max_walk = 8;
-  int walked = 0;
-  for (auto it = q.rbegin(); it != q.rend(); ++it) {
-    if (counted(q, *it)) {
-      if (e.req.deadline < it->req.deadline) deadlines_sorted_ = false;
-      return;
-    }
-    if (++walked == max_walk) {
-      deadlines_sorted_ = false;
-      return;
-    }
-  }
 }
 
 bool pipeline_core::send(entry& e) {
@@ -165,10 +147,8 @@ void pipeline_core::write_pass(time_point now) {
     // A chained request is answered at the Sync this one shares (or carries):
     // it cannot be over before this one, so it takes this one's deadline
     // (BEGIN's is its first statement's).
-    if (!written_.empty() && !written_.back().batch_last && written_.back().req.chained) {
-      if (e.req.deadline < written_.back().req.deadline) deadlines_sorted_ = false;
-      written_.back().req.deadline = e.req.deadline;
-    }
+    if (!written_.empty() && !written_.back().batch_last && written_.back().req.chained)
+      written_.set_deadline(written_.back(), e.req.deadline);
     // sync_batch 1 (coalescing off): every request has its own Sync, chains apart.
     if ((p_.sync_batch > 1 || e.req.chained) && batch_stays_open(e, batch_run)) {
       actions_.back().sync = false;  // send() pushed e's action last
@@ -178,7 +158,6 @@ void pipeline_core::write_pass(time_point now) {
       ++syncs_sent_;
       batch_run = 0;
     }
-    note_push(written_, e);
     written_.push_back(std::move(e));
     sent = true;
   }
@@ -243,7 +222,6 @@ void pipeline_core::on_command_end() {
   if (h.batch_last) return;
   // A coalesced request's results are over; the batch's Sync decides its outcome.
   h.at = stage::ended;
-  note_push(batch_, h);
   batch_.push_back(std::move(h));
   written_.pop_front();
 }
@@ -325,7 +303,7 @@ void pipeline_core::on_tick(time_point now) {
     for (auto& e : *q) {
       if (!e.awaited() || e.req.deadline > now) continue;
       if (e.req.cancel_at_deadline) {
-        if (!outlive_deadline(now, e)) return;
+        if (!outlive_deadline(now, *q, e)) return;
         continue;
       }
       complete(e, e.cancel_sent ? pipe_outcome::cancel_unconfirmed : pipe_outcome::timeout_detached);
@@ -338,23 +316,7 @@ std::optional<time_point> pipeline_core::next_timer() const {
   time_point next = cancel_running_ ? cancel_deadline_ : time_point::max();
   // Asked after every batch of work: skip the scan (every request in the
   // queues, up to the depth) when no request ever had a deadline.
-  if (any_deadline_) {
-    // Sorted: a queue's first counted entry holds its earliest deadline.
-    // Else every entry, checking whether the order holds again.
-    const bool sorted = deadlines_sorted_;
-    bool in_order = true;
-    for (const auto* q : {&waiting_, &batch_, &written_}) {
-      time_point prev = time_point::min();
-      for (const auto& e : *q) {
-        if (!counted(*q, e)) continue;
-        next = std::min(next, e.req.deadline);
-        if (sorted) break;
-        if (e.req.deadline < prev) in_order = false;
-        prev = e.req.deadline;
-      }
-    }
-    if (!sorted && in_order) deadlines_sorted_ = true;
-  }
+  if (any_deadline_) next = std::min({next, waiting_.earliest(), batch_.earliest(), written_.earliest()});
   if (p_.stall_timeout.count() > 0 && solo_id_ == 0 && written() > 0)
     next = std::min(next, last_progress_ + p_.stall_timeout);
   if (next == time_point::max()) return std::nullopt;

@@ -137,11 +137,11 @@
 
 #include "async/sansio/block_cache.hpp"
 #include "async/sansio/pipeline_actions.hpp"
+#include "async/sansio/request_queue.hpp"
 #include "core/pool/pool_core.hpp"
 #include "core/statements/statement_cache.hpp"
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <memory_resource>
 #include <optional>
@@ -369,6 +369,16 @@ class pipeline_core {
     std::string sqlstate;         ///< of its first error
     bool awaited() const noexcept { return to == recipient::caller; }
   };
+  /// The deadlines next_timer() counts (request_queue.hpp): a waiting
+  /// caller's request, a written one whose caller still waits.
+  struct counts_unless_core {
+    bool operator()(const entry& e) const noexcept { return e.to != recipient::core; }
+  };
+  struct counts_awaited {
+    bool operator()(const entry& e) const noexcept { return e.awaited(); }
+  };
+  using waiting_queue = request_queue<entry, counts_unless_core>;
+  using written_queue = request_queue<entry, counts_awaited>;
 
   // pipeline_core.cpp: the FIFO, writes, results, breaks, time.
   void complete(entry& e, pipe_outcome o);
@@ -423,15 +433,16 @@ class pipeline_core {
   void fire_pending_cancel(time_point now);
   /// A cancel's target has the server's answer: lifts that part of the hold-back.
   void target_over(pipe_id id);
-  /// `e` (cancel_at_deadline, written) reached its deadline: the first time,
+  /// `e` (cancel_at_deadline, written: in `q`) reached its deadline: the first time,
   /// a cancel for its segment and a bound on the wait for the server; the
   /// second, the server said nothing within it: the connection is closed.
   /// False when the connection was closed (the queues are cleared).
-  bool outlive_deadline(time_point now, entry& e);
+  bool outlive_deadline(time_point now, written_queue& q, entry& e);
   /// The request of `e`'s Sync segment whose commands the server runs now
   /// (the first whose results are not over), or null.
   entry* running_in_segment(const entry& e);
-  /// `e`'s deadline is at most `t`.
+  /// `e`'s deadline is at most `t`; `e` is in written_ (a cancel's target
+  /// has its Execute still to run: never one of batch_).
   void bound_by_cancel(entry& e, time_point t);
   /// Removes a request not yet written (completed cancelled_unsent); false if it was not waiting.
   bool drop_unsent(pipe_id id);
@@ -452,13 +463,13 @@ class pipeline_core {
   statement_cache cache_;
   // Every request passes through waiting_ and written_ (a FIFO each): the
   // cache keeps a few freed blocks for the next ones (block_cache.hpp).
-  // Declared before the deques, which give their blocks back to it when they go.
+  // Declared before the queues, which give their blocks back to it when they go.
   block_cache blocks_;
-  std::pmr::deque<entry> waiting_{&blocks_};
-  std::pmr::deque<entry> written_{&blocks_};
+  waiting_queue waiting_{&blocks_};
+  written_queue written_{&blocks_};
   /// Requests of the open coalesced batch whose results are over (they left
   /// written_ at their last command); decided at the batch's Sync.
-  std::pmr::deque<entry> batch_{&blocks_};
+  written_queue batch_{&blocks_};
   std::uint64_t syncs_sent_ = 0;
   std::uint64_t requests_sent_ = 0;
   std::vector<pipe_action> actions_;
@@ -476,35 +487,13 @@ class pipeline_core {
   enum class unit_state : unsigned char { none, pending, open, failed };
   unit_state unit_ = unit_state::none;  ///< of the unit opened last
   pipe_id unit_opener_ = 0;
-  /// Some request had a deadline (sticky): next_timer() must scan the queues.
+  /// Some request had a deadline (sticky): next_timer() must ask the queues.
   bool any_deadline_ = false;
-  /// The deadlines next_timer() counts rise from front to back in each
-  /// queue, so it reads only the first counted entry of each instead of
-  /// every request up to the depth, after every batch of work. A push behind
-  /// a later deadline, a re-queued request or a deadline moved in place
-  /// clears it; a full scan that finds the order again sets it (mutable: a
-  /// cache of what the queues hold).
-  mutable bool deadlines_sorted_ = true;
   /// How much sooner than the one submitted before it a deadline may be and
   /// still be taken as that one (submit()).
   static constexpr std::chrono::milliseconds deadline_slack{5};
   /// The deadline of the last caller's request submitted: see submit().
   time_point last_submitted_deadline_ = time_point::min();
-  /// Whether next_timer() counts `e`, an entry of `q`.
-  bool counted(const std::pmr::deque<entry>& q, const entry& e) const noexcept {
-    return &q == &waiting_ ? e.to != recipient::core : e.awaited();
-  }
-  /// Clears deadlines_sorted_ when `e` would sit behind a later counted
-  /// deadline in `q` (or when none is found within a few entries of the back).
-  void note_push(const std::pmr::deque<entry>& q, const entry& e) noexcept {
-    if (!deadlines_sorted_ || !counted(q, e) || q.empty()) return;
-    if (counted(q, q.back())) {
-      if (e.req.deadline < q.back().req.deadline) deadlines_sorted_ = false;
-      return;
-    }
-    note_push_behind_uncounted(q, e);
-  }
-  void note_push_behind_uncounted(const std::pmr::deque<entry>& q, const entry& e) noexcept;
   /// The most requests waiting at once since the queues were last trimmed.
   std::size_t peak_waiting_ = 0;
 };

@@ -46,9 +46,9 @@ void pipeline_core::trim_if_drained() noexcept {
   constexpr std::size_t burst = 4096;
   if (peak_waiting_ < burst || !waiting_.empty() || !written_.empty() || !batch_.empty()) return;
   try {
-    std::pmr::deque<entry>(&blocks_).swap(waiting_);
-    std::pmr::deque<entry>(&blocks_).swap(written_);
-    std::pmr::deque<entry>(&blocks_).swap(batch_);
+    waiting_.release_map();
+    written_.release_map();
+    batch_.release_map();
   } catch (const std::bad_alloc&) {
     return;  // only memory kept longer; the queues are unchanged
   }
@@ -149,7 +149,6 @@ void pipeline_core::requeue(entry& e) {
   e.at = stage::waiting;
   auto at = std::upper_bound(waiting_.begin(), waiting_.end(), e.seq,
                              [](std::uint64_t seq, const entry& w) { return seq < w.seq; });
-  deadlines_sorted_ = false;  // its deadline is older than the ones around it may be
   waiting_.insert(at, std::move(e));
 }
 

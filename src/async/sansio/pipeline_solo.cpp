@@ -27,7 +27,6 @@ bool pipeline_core::solo_blocks_queue() {
   pipe_action a{pipe_action::kind::start_solo};
   a.id = e.id;
   actions_.push_back(std::move(a));
-  note_push(written_, e);
   written_.push_back(std::move(e));
   return true;
 }

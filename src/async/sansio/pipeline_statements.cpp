@@ -40,7 +40,6 @@ void pipeline_core::name_statement(entry& e) {
         drop_statement(d, old);
         send(d);
         ++syncs_sent_;  // it closes an open batch, if any (batch_last)
-        note_push(written_, d);
         written_.push_back(std::move(d));
       }
       cache_.remove_invalidated();
@@ -96,7 +95,6 @@ void pipeline_core::queue_invalidated(const entry& e) {
     // ends; nothing names it again.
     d.req.on_lease = e.req.on_lease;
     drop_statement(d, name);
-    note_push(waiting_, d);
     waiting_.push_back(std::move(d));
   }
   cache_.remove_invalidated();
