@@ -23,12 +23,9 @@ void client_impl::conn_connect_failed(slot_id slot, std::error_code ec, const st
   todo t;
   {
     std::lock_guard lk(mu_);
-    last_connect_message_ = message;
     // The server's part (severity, text, SQLSTATE) for every request this
     // failure fails; `message` is already scrubbed of secrets.
-    last_connect_diag_ = classify_connect_failure(message, false, {}).diag;
-    conns_.erase(slot);
-    if (live_conns_ > 0) --live_conns_;
+    actions_.connect_failed(slot, message);
     // The job's code decides, with libpq's words for what the code cannot
     // say (an unknown host shares server_unreachable with a refused port).
     core_.on_open_failed(pool_clock::now(), slot, ec, kind_of_connect_failure(ec, message));
@@ -94,8 +91,7 @@ void client_impl::conn_finished(slot_id slot) {
   todo t;
   {
     std::lock_guard lk(mu_);
-    conns_.erase(slot);
-    if (live_conns_ > 0) --live_conns_;
+    actions_.forget(slot);
     collect_locked(t, false);
   }
   run(t);

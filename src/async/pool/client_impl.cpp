@@ -37,8 +37,9 @@ std::shared_ptr<query_target> null_query_target() {
 client_impl::client_impl(pool_params params, async_client_options options, asio::io_context* external)
     : params_(std::move(params)),
       options_(std::move(options)),
+      metrics_(std::make_shared<query_metrics>(params_.observer, std::move(options_.logger))),
       core_(params_, std::max<std::size_t>(1, params_.pipeline_depth)),
-      metrics_(std::make_shared<query_metrics>(params_.observer, std::move(options_.logger))) {
+      actions_(pool_driver{this}, *metrics_) {
   require_supported_libpq();
   auto cfg = std::make_shared<connection_config>();
   cfg->conninfo = params_.conninfo;
@@ -83,17 +84,6 @@ void client_impl::finish_unstarted(const std::shared_ptr<query_request>& req, co
   if (req->completed.load(std::memory_order_acquire)) return;
   if (end_query(*metrics_, *req, ec, r, pool_clock::now())) metrics_->count_unstarted_failure(ec);
   req->try_complete(ex, true, ec, std::move(r));
-}
-
-void client_impl::post_enqueue(const std::shared_ptr<pipelined_connection>& conn,
-                               std::shared_ptr<query_request> req) const {
-  // The observer is reached through the connection (which the handler
-  // holds, and which holds it): on a caller's io_context the handler may run
-  // after the client is gone, and no reference count is touched per query.
-  asio::post(conn->get_executor(), [c = conn, req = std::move(req)] {
-    if (query_observer* obs = c->observer()) observe_request_start(*obs, *req, c->slot(), c->backend_pid());
-    c->enqueue(req);
-  });
 }
 
 void client_impl::post_handoff(const std::shared_ptr<pipelined_connection>& conn,

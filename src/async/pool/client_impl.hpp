@@ -7,12 +7,13 @@
 // Files: client_impl.cpp (construction; the query_metrics room: logger,
 // observer hooks, counters, stats), client_lifecycle.cpp (start, close, shutdown),
 // client_operations.cpp (queries, acquires, their cancellation),
-// client_pool_actions.cpp (pool_core's actions carried out, the pool timer),
-// client_connection_events.cpp (what connections report). A lease is
-// lease_impl (lease_impl.hpp). A query on the shared path is a pool_ticket
-// (pool_ticket.hpp) while the pool holds it. Two sans-IO parts, each with its unit test:
-// the waiters by id (waiter_map.hpp) and the pool timer's aim
-// (tick_schedule.hpp).
+// client_pool_actions.cpp (the driver pool_actions works with, the pool
+// timer, the close waiters), client_connection_events.cpp (what connections
+// report). A lease is lease_impl (lease_impl.hpp). A query on the shared path
+// is a pool_ticket (pool_ticket.hpp) while the pool holds it. Parts tested
+// without a server, each with its unit test: pool_core's actions carried out
+// on the connections and waiters (pool_actions.hpp), the waiters by id
+// (waiter_map.hpp) and the pool timer's aim (tick_schedule.hpp).
 #pragma once
 
 #include "async/pool/event_loops.hpp"
@@ -20,9 +21,9 @@
 #include "async/connection/pipelined_connection.hpp"
 #include "async/connection/request.hpp"
 #include "async/pool/lease_impl.hpp"
+#include "async/pool/pool_actions.hpp"
 #include "async/pool/pool_ticket.hpp"
 #include "async/pool/tick_schedule.hpp"
-#include "async/pool/waiter_map.hpp"
 #include "core/metrics/query_metrics.hpp"
 #include "core/pool/pool_core.hpp"
 
@@ -34,11 +35,8 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
-#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -113,9 +111,6 @@ class client_impl final : public query_target,
   /// in stats().completed and by its kind (query_metrics::count_unstarted_failure).
   void finish_unstarted(const std::shared_ptr<query_request>& req, const boost::asio::any_io_executor& ex,
                         std::error_code ec, result r);
-  /// Hands `req` to `conn` on the connection's executor, telling the query
-  /// observer first when one is installed.
-  void post_enqueue(const std::shared_ptr<pipelined_connection>& conn, std::shared_ptr<query_request> req) const;
   /// A lease's start, `e`, queued on `handoff` and handed to `conn` on the
   /// connection's executor in the order of the lease's starts
   /// (lease_handoff.hpp): a chain's requests are enqueued in one turn of the
@@ -134,28 +129,25 @@ class client_impl final : public query_target,
   bool loops_stopped() const noexcept { return loops_->stopped(); }
 
  private:
-  using todo = std::vector<std::function<void()>>;
+  using todo = pool_todo;
 
-  /// Reads the clock at most once, and only when asked: in collect_locked,
-  /// only a waiter leaving the queue needs the time (its wait ends now).
-  class lazy_now {
-   public:
-    time_point operator()();
-
-   private:
-    std::optional<time_point> at_;
+  /// What pool_actions asks of the client (client_pool_actions.cpp): the
+  /// pool clock, a connection for a slot on its home loop, and the answers
+  /// to waiters it runs after the unlock.
+  struct pool_driver {
+    client_impl* self;
+    time_point now() const { return pool_clock::now(); }
+    made_connection<pipelined_connection> make_connection(slot_id slot) const;
+    void fail_query(const std::shared_ptr<pool_ticket>& t, std::error_code ec, diagnostics diag) const;
+    void fail_acquire(const std::shared_ptr<acquire_request>& req, std::error_code ec, diagnostics diag) const;
+    void grant_lease(const std::shared_ptr<acquire_request>& req, const std::shared_ptr<pipelined_connection>& conn,
+                     slot_id slot) const;
   };
 
-  /// Takes pool_core's actions and turns them into work to run after unlock
-  /// (client_pool_actions.cpp), one step per action kind below.
+  /// Carries out pool_core's actions (pool_actions.hpp), keeps the pool
+  /// timer aimed and answers close waiters once drained; the work to run
+  /// after the unlock goes to `out`.
   void collect_locked(todo& out, bool timing_may_change);
-  void open_connection_locked(todo& out, slot_id slot);
-  void close_connection_locked(todo& out, slot_id slot);
-  void check_connection_locked(todo& out, slot_id slot);
-  /// Hands the waiter's grant over: a query goes to the slot's connection,
-  /// an acquire gets a lease on it.
-  void grant_locked(todo& out, const pool_action& a, lazy_now& now);
-  void fail_locked(todo& out, const pool_action& a, lazy_now& now);
   /// Points the pool timer at pool_core's next deadline when that is sooner.
   void rearm_tick_locked(todo& out);
   void run(todo& t);
@@ -169,9 +161,6 @@ class client_impl final : public query_target,
   void maybe_closed_locked(todo& out);
   void arm_tick(time_point at, std::uint64_t gen);
   void on_tick();
-  /// The last connect failure's diagnostics (server text and SQLSTATE) for a
-  /// connect error, else `ec`'s message.
-  diagnostics connect_error_diag_locked(const std::error_code& ec) const;
 
   pool_params params_;
   async_client_options options_;
@@ -180,25 +169,21 @@ class client_impl final : public query_target,
   boost::asio::any_io_executor pool_ex_;  // runs the pool tick timer
   std::unique_ptr<boost::asio::steady_timer> tick_timer_;
 
-  mutable std::mutex mu_;  // pool_core and the maps below
-  pool_core core_;
-  std::unordered_map<slot_id, std::shared_ptr<pipelined_connection>> conns_;
-  waiter_map<pool_ticket> query_waiters_;
-  waiter_map<acquire_request> acquire_waiters_;
-  std::unordered_set<slot_id> retire_on_return_;
-  std::size_t live_conns_ = 0;
-  tick_schedule tick_;
-  std::string last_connect_message_;
-  diagnostics last_connect_diag_;
-  std::vector<std::unique_ptr<completion<std::monostate>>> close_waiters_;
-  std::condition_variable drained_cv_;
-  bool shut_down_ = false;
-
   // The logger slot, the observer and the counters behind stats()
   // (pool_core counts pool_timeout, queue_full and connect errors itself).
   /// Shared with every connection (connection_config::metrics), which
-  /// counts its requests' ends through query_request::metrics.
+  /// counts its requests' ends through query_request::metrics. Declared
+  /// before actions_, which records the pool waits in it.
   std::shared_ptr<query_metrics> metrics_;
+
+  mutable std::mutex mu_;  // pool_core and the state below
+  pool_core core_;
+  pool_actions<pipelined_connection, acquire_request, pool_driver> actions_;
+  std::unordered_set<slot_id> retire_on_return_;
+  tick_schedule tick_;
+  std::vector<std::unique_ptr<completion<std::monostate>>> close_waiters_;
+  std::condition_variable drained_cv_;
+  bool shut_down_ = false;
 };
 
 }  // namespace pgpipe::detail

@@ -61,12 +61,12 @@ void client_impl::shutdown() {
     // Let work in flight finish, for a bounded time: a query that runs for
     // minutes must not make a destructor hang for minutes.
     std::unique_lock lk(mu_);
-    drained_cv_.wait_for(lk, std::chrono::seconds(2), [this] { return live_conns_ == 0 && core_.is_drained(); });
+    drained_cv_.wait_for(lk, std::chrono::seconds(2), [this] { return actions_.live() == 0 && core_.is_drained(); });
   }
   std::vector<std::shared_ptr<pipelined_connection>> rest;
   {
     std::lock_guard lk(mu_);
-    for (auto& [id, c] : conns_) rest.push_back(c);
+    rest = actions_.connections();
   }
   for (auto& c : rest) asio::post(c->get_executor(), [c] { c->abort(); });
   loops_->stop_watchdog();

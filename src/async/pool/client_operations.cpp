@@ -133,19 +133,15 @@ void client_impl::submit_query(query_spec spec, std::unique_ptr<completion<resul
                              query_wait_deadline(now, params_.acquire_timeout, req.deadline), home);
     bool timing = false;
     switch (out.what) {
-      case request_outcome::kind::granted: {
-        granted = conns_.at(out.slot);
-        t->conn = granted;
-        req.pooled = true;
-        metrics_->record_wait(std::chrono::nanoseconds(0));
+      case request_outcome::kind::granted:
+        granted = actions_.grant_now(*t, out.slot);
         break;
-      }
       case request_outcome::kind::queued:
-        query_waiters_.add(out.waiter, t);
+        actions_.queue_query(out.waiter, t);
         timing = true;
         break;
       case request_outcome::kind::rejected: {
-        diagnostics msg = connect_error_diag_locked(out.ec);
+        diagnostics msg = actions_.connect_error_diag(out.ec);
         later.push_back([this, t, ec = out.ec, msg] { complete_query_failure(t, ec, msg); });
         break;
       }
@@ -170,18 +166,17 @@ void client_impl::submit_acquire(std::unique_ptr<completion<async_lease>> done, 
     auto out = core_.request(now, request_kind::exclusive, add_or_max(now, params_.acquire_timeout), home);
     bool timing = false;
     switch (out.what) {
-      case request_outcome::kind::granted: {
-        metrics_->record_wait(std::chrono::nanoseconds(0));
-        auto impl = std::make_shared<lease_impl>(conns_.at(out.slot), out.slot, shared_from_this());
-        t.push_back([req, impl] { req->try_complete(impl->get_executor(), {}, async_lease(impl)); });
+      case request_outcome::kind::granted:
+        t.push_back([d = pool_driver{this}, req, c = actions_.lease_now(out.slot), s = out.slot] {
+          d.grant_lease(req, c, s);
+        });
         break;
-      }
       case request_outcome::kind::queued:
-        acquire_waiters_.add(out.waiter, req);
+        actions_.queue_acquire(out.waiter, req);
         timing = true;
         break;
       case request_outcome::kind::rejected: {
-        diagnostics msg = connect_error_diag_locked(out.ec);
+        diagnostics msg = actions_.connect_error_diag(out.ec);
         t.push_back([this, req, ec = out.ec, msg] { complete_acquire_failure(req, ec, msg); });
         break;
       }
@@ -198,7 +193,7 @@ void client_impl::cancel_query(const std::shared_ptr<pool_ticket>& t, asio::canc
     // Still waiting for capacity: nothing was sent, any type removes it.
     // Otherwise it was granted (its connection cancels it) or failed: that
     // failure and the one below race, and try_complete lets one answer.
-    if (!query_waiters_.withdraw(core_, *t)) conn = t->conn.lock();
+    if (!actions_.withdraw_query(core_, *t)) conn = t->conn.lock();
   }
   if (conn) {
     asio::post(conn->get_executor(), [conn, req = wire_of(t), type] { conn->cancel(req, type); });
@@ -210,7 +205,7 @@ void client_impl::cancel_query(const std::shared_ptr<pool_ticket>& t, asio::canc
 void client_impl::cancel_acquire(const std::shared_ptr<acquire_request>& req) {
   {
     std::lock_guard lk(mu_);
-    if (!acquire_waiters_.withdraw(core_, *req)) return;
+    if (!actions_.withdraw_acquire(core_, *req)) return;
   }
   complete_acquire_failure(req, make_error_code(errc::cancelled), "cancelled");
 }

@@ -10,6 +10,10 @@
 // reference count (wire_of), so splitting them costs nothing per query.
 // A lease's requests have no ticket: the lease knows its connection, and
 // nothing of theirs waits in the pool.
+//
+// The connection is a template parameter so that the pool's unit tests
+// (tests/unit/async/pool/pool_actions_test.cpp) hold tickets of a fake
+// connection; the driver's is pool_ticket.
 #pragma once
 
 #include "async/connection/request.hpp"
@@ -23,7 +27,8 @@ namespace pgpipe::detail {
 class client_impl;
 class pipelined_connection;
 
-struct pool_ticket {
+template <class Connection>
+struct basic_pool_ticket {
   /// What the connection carries once the query is granted (filled before).
   query_request wire;
 
@@ -38,12 +43,15 @@ struct pool_ticket {
   /// ticket), so a strong link back would make a cycle that only the
   /// connection's teardown breaks; on a caller's io_context that is never
   /// run again, nothing would free either (PGconn, socket, handler).
-  std::weak_ptr<pipelined_connection> conn;
+  std::weak_ptr<Connection> conn;
 };
+
+using pool_ticket = basic_pool_ticket<pipelined_connection>;
 
 /// `t`'s wire request, sharing the ticket's allocation and reference count:
 /// the pointer a connection holds. Moving `t` in costs no count update.
-inline std::shared_ptr<query_request> wire_of(std::shared_ptr<pool_ticket> t) noexcept {
+template <class Connection>
+std::shared_ptr<query_request> wire_of(std::shared_ptr<basic_pool_ticket<Connection>> t) noexcept {
   query_request* w = &t->wire;
   return std::shared_ptr<query_request>(std::move(t), w);
 }

@@ -52,7 +52,7 @@ pool_params params(std::size_t max_size) {
 }
 
 // client_impl's side of the pool for one kind of request: requests in, and
-// pool_core's actions carried out on the map (collect_locked's grant and fail
+// pool_core's actions carried out on the map (pool_actions' grant and fail
 // steps). Opens succeed when the test says so; closes are counted.
 class glue {
  public:
